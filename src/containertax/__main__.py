@@ -1,0 +1,5 @@
+import sys
+
+from containertax.cli import main
+
+sys.exit(main())

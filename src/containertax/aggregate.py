@@ -1,0 +1,58 @@
+"""All raw records of a campaign as one tidy table: one row per run and metric.
+
+This table is the seam to the statistics: everything downstream reads runs.csv (or an
+imported table of the same shape), never the raw JSON.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from containertax import records
+
+COLUMNS = [
+    "campaign", "model", "environment", "repetition", "block", "position", "sequence",
+    "attempt", "started_utc", "host", "metric", "value", "unit", "gate_waited_s",
+    "temperature_max_c", "config_hash",
+]
+
+
+def raw_records(root: Path) -> list[Path]:
+    return sorted(p for p in (Path(root) / "raw").glob("*/*/rep*.json")
+                  if not p.name.endswith(".cooldown.json"))
+
+
+def tidy(root: Path) -> pd.DataFrame:
+    rows = []
+    for path in raw_records(root):
+        rec = records.read_json(path)
+        cell = rec["cell"]
+        for m in rec["metrics"]:
+            rows.append({
+                "campaign": rec["campaign"],
+                "model": cell["model"],
+                "environment": cell["environment"],
+                "repetition": cell["repetition"],
+                "block": cell["block"],
+                "position": cell["position"],
+                "sequence": cell["sequence"],
+                "attempt": rec["attempt"],
+                "started_utc": rec["started_utc"],
+                "host": rec["provenance"]["host"]["hostname"],
+                "metric": m["name"],
+                "value": m["value"],
+                "unit": m["unit"],
+                "gate_waited_s": rec["gate"].get("waited_s"),
+                "temperature_max_c": rec["telemetry"].get("temperature_max_c"),
+                "config_hash": rec["provenance"].get("config_hash"),
+            })
+    frame = pd.DataFrame(rows, columns=COLUMNS)
+    return frame.sort_values(["position", "metric"], kind="stable").reset_index(drop=True)
+
+
+def write(root: Path, out: Path) -> pd.DataFrame:
+    frame = tidy(root)
+    records.atomic_write_text(out, frame.to_csv(index=False))
+    return frame

@@ -1,0 +1,204 @@
+"""The three steps of a cell (gate, run, cooldown), each one ledger entry at start and end.
+
+A failed step leaves no output but its log and its ledger lines; a failed run also
+removes its gate token so that the next invocation gates the cell again.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import logging
+import shutil
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from containertax import environments, provenance, records, schedule, thermal, workloads
+from containertax.config import Campaign
+from containertax.telemetry import Sampler
+
+log = logging.getLogger("containertax")
+
+
+class RunFailed(RuntimeError):
+    """The process under test failed; the message holds the tail of its output."""
+
+
+def find_cell(campaign: Campaign, model: str, env: str, rep: str) -> schedule.Cell:
+    for cell in schedule.plan(campaign):
+        if cell.model == model and cell.environment == env and cell.repetition == int(rep):
+            return cell
+    raise KeyError(f"no cell {model}/{env}/rep{rep} in campaign {campaign.name}")
+
+
+@contextmanager
+def ledgered(campaign: Campaign, step: str, cell: schedule.Cell) -> Iterator[dict[str, Any]]:
+    """Append start and end (ok or failed, with the error) of one attempt at a step."""
+    attempt = records.new_attempt_id()
+    base = {"step": step, "attempt": attempt, **asdict(cell)}
+    records.append_ledger(campaign.root, {**base, "event": "start"})
+    info: dict[str, Any] = {"attempt": attempt}
+    t0 = time.monotonic()
+    try:
+        yield info
+    except BaseException as exc:
+        err = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        records.append_ledger(
+            campaign.root,
+            {**base, "event": "end", "status": "failed", "error": err,
+             "duration_s": round(time.monotonic() - t0, 3), **info.get("ledger", {})},
+        )
+        raise
+    records.append_ledger(
+        campaign.root,
+        {**base, "event": "end", "status": "ok", "duration_s": round(time.monotonic() - t0, 3),
+         **info.get("ledger", {})},
+    )
+
+
+def sensor_for(campaign: Campaign) -> thermal.Sensor:
+    t = campaign.thermal
+    return thermal.open_sensor(t["sensor"], t["device"])
+
+
+def gate(campaign: Campaign, model: str, env: str, rep: str, out: Path) -> None:
+    cell = find_cell(campaign, model, env, rep)
+    with ledgered(campaign, "gate", cell) as info:
+        outcome = _wait_gate(campaign)
+        info["ledger"] = {"waited_s": outcome["waited_s"]}
+        log.info("gate open after %.1f s (%s, %s C)", outcome["waited_s"], outcome["sensor"],
+                 outcome["temperature_c"])
+        records.write_json(out, outcome)
+
+
+def _wait_gate(campaign: Campaign) -> dict[str, Any]:
+    sensor = sensor_for(campaign)
+    settings = thermal.GateSettings.from_config(campaign.thermal)
+    outcome = thermal.wait_gate(sensor, settings, thermal.last_run_end(campaign.root))
+    outcome["passed_utc"] = records.utc_now()
+    outcome["sensor_info"] = sensor.describe()
+    return outcome
+
+
+def _fresh_gate(campaign: Campaign, gate_path: Path) -> dict[str, Any]:
+    """The gate outcome this run may rely on. A token from before the latest run (left by
+    an interrupted invocation) no longer says anything about the chip: gate again."""
+    token = records.read_json(gate_path)
+    last = thermal.last_run_end(campaign.root)
+    passed = datetime.fromisoformat(token["passed_utc"])
+    age = (datetime.now(UTC) - passed).total_seconds()
+    if (last is not None and last > passed) or age > campaign.thermal["poll_s"] + 120:
+        log.warning("gate token %s is stale (age %.0f s); gating again", gate_path, age)
+        token = _wait_gate(campaign)
+        token["regated"] = True
+    return token
+
+
+def _write_csv_text(rows: list[dict[str, Any]]) -> str:
+    buf = io.StringIO()
+    if rows:
+        writer = csv.DictWriter(buf, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    return buf.getvalue()
+
+
+def run(campaign: Campaign, model: str, env: str, rep: str, gate_path: Path,
+        log_path: Path | None = None) -> None:
+    cell = find_cell(campaign, model, env, rep)
+    paths = records.cell_paths(campaign.root, model, env, rep)
+    if paths["raw"].exists():
+        raise records.RecordExistsError(
+            f"{paths['raw']} already exists; raw records are never overwritten."
+        )
+    try:
+        with records.locked(campaign.root / ".run.lock"), ledgered(campaign, "run", cell) as info:
+            _run_locked(campaign, cell, rep, paths, gate_path, log_path, info)
+    except BaseException:
+        gate_path.unlink(missing_ok=True)
+        raise
+
+
+def _run_locked(campaign: Campaign, cell: schedule.Cell, rep: str, paths: dict[str, Path],
+                gate_path: Path, log_path: Path | None, info: dict[str, Any]) -> None:
+    started = records.utc_now()
+    gate_outcome = _fresh_gate(campaign, gate_path)
+    kind = campaign.workload["kind"]
+    params = campaign.workload_params(cell.model)
+    launcher = environments.launcher(campaign, cell.environment)
+    work = (campaign.root / records.WORK / info["attempt"]).resolve()
+    work.mkdir(parents=True, exist_ok=True)
+    work.chmod(0o777)
+    probe_in, work_in = launcher.inside(workloads.PROBE_DIR, work)
+    argv, env_vars = workloads.build(kind, params, launcher.env.python, probe_in,
+                                     work_in / "result.json")
+    launch = environments.Launch(
+        argv=argv, probe_dir=workloads.PROBE_DIR, work_dir=work, env=env_vars,
+        timeout_s=campaign.workload["timeout_s"],
+        label=f"{cell.model}/{cell.environment}/rep{rep}",
+    )
+    sensor = sensor_for(campaign)
+    log.info("run %s in %s: %s", launch.label, cell.environment, " ".join(argv))
+    with Sampler(sensor, campaign.telemetry["hz"]) as sampler:
+        outcome = launcher.run(launch)
+    log.info("process output:\n%s", outcome.output.rstrip())
+    info["ledger"] = {"wall_s": round(outcome.wall_s, 4)}
+    if outcome.timed_out or outcome.returncode != 0:
+        tail = "\n".join(outcome.output.strip().splitlines()[-15:])
+        why = (f"timed out after workload.timeout_s = {launch.timeout_s} s" if outcome.timed_out
+               else f"exited with status {outcome.returncode}")
+        raise RunFailed(f"{launch.label} in environment {cell.environment} {why}; "
+                        f"work folder kept at {work}. Last output:\n{tail}")
+    result = work / "result.json"
+    if not result.exists():
+        raise RunFailed(f"{launch.label}: the probe wrote no {result}; output:\n{outcome.output}")
+    probe = records.read_json(result)
+    metric_rows = workloads.metrics(kind, probe, outcome.launched_unix, outcome.wall_s)
+    info["ledger"]["workload_s"] = round(outcome.wall_s, 4)
+    record = {
+        "schema_version": records.SCHEMA_VERSION,
+        "campaign": campaign.name,
+        "cell": asdict(cell),
+        "attempt": info["attempt"],
+        "status": "ok",
+        "started_utc": started,
+        "ended_utc": records.utc_now(),
+        "launched_unix": outcome.launched_unix,
+        "exited_unix": outcome.exited_unix,
+        "gate": {k: v for k, v in gate_outcome.items() if k != "trace"},
+        "gate_trace": gate_outcome.get("trace", []),
+        "environment": {**launcher.describe(), "resolved": outcome.resolved,
+                        "phases_s": outcome.phases_s},
+        "workload": {"kind": kind, "params": params, "argv": argv, "env": env_vars},
+        "metrics": [asdict(m) for m in metric_rows],
+        "telemetry": sampler.summary(),
+        "inside": {"environment": probe.get("environment"), "software": probe.get("software"),
+                   "checksum": probe.get("checksum")},
+        "provenance": {"host": provenance.host(), "git": provenance.git(),
+                       "config_hash": campaign.config_hash(), "config_source": campaign.source},
+        "files": {k: paths[k].name for k in ("telemetry", "requests", "run_log")},
+    }
+    telemetry_tmp = paths["telemetry"].with_name(paths["telemetry"].name + ".partial")
+    sampler.write_csv(telemetry_tmp)
+    records.atomic_write_text(paths["requests"],
+                              _write_csv_text(workloads.requests_rows(kind, probe)))
+    telemetry_tmp.replace(paths["telemetry"])
+    if log_path is not None and log_path.exists():
+        shutil.copyfile(log_path, paths["run_log"])
+    records.write_json(paths["raw"], record, overwrite=False)  # last: the commit point
+    shutil.rmtree(work, ignore_errors=True)
+
+
+def cool(campaign: Campaign, model: str, env: str, rep: str, out: Path) -> None:
+    cell = find_cell(campaign, model, env, rep)
+    with ledgered(campaign, "cooldown", cell) as info:
+        t = campaign.thermal
+        outcome = thermal.cooldown(sensor_for(campaign), t["cooldown_s"], t["poll_s"])
+        info["ledger"] = {"waited_s": outcome["waited_s"]}
+        outcome["ended_utc"] = records.utc_now()
+        records.write_json(out, outcome, overwrite=False)

@@ -1,0 +1,144 @@
+"""Command line: the steps the Snakefile's rules call, and `status` for people.
+
+Known failures print one clear message and exit 1, without a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+
+from containertax import (
+    aggregate,
+    cells,
+    config,
+    environments,
+    preflight,
+    records,
+    schedule,
+    status,
+    thermal,
+    workloads,
+)
+
+KNOWN = (
+    config.ConfigError,
+    preflight.PreflightError,
+    thermal.GateTimeout,
+    cells.RunFailed,
+    environments.EnvironmentError_,
+    workloads.WorkloadError,
+    records.RecordExistsError,
+)
+
+
+def load(path: str) -> config.Campaign:
+    """A user's YAML config, or the resolved JSON the Snakefile writes for its steps."""
+    p = Path(path)
+    if p.suffix == ".json":
+        data = json.loads(p.read_text())
+        return config.load_campaign(data["config"], data["source"])
+    return config.load_file(p)
+
+
+def write_resolved(campaign: config.Campaign, path: Path) -> None:
+    """The validated config the steps read; rewritten only when it changes."""
+    # key order is meaningful (environment order feeds the schedule): never sort keys
+    text = json.dumps({"source": campaign.source, "config": campaign.raw}, indent=1,
+                      default=str) + "\n"
+    if not path.exists() or path.read_text() != text:
+        records.atomic_write_text(path, text)
+
+
+def _setup_logging(log_path: str | None) -> None:
+    handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
+    if log_path:
+        Path(log_path).parent.mkdir(parents=True, exist_ok=True)
+        handlers.append(logging.FileHandler(log_path, mode="a"))
+    logging.basicConfig(level=logging.INFO, handlers=handlers, force=True,
+                        format="%(asctime)s %(levelname)s %(message)s")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="containertax", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def cell_cmd(name: str, help_: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_)
+        p.add_argument("--config", required=True)
+        p.add_argument("--model", required=True)
+        p.add_argument("--environment", required=True)
+        p.add_argument("--rep", required=True)
+        p.add_argument("--log")
+        return p
+
+    p = cell_cmd("gate", "wait for the thermal gate of a cell")
+    p.add_argument("--out", required=True)
+    p = cell_cmd("run", "run one cell")
+    p.add_argument("--gate", required=True)
+    p = cell_cmd("cooldown", "cool down after a cell")
+    p.add_argument("--out", required=True)
+
+    p = sub.add_parser("preflight", help="check one environment")
+    p.add_argument("--config", required=True)
+    p.add_argument("--environment", required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--log")
+
+    for name, help_ in [("system", "record system facts"), ("schedule", "write schedule.csv"),
+                        ("aggregate", "write runs.csv")]:
+        p = sub.add_parser(name, help=help_)
+        p.add_argument("--config", required=True)
+        p.add_argument("--out", required=True)
+        p.add_argument("--log")
+
+    p = sub.add_parser("rootfs", help="export an image's root filesystem for chroot")
+    p.add_argument("--image", required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--log")
+
+    p = sub.add_parser("status", help="progress and ETA of a campaign")
+    p.add_argument("config", help="the campaign's config file (e.g. config/demo.yaml)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+
+    args = parser.parse_args(argv)
+    _setup_logging(getattr(args, "log", None))
+    try:
+        return _dispatch(args)
+    except KNOWN as exc:
+        logging.getLogger("containertax").error("%s", exc)
+        return 1
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    cmd = args.command
+    if cmd == "rootfs":
+        environments.export_rootfs(args.image, Path(args.out))
+        return 0
+    campaign = load(args.config)
+    if cmd == "status":
+        summary = status.summarize(campaign)
+        print(json.dumps(summary, indent=1) if args.json else status.render(summary))
+    elif cmd == "gate":
+        cells.gate(campaign, args.model, args.environment, args.rep, Path(args.out))
+    elif cmd == "run":
+        cells.run(campaign, args.model, args.environment, args.rep, Path(args.gate),
+                  Path(args.log) if args.log else None)
+    elif cmd == "cooldown":
+        cells.cool(campaign, args.model, args.environment, args.rep, Path(args.out))
+    elif cmd == "preflight":
+        preflight.write_environment(campaign, args.environment, Path(args.out))
+    elif cmd == "system":
+        records.write_json(Path(args.out), preflight.system(campaign))
+    elif cmd == "schedule":
+        schedule.write_csv(schedule.plan(campaign), Path(args.out))
+    elif cmd == "aggregate":
+        aggregate.write(campaign.root, Path(args.out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

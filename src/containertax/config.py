@@ -1,0 +1,210 @@
+"""Campaign configuration: schema validation, semantic checks and a typed view.
+
+The Snakefile and the command line load configs through the same function, so an error
+reads the same everywhere: it names the file, the key and the fix.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+SCHEMA_PATH = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
+
+
+class ConfigError(ValueError):
+    """A config that cannot drive a campaign; the message says where and how to fix it."""
+
+
+@dataclass(frozen=True)
+class Environment:
+    id: str
+    kind: str
+    spec: dict[str, Any]
+
+    @property
+    def image(self) -> str | None:
+        return self.spec.get("image")
+
+    @property
+    def python(self) -> str:
+        return self.spec.get("python", "python3")
+
+
+@dataclass(frozen=True)
+class Model:
+    id: str
+    params: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Campaign:
+    name: str
+    source: str
+    raw: dict[str, Any] = field(repr=False)
+    environments: tuple[Environment, ...]
+    models: tuple[Model, ...]
+    repetitions: int
+    reference: str
+
+    @property
+    def root(self) -> Path:
+        return Path(self.raw["results_dir"]) / self.name
+
+    @property
+    def workload(self) -> dict[str, Any]:
+        return self.raw["workload"]
+
+    @property
+    def thermal(self) -> dict[str, Any]:
+        return self.raw["thermal"]
+
+    @property
+    def telemetry(self) -> dict[str, Any]:
+        return self.raw["telemetry"]
+
+    @property
+    def schedule(self) -> dict[str, Any]:
+        return self.raw["schedule"]
+
+    def environment(self, env_id: str) -> Environment:
+        return next(e for e in self.environments if e.id == env_id)
+
+    def model(self, model_id: str) -> Model:
+        return next(m for m in self.models if m.id == model_id)
+
+    def workload_params(self, model_id: str) -> dict[str, Any]:
+        """Workload defaults overlaid with the model's own parameters."""
+        params = {k: v for k, v in self.workload.items() if k != "kind"}
+        params.update(self.model(model_id).params)
+        return params
+
+    def config_hash(self) -> str:
+        text = json.dumps(self.raw, default=str)  # order matters: it sets the schedule
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+@cache
+def _schema() -> dict[str, Any]:
+    return yaml.safe_load(SCHEMA_PATH.read_text())
+
+
+def _extend_with_default(validator_class: type) -> type:
+    """A validator that fills in schema defaults, as snakemake.utils.validate does."""
+    validate_properties = validator_class.VALIDATORS["properties"]
+
+    def set_defaults(validator, properties, instance, schema):  # type: ignore[no-untyped-def]
+        if isinstance(instance, dict):
+            for prop, sub in properties.items():
+                if "default" in sub and prop not in instance:
+                    instance[prop] = copy.deepcopy(sub["default"])
+        yield from validate_properties(validator, properties, instance, schema)
+
+    return jsonschema.validators.extend(validator_class, {"properties": set_defaults})
+
+
+_Validator = _extend_with_default(jsonschema.Draft202012Validator)
+
+
+def _key(path: Any) -> str:
+    parts = [f"[{p}]" if isinstance(p, int) else f".{p}" for p in path]
+    return "".join(parts).lstrip(".") or "(top level)"
+
+
+def validate_schema(data: dict[str, Any], source: str) -> dict[str, Any]:
+    """Validate against the JSON Schema and fill in defaults; returns a new dict."""
+    data = copy.deepcopy(data)
+    validator = _Validator(_schema())
+    errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
+    if errors:
+        lines = []
+        for err in errors:
+            hint = err.schema.get("description", "") if isinstance(err.schema, dict) else ""
+            fix = f" Fix: {hint}" if hint else ""
+            lines.append(f"  {source}: key '{_key(err.absolute_path)}': {err.message}.{fix}")
+        raise ConfigError(
+            f"{source} does not match workflow/schemas/config.schema.yaml "
+            f"(see config/README.md):\n" + "\n".join(lines)
+        )
+    return data
+
+
+def _semantic_checks(data: dict[str, Any], source: str) -> None:
+    problems: list[str] = []
+    envs = data["environments"]
+    for env_id, env in envs.items():
+        if env["kind"] in ("chroot", "docker") and not env.get("image"):
+            problems.append(
+                f"key 'environments.{env_id}.image' is missing: a {env['kind']} environment "
+                "needs the image it runs (name:tag or id)."
+            )
+        if env["kind"] != "docker" and env.get("options"):
+            problems.append(
+                f"key 'environments.{env_id}.options' is only for kind docker; "
+                f"remove it or set kind: docker."
+            )
+        if env["kind"] == "native" and env.get("mounts"):
+            problems.append(
+                f"key 'environments.{env_id}.mounts': a native environment sees the host "
+                "filesystem; remove mounts."
+            )
+    ids = [m["id"] for m in data["models"]]
+    dupes = sorted({i for i in ids if ids.count(i) > 1})
+    if dupes:
+        problems.append(f"key 'models': duplicate id(s) {dupes}; every model id must be unique.")
+    ref = data.get("reference_environment")
+    if ref is not None and ref not in envs:
+        problems.append(
+            f"key 'reference_environment': '{ref}' is not an environment; "
+            f"choose one of {sorted(envs)}."
+        )
+    if data["thermal"]["sensor"] != "none" and data["thermal"]["timeout_s"] < data["thermal"][
+        "poll_s"
+    ]:
+        problems.append("key 'thermal.timeout_s' must be at least 'thermal.poll_s'.")
+    if problems:
+        raise ConfigError(f"{source}:\n" + "\n".join(f"  {p}" for p in problems))
+
+
+def load_campaign(data: dict[str, Any], source: str = "<config>") -> Campaign:
+    """Validate a config mapping (already parsed) and return the campaign it describes."""
+    from containertax import workloads  # late: workloads import config for typing only
+
+    if not isinstance(data, dict) or not data:
+        raise ConfigError(f"{source}: empty or not a mapping; see config/README.md.")
+    data = validate_schema(data, source)
+    _semantic_checks(data, source)
+    environments = tuple(Environment(k, v["kind"], v) for k, v in data["environments"].items())
+    models = tuple(
+        Model(m["id"], {k: v for k, v in m.items() if k != "id"}) for m in data["models"]
+    )
+    campaign = Campaign(
+        name=data["campaign"],
+        source=source,
+        raw=data,
+        environments=environments,
+        models=models,
+        repetitions=data["repetitions"],
+        reference=data.get("reference_environment") or environments[0].id,
+    )
+    workloads.check_params(campaign)
+    return campaign
+
+
+def load_file(path: str | Path) -> Campaign:
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such config file.") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+    return load_campaign(data, str(path))

@@ -1,0 +1,425 @@
+"""How a process is launched: natively, in a chroot of an image's root filesystem, or in
+Docker. The same command runs in each; only the isolation differs.
+
+Each launcher measures the process from launch to exit on the host, maps the probe and a
+work folder to the same place inside, and cleans up after itself on any failure.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import resource
+import shlex
+import shutil
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from containertax.config import Campaign, Environment
+
+INSIDE = Path("/opt/containertax")
+BASE_ENV = {
+    "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    "LANG": "C.UTF-8",
+    "HOME": "/root",
+    "PYTHONDONTWRITEBYTECODE": "1",
+    "PYTHONUNBUFFERED": "1",
+}
+LABEL = "containertax.campaign"
+RLIMIT_NAMES = {
+    getattr(resource, n): n[len("RLIMIT_") :].lower()
+    for n in dir(resource)
+    if n.startswith("RLIMIT_") and n != "RLIM_INFINITY"
+}
+
+
+class EnvironmentError_(RuntimeError):
+    """An environment that cannot launch; the message names the config key to fix."""
+
+
+@dataclass
+class Launch:
+    """A command to run in an environment, with the host folders it needs."""
+
+    argv: list[str]
+    probe_dir: Path
+    work_dir: Path
+    env: dict[str, str] = field(default_factory=dict)
+    timeout_s: float = 3600.0
+    label: str = ""
+
+
+@dataclass
+class Outcome:
+    returncode: int
+    launched_unix: float
+    exited_unix: float
+    wall_s: float
+    output: str
+    resolved: dict[str, Any]
+    timed_out: bool = False
+    phases_s: dict[str, float] = field(default_factory=dict)
+
+
+def _slug(image: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", image)
+
+
+class Launcher:
+    kind = "abstract"
+
+    def __init__(self, campaign: Campaign, env: Environment) -> None:
+        self.campaign = campaign
+        self.env = env
+
+    def inside(self, probe_dir: Path, work_dir: Path) -> tuple[Path, Path]:
+        """Where the host's probe and work folders appear to the process under test."""
+        return INSIDE / "probe", INSIDE / "work"
+
+    def environment_vars(self, launch: Launch) -> dict[str, str]:
+        return {**BASE_ENV, **launch.env, **self.env.spec.get("env", {})}
+
+    def describe(self) -> dict[str, Any]:
+        return {"id": self.env.id, "kind": self.kind, "spec": self.env.spec}
+
+    def run(self, launch: Launch) -> Outcome:
+        raise NotImplementedError
+
+
+def _run_process(argv: list[str], env: dict[str, str], timeout_s: float) -> tuple:
+    """Run argv in its own process group; kill the whole group on timeout or Ctrl-C."""
+    launched = time.time()
+    t0 = time.monotonic()
+    proc = subprocess.Popen(
+        argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True
+    )
+    timed_out = False
+    try:
+        out, _ = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+    except BaseException:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        raise
+    wall = time.monotonic() - t0
+    return proc.returncode, launched, time.time(), wall, out.decode(errors="replace"), timed_out
+
+
+class NativeLauncher(Launcher):
+    kind = "native"
+
+    def inside(self, probe_dir: Path, work_dir: Path) -> tuple[Path, Path]:
+        return probe_dir, work_dir
+
+    def run(self, launch: Launch) -> Outcome:
+        rc, t_in, t_out, wall, out, to = _run_process(
+            launch.argv, self.environment_vars(launch), launch.timeout_s
+        )
+        return Outcome(rc, t_in, t_out, wall, out, {"argv": launch.argv}, to)
+
+
+class ChrootLauncher(Launcher):
+    """A chroot into the image's exported root filesystem, inside a private mount
+    namespace: every bind mount disappears with the namespace, even after SIGKILL."""
+
+    kind = "chroot"
+
+    def rootfs(self) -> Path:
+        return (self.campaign.root / "rootfs" / _slug(self.env.image or "")).resolve()
+
+    def script(self, launch: Launch) -> str:
+        root = shlex.quote(str(self.rootfs()))
+        lines = [
+            "set -eu",
+            f"R={root}",
+            'mount -t proc proc "$R/proc"',
+            'mount --rbind /sys "$R/sys"',
+            'mount --rbind /dev "$R/dev"',
+        ]
+        binds = [
+            (launch.probe_dir, INSIDE / "probe", True),
+            (launch.work_dir, INSIDE / "work", False),
+        ]
+        for spec in self.env.spec.get("mounts", []):
+            binds.append(_parse_mount(spec, self.env.id))
+        for host, target, ro in binds:
+            h, t = shlex.quote(str(host)), shlex.quote(str(target))
+            lines.append(f'mkdir -p "$R"{t}')
+            lines.append(f'mount --bind {h} "$R"{t}')
+            if ro:
+                lines.append(f'mount -o remount,bind,ro "$R"{t}')
+        lines.append('exec chroot "$R" "$@"')
+        return "\n".join(lines)
+
+    def run(self, launch: Launch) -> Outcome:
+        if not (self.rootfs() / "bin").exists():
+            raise EnvironmentError_(
+                f"environment {self.env.id}: root filesystem {self.rootfs()} is missing; the "
+                "workflow's rootfs rule exports it from the image (run snakemake, not this step "
+                "alone)."
+            )
+        unshare = shutil.which("unshare")
+        if unshare is None:
+            raise EnvironmentError_("chroot environments need unshare (util-linux).")
+        argv = [unshare, "--mount", "--propagation", "private", "--", "sh", "-c",
+                self.script(launch), "containertax-chroot", *launch.argv]
+        rc, t_in, t_out, wall, out, to = _run_process(
+            argv, self.environment_vars(launch), launch.timeout_s
+        )
+        resolved = {"argv": launch.argv, "rootfs": str(self.rootfs()), "wrapper": argv[:5]}
+        marker = self.rootfs().parent / f"{self.rootfs().name}.image.json"
+        if marker.exists():
+            import json
+
+            resolved["image"] = json.loads(marker.read_text())
+        return Outcome(rc, t_in, t_out, wall, out, resolved, to)
+
+
+def _parse_mount(spec: str, env_id: str) -> tuple[Path, Path, bool]:
+    parts = spec.split(":")
+    if len(parts) not in (2, 3) or (len(parts) == 3 and parts[2] not in ("ro", "rw")):
+        raise EnvironmentError_(
+            f"environments.{env_id}.mounts: '{spec}' is not HOST:TARGET[:ro|rw]."
+        )
+    return Path(parts[0]), Path(parts[1]), len(parts) == 3 and parts[2] == "ro"
+
+
+def _docker_client() -> Any:
+    import docker
+
+    try:
+        client = docker.from_env(timeout=120)
+        client.ping()
+    except Exception as exc:
+        raise EnvironmentError_(
+            f"cannot reach the Docker Engine ({exc}); start dockerd (e.g. "
+            "'systemctl start docker') or remove docker environments from the config."
+        ) from None
+    return client
+
+
+def docker_kwargs(options: dict[str, Any]) -> dict[str, Any]:
+    """docker CLI flag names from the config, as docker SDK create() arguments."""
+    import docker
+
+    kw: dict[str, Any] = {}
+    simple = {
+        "ipc": "ipc_mode",
+        "shm_size": "shm_size",
+        "network": "network_mode",
+        "cpuset_cpus": "cpuset_cpus",
+        "privileged": "privileged",
+        "cgroup_parent": "cgroup_parent",
+        "memory": "mem_limit",
+        "runtime": "runtime",
+        "init": "init",
+        "user": "user",
+        "devices": "devices",
+    }
+    for key, arg in simple.items():
+        if key in options:
+            kw[arg] = options[key]
+    if "ulimits" in options:
+        kw["ulimits"] = []
+        for name, value in options["ulimits"].items():
+            soft, hard = (
+                (int(value), int(value))
+                if isinstance(value, int)
+                else tuple(int(v) for v in str(value).split(":"))
+            )
+            kw["ulimits"].append(docker.types.Ulimit(name=name, soft=soft, hard=hard))
+    if "gpus" in options:
+        gpus = options["gpus"]
+        if gpus == "all":
+            req = docker.types.DeviceRequest(count=-1, capabilities=[["gpu"]])
+        elif isinstance(gpus, int):
+            req = docker.types.DeviceRequest(count=gpus, capabilities=[["gpu"]])
+        else:
+            ids = gpus if isinstance(gpus, list) else str(gpus).split(",")
+            req = docker.types.DeviceRequest(device_ids=ids, capabilities=[["gpu"]])
+        kw["device_requests"] = [req]
+    return kw
+
+
+def _jsonable(kw: dict[str, Any]) -> dict[str, Any]:
+    out = {}
+    for k, v in kw.items():
+        if isinstance(v, list):
+            out[k] = [dict(x) if isinstance(x, dict) else x for x in v]
+        else:
+            out[k] = v
+    return out
+
+
+def explain_docker_error(env: Environment, message: str, source: str) -> str:
+    """Turn the engine's error into a sentence that names the config key and the fix."""
+    m = re.search(r"error setting rlimit type (\d+)", message)
+    if m:
+        rtype = int(m.group(1))
+        name = RLIMIT_NAMES.get(rtype, f"type {rtype}")
+        _, hard = resource.getrlimit(rtype) if rtype in RLIMIT_NAMES else (None, None)
+        shown = "unlimited" if hard == resource.RLIM_INFINITY else f"{hard} bytes/units"
+        return (
+            f"environment {env.id}: this host refuses --ulimit {name}="
+            f"{env.spec.get('options', {}).get('ulimits', {}).get(name, '?')} "
+            f"(the container runtime may not raise RLIMIT_{name.upper()} above the host's "
+            f"hard limit, here {shown}). Fix: raise the limit for the Docker daemon (e.g. "
+            f"LimitMEMLOCK=infinity in its systemd unit) or remove "
+            f"environments.{env.id}.options.ulimits.{name} from {source}."
+        )
+    if "No such image" in message or "not found" in message.lower() and "image" in message:
+        return (
+            f"environment {env.id}: image '{env.image}' is not in the local Docker Engine. "
+            f"Fix: build or load it (the demo: scripts/build-demo-image.sh), or correct "
+            f"environments.{env.id}.image in {source}."
+        )
+    return f"environment {env.id}: Docker refused to run the container: {message}"
+
+
+def cleanup_stale_containers(client: Any, campaign: str) -> list[str]:
+    """Remove this campaign's containers whose launching process is gone (e.g. SIGKILL)."""
+    removed = []
+    for c in client.containers.list(all=True, filters={"label": f"{LABEL}={campaign}"}):
+        pid = int(c.labels.get("containertax.owner_pid", "0"))
+        alive = pid > 0 and Path(f"/proc/{pid}").exists()
+        if not alive:
+            c.remove(force=True)
+            removed.append(c.name)
+    return removed
+
+
+class DockerLauncher(Launcher):
+    kind = "docker"
+
+    def __init__(self, campaign: Campaign, env: Environment) -> None:
+        super().__init__(campaign, env)
+        self._client: Any = None
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            self._client = _docker_client()
+        return self._client
+
+    def image_facts(self) -> dict[str, Any]:
+        import docker
+
+        try:
+            img = self.client.images.get(self.env.image)
+        except docker.errors.ImageNotFound:
+            raise EnvironmentError_(
+                explain_docker_error(self.env, "No such image", self.campaign.source)
+            ) from None
+        return {"name": self.env.image, "id": img.id, "repo_digests": img.attrs.get(
+            "RepoDigests", [])}
+
+    def run(self, launch: Launch) -> Outcome:
+        import docker
+        import requests
+
+        client = self.client
+        cleanup_stale_containers(client, self.campaign.name)
+        kw = docker_kwargs(self.env.spec.get("options", {}))
+        volumes = [
+            f"{launch.probe_dir}:{INSIDE / 'probe'}:ro",
+            f"{launch.work_dir}:{INSIDE / 'work'}:rw",
+        ]
+        for spec in self.env.spec.get("mounts", []):
+            host, target, ro = _parse_mount(spec, self.env.id)
+            volumes.append(f"{host}:{target}:{'ro' if ro else 'rw'}")
+        image = self.image_facts()
+        resolved = {
+            "argv": launch.argv,
+            "image": image,
+            "create_kwargs": _jsonable(kw),
+            "volumes": volumes,
+            "engine_version": client.version().get("Version"),
+        }
+        labels = {
+            LABEL: self.campaign.name,
+            "containertax.cell": launch.label,
+            "containertax.owner_pid": str(os.getpid()),
+        }
+        launched = time.time()
+        t0 = time.monotonic()
+        container = None
+        timed_out = False
+        try:
+            try:
+                container = client.containers.create(
+                    image["id"], command=launch.argv, environment=self.environment_vars(launch),
+                    volumes=volumes, labels=labels, detach=True, **kw,
+                )
+                t_created = time.monotonic()
+                container.start()
+            except docker.errors.APIError as exc:
+                raise EnvironmentError_(
+                    explain_docker_error(self.env, str(exc), self.campaign.source)
+                ) from None
+            t_started = time.monotonic()
+            try:
+                rc = container.wait(timeout=launch.timeout_s)["StatusCode"]
+            except (requests.exceptions.ReadTimeout, requests.exceptions.ConnectionError):
+                timed_out = True
+                container.kill()
+                rc = container.wait(timeout=60)["StatusCode"]
+            wall = time.monotonic() - t0
+            exited = time.time()
+            out = container.logs(stdout=True, stderr=True).decode(errors="replace")
+        finally:
+            if container is not None:
+                container.remove(force=True)
+        phases = {"create_s": t_created - t0, "start_s": t_started - t_created}
+        return Outcome(rc, launched, exited, wall, out, resolved, timed_out, phases)
+
+
+LAUNCHERS: dict[str, type[Launcher]] = {
+    "native": NativeLauncher,
+    "chroot": ChrootLauncher,
+    "docker": DockerLauncher,
+}
+
+
+def launcher(campaign: Campaign, env_id: str) -> Launcher:
+    env = campaign.environment(env_id)
+    return LAUNCHERS[env.kind](campaign, env)
+
+
+def export_rootfs(image: str, dest: Path) -> dict[str, Any]:
+    """Export an image's root filesystem into dest (via a temporary folder and a rename),
+    so that chroot runs the same bytes the container does."""
+    import json
+
+    client = _docker_client()
+    img = client.images.get(image)
+    tmp = dest.parent / f".{dest.name}.partial"
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    tmp.mkdir(parents=True)
+    container = client.containers.create(img.id, command=["true"])
+    try:
+        tar = subprocess.Popen(["tar", "-x", "-C", str(tmp)], stdin=subprocess.PIPE)
+        assert tar.stdin is not None
+        for chunk in container.export():
+            tar.stdin.write(chunk)
+        tar.stdin.close()
+        if tar.wait() != 0:
+            raise EnvironmentError_(f"tar failed while exporting {image} into {tmp}")
+    finally:
+        container.remove(force=True)
+    (tmp / ".dockerenv").unlink(missing_ok=True)  # docker's marker, not part of the image
+    for d in ("proc", "sys", "dev", "opt/containertax/probe", "opt/containertax/work"):
+        (tmp / d).mkdir(parents=True, exist_ok=True)
+    facts = {"name": image, "id": img.id, "exported_unix": time.time()}
+    if dest.exists():
+        shutil.rmtree(dest)
+    tmp.rename(dest)
+    (dest.parent / f"{dest.name}.image.json").write_text(json.dumps(facts, indent=2) + "\n")
+    return facts

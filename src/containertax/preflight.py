@@ -1,0 +1,120 @@
+"""Before any cell: can every environment start the workload here, and what is this system?
+
+A campaign of days must not discover on day two that one environment cannot start; each
+environment is checked on its own so that one broken environment blocks only its cells.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import shutil
+from pathlib import Path
+from typing import Any
+
+from containertax import environments, provenance, records, workloads
+from containertax.config import Campaign
+
+
+class PreflightError(RuntimeError):
+    """The environment cannot run this campaign's workload; the message says why and how."""
+
+
+def host_limit_problems(campaign: Campaign, env_id: str) -> list[str]:
+    """Docker ulimits above the host's hard limits: refused by some hosts even for root."""
+    env = campaign.environment(env_id)
+    problems = []
+    for name, value in env.spec.get("options", {}).get("ulimits", {}).items():
+        rtype = getattr(resource, f"RLIMIT_{name.upper()}", None)
+        if rtype is None:
+            problems.append(f"environments.{env_id}.options.ulimits.{name}: unknown limit name")
+            continue
+        wanted = value if isinstance(value, int) else int(str(value).split(":")[1])
+        wanted = resource.RLIM_INFINITY if wanted == -1 else wanted
+        _, hard = resource.getrlimit(rtype)
+        if hard != resource.RLIM_INFINITY and (wanted == resource.RLIM_INFINITY or wanted > hard):
+            problems.append(
+                f"environments.{env_id}.options.ulimits.{name}={value} exceeds this host's hard "
+                f"limit ({hard}); the container start may be refused"
+            )
+    return problems
+
+
+def check_environment(campaign: Campaign, env_id: str) -> dict[str, Any]:
+    """Start the workload's check mode in the environment; return what it reports."""
+    env = campaign.environment(env_id)
+    facts: dict[str, Any] = {"environment": env_id, "kind": env.kind, "utc": records.utc_now()}
+    warnings = host_limit_problems(campaign, env_id) if env.kind == "docker" else []
+    if env.kind == "chroot":
+        if os.geteuid() != 0:
+            raise PreflightError(
+                f"environment {env_id}: chroot needs root (mount namespaces and chroot); run "
+                "snakemake as root or remove the environment from the config."
+            )
+        if shutil.which("unshare") is None:
+            raise PreflightError(f"environment {env_id}: chroot needs unshare (util-linux).")
+    launcher = environments.launcher(campaign, env_id)
+    if isinstance(launcher, environments.ChrootLauncher):
+        marker = launcher.rootfs().parent / f"{launcher.rootfs().name}.image.json"
+        exported = records.read_json(marker)
+        facts["rootfs"] = exported
+        current = environments.DockerLauncher(campaign, env).image_facts()["id"]
+        if current != exported["id"]:
+            raise PreflightError(
+                f"environment {env_id}: {launcher.rootfs()} was exported from image id "
+                f"{exported['id']}, but '{env.image}' is now {current}. Delete that folder and "
+                "its .image.json to export the current image."
+            )
+    work = (campaign.root / records.WORK / f"preflight-{env_id}").resolve()
+    if work.exists():
+        shutil.rmtree(work)
+    work.mkdir(parents=True)
+    work.chmod(0o777)
+    probe_in, work_in = launcher.inside(workloads.PROBE_DIR, work)
+    kind = campaign.workload["kind"]
+    try:
+        argv, env_vars = workloads.build(
+            kind, campaign.workload_params(campaign.models[0].id), env.python, probe_in,
+            work_in / "check.json", check=True,
+        )
+    except workloads.WorkloadError as exc:
+        raise PreflightError(f"environment {env_id}: {exc}") from None
+    launch = environments.Launch(argv=argv, probe_dir=workloads.PROBE_DIR, work_dir=work,
+                                 env=env_vars, timeout_s=300, label=f"preflight/{env_id}")
+    try:
+        outcome = launcher.run(launch)
+    except environments.EnvironmentError_ as exc:
+        hint = f" ({'; '.join(warnings)})" if warnings else ""
+        raise PreflightError(f"{exc}{hint}") from None
+    if outcome.returncode != 0 or not (work / "check.json").exists():
+        raise PreflightError(
+            f"environment {env_id}: the workload check '{' '.join(argv)}' failed with status "
+            f"{outcome.returncode}. Output:\n{outcome.output.strip()[-2000:]}\nFix the "
+            f"environment (interpreter: environments.{env_id}.python; image: "
+            f"environments.{env_id}.image) in {campaign.source}."
+        )
+    check = records.read_json(work / "check.json")
+    shutil.rmtree(work, ignore_errors=True)
+    facts.update({
+        "ok": True,
+        "warnings": warnings,
+        "startup_wall_s": outcome.wall_s,
+        "resolved": outcome.resolved,
+        "inside": {"environment": check.get("environment"), "software": check.get("software")},
+    })
+    return facts
+
+
+def system(campaign: Campaign) -> dict[str, Any]:
+    return {
+        "campaign": campaign.name,
+        "utc": records.utc_now(),
+        "config_source": campaign.source,
+        "config_hash": campaign.config_hash(),
+        "config": campaign.raw,
+        **provenance.system_facts(),
+    }
+
+
+def write_environment(campaign: Campaign, env_id: str, out: Path) -> None:
+    records.write_json(out, check_environment(campaign, env_id))

@@ -1,0 +1,131 @@
+"""Square matrix product timed inside the environment under test (the Sani et al. workload).
+
+Runs identically natively, in a chroot and in a container: standard library plus numpy.
+Start-up (interpreter, imports, allocation) is timed apart from compute, which the
+2025 paper folded into one number.
+"""
+
+import time
+
+T_ENTER = time.time()  # first statement: the launcher's clock minus this is start-up latency
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import platform  # noqa: E402
+import resource  # noqa: E402
+import sys  # noqa: E402
+
+
+def environment_facts() -> dict:
+    facts = {
+        "python": sys.version.split()[0],
+        "executable": sys.executable,
+        "platform": platform.platform(),
+        "hostname": platform.node(),
+        "cpus_allowed": len(os.sched_getaffinity(0)),
+        "pid": os.getpid(),
+    }
+    try:
+        with open("/proc/self/cgroup") as fh:
+            facts["cgroup"] = fh.read().strip().splitlines()[-1]
+    except OSError:
+        facts["cgroup"] = None
+    facts["in_container_hint"] = os.path.exists("/.dockerenv")
+    return facts
+
+
+def numpy_facts(np) -> dict:
+    facts = {"numpy": np.__version__}
+    try:
+        cfg = np.show_config(mode="dicts")
+        facts["blas"] = cfg.get("Build Dependencies", {}).get("blas", {}).get("name")
+    except TypeError:  # numpy < 1.25 has no mode argument
+        info = getattr(np.__config__, "blas_opt_info", {}) or {}
+        facts["blas"] = ",".join(info.get("libraries", [])) or None
+    return facts
+
+
+def loaded_libraries(words=("blas", "lapack", "mkl", "omp")) -> list:
+    """Shared libraries actually mapped: the BLAS that ran, not the one that was built for."""
+    found = set()
+    try:
+        with open("/proc/self/maps") as fh:
+            for line in fh:
+                path = line.split()[-1]
+                if path.startswith("/") and any(w in path.lower() for w in words):
+                    found.add(os.path.realpath(path))
+    except OSError:
+        return []
+    return sorted(found)
+
+
+def write_atomic(path: str, data: dict) -> None:
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w") as fh:
+        json.dump(data, fh, indent=1)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--out", required=True)
+    p.add_argument("--size", type=int, default=1024)
+    p.add_argument("--warmup", type=int, default=2)
+    p.add_argument("--repeats", type=int, default=10)
+    p.add_argument("--dtype", default="float64")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--check", action="store_true", help="import and report versions only")
+    args = p.parse_args(argv)
+
+    t_import0 = time.perf_counter()
+    import numpy as np
+
+    import_s = time.perf_counter() - t_import0
+    result = {
+        "probe": "matmul",
+        "t_enter_unix": T_ENTER,
+        "import_s": import_s,
+        "environment": environment_facts(),
+        "software": {**numpy_facts(np), "libraries": loaded_libraries()},
+    }
+    if args.check:
+        write_atomic(args.out, result)
+        return 0
+
+    t_alloc0 = time.perf_counter()
+    rng = np.random.default_rng(args.seed)
+    a = rng.standard_normal((args.size, args.size)).astype(args.dtype)
+    b = rng.standard_normal((args.size, args.size)).astype(args.dtype)
+    alloc_s = time.perf_counter() - t_alloc0
+
+    for _ in range(args.warmup):
+        np.matmul(a, b)
+    times = []
+    c = None
+    for _ in range(args.repeats):
+        t0 = time.perf_counter()
+        c = np.matmul(a, b)
+        times.append(time.perf_counter() - t0)
+    checksum = float(np.abs(c).sum()) if c is not None else None
+    result.update(
+        {
+            "size": args.size,
+            "dtype": args.dtype,
+            "warmup": args.warmup,
+            "repeats": args.repeats,
+            "alloc_s": alloc_s,
+            "iteration_s": times,
+            "checksum": checksum,
+            "max_rss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+            "t_exit_unix": time.time(),
+        }
+    )
+    write_atomic(args.out, result)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,142 @@
+"""Where a campaign's files live, and how they are written without ever losing one.
+
+Raw records are the campaign's only irreplaceable output: they are written to a
+temporary name and linked into place (which fails rather than overwrite), so a killed
+run leaves either a whole record or none. Every attempt is appended to the ledger.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import tempfile
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+SCHEMA_VERSION = 1
+
+# Path templates relative to the campaign root; the Snakefile fills them with wildcards.
+RAW = "raw/{model}/{environment}/rep{rep}.json"
+TELEMETRY = "raw/{model}/{environment}/rep{rep}.telemetry.csv"
+REQUESTS = "raw/{model}/{environment}/rep{rep}.requests.csv"
+RUN_LOG = "raw/{model}/{environment}/rep{rep}.log"
+COOLDOWN = "raw/{model}/{environment}/rep{rep}.cooldown.json"
+GATE = "cells/{model}/{environment}/rep{rep}.gate.json"
+LOG = "logs/{step}/{model}/{environment}/rep{rep}.log"
+LEDGER = "ledger.jsonl"
+SCHEDULE = "schedule.csv"
+SYSTEM = "system.json"
+PREFLIGHT = "preflight/{environment}.json"
+ROOTFS = "rootfs/{image}"
+RUNS = "runs.csv"
+WORK = "work"
+
+
+class RecordExistsError(FileExistsError):
+    """Refusal to overwrite a raw record."""
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).isoformat(timespec="microseconds")
+
+
+def new_attempt_id() -> str:
+    return uuid.uuid4().hex[:12]
+
+
+def _tmp_beside(path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    return Path(name)
+
+
+def atomic_write_text(path: Path, text: str, *, overwrite: bool = True) -> None:
+    """Write text so that readers see the old file or the whole new one, never a part.
+
+    With overwrite=False an existing file is an error (RecordExistsError)."""
+    path = Path(path)
+    tmp = _tmp_beside(path)
+    try:
+        with tmp.open("w") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        if overwrite:
+            os.replace(tmp, path)
+        else:
+            try:
+                os.link(tmp, path)
+            except FileExistsError:
+                raise RecordExistsError(
+                    f"{path} already exists; raw records are never overwritten. Move it "
+                    "aside (and its .telemetry.csv, .requests.csv, .log) to run that cell again."
+                ) from None
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def write_json(path: Path, data: Any, *, overwrite: bool = True) -> None:
+    atomic_write_text(path, json.dumps(data, indent=2, default=str) + "\n",
+                      overwrite=overwrite)
+
+
+def read_json(path: Path) -> Any:
+    return json.loads(Path(path).read_text())
+
+
+@contextmanager
+def locked(path: Path) -> Iterator[None]:
+    """An exclusive advisory lock; the kernel drops it when the holder dies, even by SIGKILL."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def append_ledger(root: Path, event: dict[str, Any]) -> None:
+    """One JSON line per event; a single O_APPEND write under a lock keeps lines whole."""
+    path = Path(root) / LEDGER
+    line = json.dumps({"utc": utc_now(), **event}, sort_keys=True, default=str) + "\n"
+    with locked(path.with_suffix(".lock")):
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, line.encode())
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def read_ledger(root: Path) -> list[dict[str, Any]]:
+    path = Path(root) / LEDGER
+    if not path.exists():
+        return []
+    events = []
+    for line in path.read_text().splitlines():
+        line = line.strip()
+        if line:
+            try:
+                events.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue  # a line cut by a crash of another writer; the rest stays usable
+    return events
+
+
+def cell_paths(root: Path, model: str, environment: str, rep: str) -> dict[str, Path]:
+    fill = {"model": model, "environment": environment, "rep": rep}
+    return {
+        "raw": root / RAW.format(**fill),
+        "telemetry": root / TELEMETRY.format(**fill),
+        "requests": root / REQUESTS.format(**fill),
+        "run_log": root / RUN_LOG.format(**fill),
+        "cooldown": root / COOLDOWN.format(**fill),
+        "gate": root / GATE.format(**fill),
+    }

@@ -1,0 +1,122 @@
+"""Counterbalanced execution order of a campaign's cells.
+
+Slow drift (temperature, background load, page cache) confounds any comparison whose
+environments always run in the same order. Each block (one repetition of one model)
+runs every environment once, in an order taken from a counterbalancing design.
+"""
+
+from __future__ import annotations
+
+import csv
+import random
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from containertax.config import Campaign
+
+FIELDS = ["position", "model", "environment", "repetition", "block", "sequence"]
+
+
+@dataclass(frozen=True)
+class Cell:
+    position: int
+    model: str
+    environment: str
+    repetition: int
+    block: int
+    sequence: int
+
+
+def williams_rows(n: int) -> list[list[int]]:
+    """Williams design: every treatment precedes every other equally often (first-order
+    carry-over balanced); odd n needs the mirrored square as well, 2n sequences."""
+    first = [0]
+    low, high = 1, n - 1
+    take_low = True
+    while len(first) < n:
+        if take_low:
+            first.append(low)
+            low += 1
+        else:
+            first.append(high)
+            high -= 1
+        take_low = not take_low
+    rows = [[(x + i) % n for x in first] for i in range(n)]
+    if n % 2 == 1 and n > 1:
+        rows += [list(reversed(r)) for r in rows]
+    return rows
+
+
+def block_order(design: str, n: int, index: int, rng: random.Random) -> tuple[int, list[int]]:
+    """The environment order of the index-th block, and which sequence of the design it is."""
+    if design == "williams":
+        rows = williams_rows(n)
+        seq = index % len(rows)
+        return seq, rows[seq]
+    if design == "alternating":
+        seq = index % 2
+        forward = list(range(n))
+        return seq, forward if seq == 0 else forward[::-1]
+    if design == "random":
+        order = list(range(n))
+        rng.shuffle(order)
+        return -1, order
+    raise ValueError(f"unknown schedule design {design!r}")
+
+
+def plan(campaign: Campaign) -> list[Cell]:
+    """Every cell of the campaign, in execution order."""
+    opts = campaign.schedule
+    rng = random.Random(opts["seed"])
+    envs = [e.id for e in campaign.environments]
+    models = [m.id for m in campaign.models]
+    blocks: list[tuple[str, int]] = []
+    if opts["models"] == "blocked":
+        order = models[:]
+        if opts["shuffle_models"]:
+            rng.shuffle(order)
+        blocks = [(m, r) for m in order for r in range(1, campaign.repetitions + 1)]
+    else:
+        for r in range(1, campaign.repetitions + 1):
+            order = models[:]
+            if opts["shuffle_models"]:
+                rng.shuffle(order)
+            blocks += [(m, r) for m in order]
+    cells: list[Cell] = []
+    per_model_index: dict[str, int] = {}
+    for model, rep in blocks:
+        index = per_model_index.get(model, 0)
+        per_model_index[model] = index + 1
+        seq, order = block_order(opts["design"], len(envs), index, rng)
+        for e in order:
+            cells.append(Cell(len(cells), model, envs[e], rep, rep, seq))
+    return cells
+
+
+def write_csv(cells: Sequence[Cell], path: Path) -> None:
+    from containertax.records import atomic_write_text
+
+    lines = [",".join(FIELDS)]
+    lines += [",".join(str(asdict(c)[f]) for f in FIELDS) for c in cells]
+    atomic_write_text(path, "\n".join(lines) + "\n")
+
+
+def read_csv(path: Path) -> list[Cell]:
+    with path.open() as fh:
+        return [
+            Cell(
+                int(r["position"]),
+                r["model"],
+                r["environment"],
+                int(r["repetition"]),
+                int(r["block"]),
+                int(r["sequence"]),
+            )
+            for r in csv.DictReader(fh)
+        ]
+
+
+def rep_label(campaign: Campaign, rep: int) -> str:
+    width = max(2, len(str(campaign.repetitions)))
+    return f"{rep:0{width}d}"

@@ -1,0 +1,99 @@
+"""Progress of a campaign that lasts days: per model and environment, what is done,
+failed and left, and when it should end, from cell times measured so far."""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from containertax import records, schedule
+from containertax.config import Campaign
+
+
+def cell_durations(events: list[dict[str, Any]]) -> list[float]:
+    """Seconds from each successful cell's gate start to its cooldown end."""
+    starts: dict[tuple, str] = {}
+    durations = []
+    for e in events:
+        key = (e.get("model"), e.get("environment"), e.get("repetition"))
+        if e.get("step") == "gate" and e.get("event") == "start":
+            starts[key] = e["utc"]
+        elif (e.get("step") == "cooldown" and e.get("event") == "end"
+              and e.get("status") == "ok" and key in starts):
+            t0 = datetime.fromisoformat(starts.pop(key))
+            durations.append((datetime.fromisoformat(e["utc"]) - t0).total_seconds())
+    return durations
+
+
+def summarize(campaign: Campaign) -> dict[str, Any]:
+    root = campaign.root
+    cells = schedule.plan(campaign)
+    events = records.read_ledger(root)
+    last_run: dict[tuple, dict[str, Any]] = {}
+    running = None
+    for e in events:
+        if e.get("step") != "run":
+            continue
+        key = (e["model"], e["environment"], e["repetition"])
+        if e["event"] == "end":
+            last_run[key] = e
+        elif e["event"] == "start":
+            last_run[key] = e
+    table: dict[tuple, dict[str, int]] = defaultdict(
+        lambda: {"done": 0, "failed": 0, "remaining": 0, "total": 0})
+    for c in cells:
+        rep = schedule.rep_label(campaign, c.repetition)
+        key = (c.model, c.environment, c.repetition)
+        row = table[(c.model, c.environment)]
+        row["total"] += 1
+        if records.cell_paths(root, c.model, c.environment, rep)["raw"].exists():
+            row["done"] += 1
+        elif last_run.get(key, {}).get("status") == "failed":
+            row["failed"] += 1
+            row["remaining"] += 1
+        else:
+            row["remaining"] += 1
+            if last_run.get(key, {}).get("event") == "start":
+                running = key
+    durations = cell_durations(events)
+    remaining = sum(r["remaining"] for r in table.values())
+    per_cell = statistics.median(durations) if durations else None
+    eta = None
+    if per_cell is not None:
+        eta = (datetime.now(UTC) + timedelta(seconds=per_cell * remaining)).isoformat(
+            timespec="seconds")
+    return {
+        "campaign": campaign.name,
+        "table": {f"{m}/{e}": v for (m, e), v in table.items()},
+        "done": sum(r["done"] for r in table.values()),
+        "failed": sum(r["failed"] for r in table.values()),
+        "remaining": remaining,
+        "total": len(cells),
+        "median_cell_s": per_cell,
+        "eta_utc": eta,
+        "last_started_unfinished": "/".join(map(str, running)) if running else None,
+    }
+
+
+def render(summary: dict[str, Any]) -> str:
+    lines = [f"campaign {summary['campaign']}: {summary['done']}/{summary['total']} cells done, "
+             f"{summary['failed']} failed (will rerun), {summary['remaining']} remaining"]
+    width = max([len(k) for k in summary["table"]] + [len("model/environment")])
+    lines.append(f"{'model/environment':<{width}}  done  failed  remaining")
+    for key, row in summary["table"].items():
+        lines.append(f"{key:<{width}}  {row['done']:>4}  {row['failed']:>6}  {row['remaining']:>9}")
+    if summary["median_cell_s"] is None:
+        lines.append("ETA: unknown until a cell has finished (gate, run and cooldown)")
+    else:
+        left = timedelta(seconds=round(summary["median_cell_s"] * summary["remaining"]))
+        lines.append(f"median cell {summary['median_cell_s']:.1f} s; about {left} left; "
+                     f"ETA {summary['eta_utc']}")
+    if summary["last_started_unfinished"]:
+        lines.append(f"started, not finished: {summary['last_started_unfinished']} "
+                     "(running now, or interrupted)")
+    return "\n".join(lines)
+
+

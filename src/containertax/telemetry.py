@@ -1,0 +1,104 @@
+"""Host-side telemetry sampled while a run executes.
+
+Sampling happens on the host, outside the environment under test, so every environment
+is observed by the same code at the same rate.
+"""
+
+from __future__ import annotations
+
+import csv
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from containertax.thermal import Sensor
+
+COLUMNS = ["t_s", "temperature_c", "cpu_util_pct", "mem_used_mib"]
+
+
+def _cpu_times(proc: Path) -> tuple[int, int] | None:
+    try:
+        fields = (proc / "stat").read_text().splitlines()[0].split()[1:]
+    except OSError:
+        return None
+    values = [int(v) for v in fields]
+    idle = values[3] + (values[4] if len(values) > 4 else 0)
+    return sum(values), idle
+
+
+def _mem_used_mib(proc: Path) -> float | None:
+    info: dict[str, int] = {}
+    try:
+        for line in (proc / "meminfo").read_text().splitlines():
+            key, value = line.split(":", 1)
+            info[key] = int(value.split()[0])
+    except (OSError, ValueError):
+        return None
+    if "MemTotal" not in info or "MemAvailable" not in info:
+        return None
+    return round((info["MemTotal"] - info["MemAvailable"]) / 1024, 1)
+
+
+class Sampler:
+    """Samples sensor and host counters at `hz` in a thread until stopped."""
+
+    def __init__(self, sensor: Sensor, hz: float, proc: Path = Path("/proc")) -> None:
+        self.sensor = sensor
+        self.period = 1.0 / hz
+        self.proc = proc
+        self.rows: list[list[float | None]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="telemetry", daemon=True)
+        self._t0 = 0.0
+
+    def __enter__(self) -> Sampler:
+        self._t0 = time.monotonic()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _loop(self) -> None:
+        prev = _cpu_times(self.proc)
+        next_t = time.monotonic()
+        while not self._stop.is_set():
+            now = _cpu_times(self.proc)
+            util = None
+            if prev and now and now[0] > prev[0]:
+                busy = (now[0] - prev[0]) - (now[1] - prev[1])
+                util = round(100.0 * busy / (now[0] - prev[0]), 1)
+            prev = now
+            self.rows.append(
+                [
+                    round(time.monotonic() - self._t0, 4),
+                    self.sensor.temperature_c(),
+                    util,
+                    _mem_used_mib(self.proc),
+                ]
+            )
+            next_t += self.period
+            self._stop.wait(max(0.0, next_t - time.monotonic()))
+
+    def write_csv(self, path: Path) -> None:
+        with path.open("w", newline="") as fh:
+            writer = csv.writer(fh)
+            writer.writerow(COLUMNS)
+            writer.writerows(["" if v is None else v for v in row] for row in self.rows)
+
+    def summary(self) -> dict[str, Any]:
+        def col(i: int) -> list[float]:
+            return [r[i] for r in self.rows if r[i] is not None]  # type: ignore[misc]
+
+        temps, util, mem = col(1), col(2), col(3)
+        return {
+            "samples": len(self.rows),
+            "rate_hz": round(1.0 / self.period, 3),
+            "sensor": self.sensor.name,
+            "temperature_max_c": max(temps) if temps else None,
+            "temperature_mean_c": round(sum(temps) / len(temps), 2) if temps else None,
+            "cpu_util_mean_pct": round(sum(util) / len(util), 1) if util else None,
+            "mem_used_peak_mib": max(mem) if mem else None,
+        }

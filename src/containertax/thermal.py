@@ -1,0 +1,229 @@
+"""Temperature sensors, the thermal gate before each run and the cooldown after it.
+
+A run that starts on a hot chip starts throttled; the gate makes every run start from
+the same thermal state and records what it waited for, so the wait is visible.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Protocol
+
+from containertax.records import read_ledger
+
+
+class GateTimeout(RuntimeError):
+    """The gate stayed closed for longer than its timeout."""
+
+
+class Sensor(Protocol):
+    name: str
+
+    def temperature_c(self) -> float | None: ...
+
+    def describe(self) -> dict[str, Any]: ...
+
+
+class NoSensor:
+    """No temperature at all: the gate waits only for time, and the records say so."""
+
+    name = "none"
+
+    def __init__(self, reason: str = "configured thermal.sensor: none") -> None:
+        self.reason = reason
+
+    def temperature_c(self) -> float | None:
+        return None
+
+    def describe(self) -> dict[str, Any]:
+        return {"sensor": self.name, "note": f"temperature not measured: {self.reason}"}
+
+
+class CpuSensor:
+    """Hottest of the CPU thermal zones and hwmon temperature inputs."""
+
+    name = "cpu"
+
+    def __init__(self, sysfs: Path = Path("/sys")) -> None:
+        self.files = sorted((sysfs / "class" / "thermal").glob("thermal_zone*/temp")) + sorted(
+            (sysfs / "class" / "hwmon").glob("hwmon*/temp*_input")
+        )
+
+    def available(self) -> bool:
+        return self.temperature_c() is not None
+
+    def temperature_c(self) -> float | None:
+        values = []
+        for f in self.files:
+            try:
+                values.append(int(f.read_text().strip()) / 1000.0)
+            except (OSError, ValueError):
+                continue
+        return max(values) if values else None
+
+    def describe(self) -> dict[str, Any]:
+        return {"sensor": self.name, "files": [str(f) for f in self.files]}
+
+
+class NvmlSensor:
+    """GPU core temperature through NVML (nvidia-ml-py, import name pynvml)."""
+
+    name = "nvml"
+
+    def __init__(self, device: int = 0, nvml: Any = None) -> None:
+        if nvml is None:
+            import pynvml as nvml  # noqa: PLC0415 - optional at import time
+        self.nvml = nvml
+        nvml.nvmlInit()
+        self.handle = nvml.nvmlDeviceGetHandleByIndex(device)
+        self.device = device
+
+    def temperature_c(self) -> float | None:
+        return float(
+            self.nvml.nvmlDeviceGetTemperature(self.handle, self.nvml.NVML_TEMPERATURE_GPU)
+        )
+
+    def describe(self) -> dict[str, Any]:
+        name = self.nvml.nvmlDeviceGetName(self.handle)
+        uuid = self.nvml.nvmlDeviceGetUUID(self.handle)
+        return {
+            "sensor": self.name,
+            "device": self.device,
+            "gpu_name": name.decode() if isinstance(name, bytes) else name,
+            "gpu_uuid": uuid.decode() if isinstance(uuid, bytes) else uuid,
+        }
+
+
+def open_sensor(kind: str, device: int = 0, sysfs: Path = Path("/sys")) -> Sensor:
+    """The configured sensor; 'auto' takes the first of NVML, CPU, none that answers."""
+    if kind == "none":
+        return NoSensor()
+    if kind == "cpu":
+        cpu = CpuSensor(sysfs)
+        if not cpu.available():
+            raise RuntimeError(
+                "thermal.sensor is 'cpu' but no readable thermal zone or hwmon sensor exists "
+                f"under {sysfs}/class; set thermal.sensor to 'none' (time-only gate) or 'auto'."
+            )
+        return cpu
+    if kind == "nvml":
+        return NvmlSensor(device)
+    try:
+        return NvmlSensor(device)
+    except Exception as exc:  # any NVML failure means: no usable GPU here
+        nvml_error = f"{type(exc).__name__}: {exc}"
+    cpu = CpuSensor(sysfs)
+    if cpu.available():
+        return cpu
+    return NoSensor(f"thermal.sensor auto found no GPU ({nvml_error}) and no CPU sensor")
+
+
+def last_run_end(root: Path) -> datetime | None:
+    """When the most recent run of the campaign ended (failed runs too)."""
+    ends = [
+        e["utc"] for e in read_ledger(root) if e.get("step") == "run" and e.get("event") == "end"
+    ]
+    return datetime.fromisoformat(max(ends)) if ends else None
+
+
+@dataclass
+class GateSettings:
+    threshold_c: float
+    min_interval_s: float
+    timeout_s: float
+    poll_s: float
+
+    @classmethod
+    def from_config(cls, thermal: dict[str, Any]) -> GateSettings:
+        return cls(
+            thermal["threshold_c"],
+            thermal["min_interval_s"],
+            thermal["timeout_s"],
+            thermal["poll_s"],
+        )
+
+
+def wait_gate(
+    sensor: Sensor,
+    settings: GateSettings,
+    last_end: datetime | None,
+    *,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+    now: Callable[[], datetime] = lambda: datetime.now(UTC),
+) -> dict[str, Any]:
+    """Block until the sensor reads below threshold AND min_interval_s has passed since
+    the last run ended; raise GateTimeout after timeout_s. Returns what was seen."""
+    start = clock()
+    trace: list[list[float | None]] = []
+    while True:
+        elapsed = clock() - start
+        temp = sensor.temperature_c()
+        trace.append([round(elapsed, 3), temp])
+        since = (now() - last_end).total_seconds() if last_end else float("inf")
+        cool = temp is None or temp < settings.threshold_c
+        rested = since >= settings.min_interval_s
+        if cool and rested:
+            return {
+                "passed": True,
+                "sensor": sensor.name,
+                "threshold_c": settings.threshold_c,
+                "min_interval_s": settings.min_interval_s,
+                "temperature_c": temp,
+                "since_last_run_s": None if last_end is None else round(since, 3),
+                "waited_s": round(elapsed, 3),
+                "waited_for_temperature": any(
+                    t is not None and t >= settings.threshold_c for _, t in trace
+                ),
+                "trace": trace,
+            }
+        if elapsed >= settings.timeout_s:
+            if not cool:
+                why = (
+                    f"temperature {temp:.1f} C from sensor '{sensor.name}' stayed at or above "
+                    f"thermal.threshold_c = {settings.threshold_c} C"
+                )
+            else:
+                why = f"thermal.min_interval_s = {settings.min_interval_s} s did not pass"
+            raise GateTimeout(
+                f"thermal gate closed after {elapsed:.0f} s (thermal.timeout_s = "
+                f"{settings.timeout_s} s): {why}. Check the cooling, or raise "
+                "thermal.threshold_c / thermal.timeout_s in the config; the cell is failed "
+                "and runs again on the next snakemake invocation."
+            )
+        wait = settings.poll_s
+        if cool and not rested:
+            wait = min(wait, settings.min_interval_s - since)
+        sleep(max(0.0, min(wait, settings.timeout_s - elapsed + 1e-3)))
+
+
+def cooldown(
+    sensor: Sensor,
+    seconds: float,
+    poll_s: float,
+    *,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> dict[str, Any]:
+    """Wait a fixed time after a run, recording how the temperature decays."""
+    start = clock()
+    trace: list[list[float | None]] = []
+    while True:
+        elapsed = clock() - start
+        trace.append([round(elapsed, 3), sensor.temperature_c()])
+        if elapsed >= seconds:
+            break
+        sleep(min(poll_s, seconds - elapsed))
+    temps = [t for _, t in trace if t is not None]
+    return {
+        "sensor": sensor.name,
+        "cooldown_s": seconds,
+        "waited_s": round(clock() - start, 3),
+        "start_c": temps[0] if temps else None,
+        "end_c": temps[-1] if temps else None,
+        "trace": trace,
+    }

@@ -1,0 +1,71 @@
+# Shared state of the workflow: the validated campaign, its schedule and its paths.
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(workflow.basedir) / "src"))
+
+from containertax import config as ct_config
+from containertax import records as R
+from containertax import schedule as ct_schedule
+from containertax.cli import write_resolved
+from snakemake.exceptions import WorkflowError
+
+# With --configfile, the profile's replace-workflow-config makes that file the whole config.
+CLI_CONFIGS = list(workflow.overwrite_configfiles or [])
+CONFIG_SOURCE = CLI_CONFIGS[-1] if CLI_CONFIGS else "config/config.yaml"
+try:
+    CAMPAIGN = ct_config.load_campaign(config, str(CONFIG_SOURCE))
+except ct_config.ConfigError as exc:
+    raise WorkflowError(str(exc)) from None
+
+ROOT = CAMPAIGN.root
+CELLS = ct_schedule.plan(CAMPAIGN)
+RESOLVED = str(ROOT / "config.resolved.json")
+write_resolved(CAMPAIGN, Path(RESOLVED))
+CT = f"{sys.executable} -m containertax"
+ENVS = {e.id: e for e in CAMPAIGN.environments}
+
+# Execution order: the cell at schedule position p gets priority N - p for its gate, run
+# and cooldown; with --cores 1 Snakemake then runs the cells in schedule order. Cells are
+# never chained through files, so one failed cell blocks nothing else.
+PRIORITY = {
+    (c.model, c.environment, ct_schedule.rep_label(CAMPAIGN, c.repetition)): len(CELLS)
+    - c.position
+    for c in CELLS
+}
+FIRST = len(CELLS) + 1
+
+
+wildcard_constraints:
+    model=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
+    environment=r"[A-Za-z0-9][A-Za-z0-9_-]*",
+    rep=r"\d+",
+    image=r"[A-Za-z0-9_.-]+",
+
+
+def at(template, **fill):
+    """A path of this campaign, from a template in containertax.records."""
+    return str(ROOT / template.format(**fill)) if fill else str(ROOT / template)
+
+
+def cell_priority(wildcards):
+    return PRIORITY[(wildcards.model, wildcards.environment, wildcards.rep)]
+
+
+def cell_files(template):
+    return [
+        at(
+            template,
+            model=c.model,
+            environment=c.environment,
+            rep=ct_schedule.rep_label(CAMPAIGN, c.repetition),
+        )
+        for c in CELLS
+    ]
+
+
+def cell_args(wildcards):
+    return (
+        f"--config {RESOLVED} --model {wildcards.model} "
+        f"--environment {wildcards.environment} --rep {wildcards.rep}"
+    )
