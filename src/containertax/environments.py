@@ -65,7 +65,8 @@ class Outcome:
     phases_s: dict[str, float] = field(default_factory=dict)
 
 
-def _slug(image: str) -> str:
+def image_slug(image: str) -> str:
+    """An image name as one path component."""
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", image)
 
 
@@ -132,7 +133,7 @@ class ChrootLauncher(Launcher):
     kind = "chroot"
 
     def rootfs(self) -> Path:
-        return (self.campaign.root / "rootfs" / _slug(self.env.image or "")).resolve()
+        return (self.campaign.root / "rootfs" / image_slug(self.env.image or "")).resolve()
 
     def script(self, launch: Launch) -> str:
         root = shlex.quote(str(self.rootfs()))

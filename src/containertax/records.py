@@ -33,6 +33,7 @@ SCHEDULE = "schedule.csv"
 SYSTEM = "system.json"
 PREFLIGHT = "preflight/{environment}.json"
 ROOTFS = "rootfs/{image}"
+ROOTFS_MARKER = "rootfs/{image}.image.json"
 RUNS = "runs.csv"
 WORK = "work"
 

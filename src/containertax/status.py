@@ -6,7 +6,6 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 from containertax import records, schedule
@@ -38,9 +37,7 @@ def summarize(campaign: Campaign) -> dict[str, Any]:
         if e.get("step") != "run":
             continue
         key = (e["model"], e["environment"], e["repetition"])
-        if e["event"] == "end":
-            last_run[key] = e
-        elif e["event"] == "start":
+        if e["event"] == "end" or e["event"] == "start":
             last_run[key] = e
     table: dict[tuple, dict[str, int]] = defaultdict(
         lambda: {"done": 0, "failed": 0, "remaining": 0, "total": 0})

@@ -3,6 +3,7 @@
 
 rule aggregate:
     input:
+        config=ancient(RESOLVED),
         records=cell_files(R.RAW),
         cooldowns=cell_files(R.COOLDOWN),
         # the analysis code itself, so that editing it re-runs the analysis (never a cell)
@@ -11,5 +12,9 @@ rule aggregate:
         at(R.RUNS),
     log:
         at("logs/aggregate.log"),
+    conda:
+        "../../envs/workflow.yaml"
+    params:
+        ct=CT,
     shell:
-        "{CT} aggregate --config {RESOLVED} --out {output} --log {log}"
+        "{params.ct} aggregate --config {input.config} --out {output} --log {log}"

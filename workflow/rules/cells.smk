@@ -1,28 +1,40 @@
 # One cell = one run of one model in one environment: gate -> run -> cooldown.
+# Inputs are ancient(): only a missing output makes a cell run again, never a timestamp.
 
 
 rule gate:
     """Wait until the chip is below the threshold and the minimum interval since the last
     run has passed."""
     input:
+        config=ancient(RESOLVED),
         schedule=ancient(at(R.SCHEDULE)),
         system=ancient(at(R.SYSTEM)),
         preflight=ancient(at(R.PREFLIGHT)),
     output:
         at(R.GATE),
     log:
-        at(R.LOG, step="gate", model="{model}", environment="{environment}", rep="{rep}"),
+        at(
+            R.LOG,
+            step="gate",
+            model="{model}",
+            environment="{environment}",
+            rep="{rep}",
+        ),
     priority: cell_priority
+    conda:
+        "../../envs/workflow.yaml"
     params:
+        ct=CT,
         cell=cell_args,
     shell:
-        "{CT} gate {params.cell} --out {output} --log {log}"
+        "{params.ct} gate --config {input.config} {params.cell} --out {output} --log {log}"
 
 
 rule run:
     """The measured run, with host-side telemetry; its raw record is written last and
     atomically, and never overwritten."""
     input:
+        config=ancient(RESOLVED),
         gate=ancient(at(R.GATE)),
     output:
         record=protected(at(R.RAW)),
@@ -32,22 +44,35 @@ rule run:
     log:
         at(R.LOG, step="run", model="{model}", environment="{environment}", rep="{rep}"),
     priority: cell_priority
+    conda:
+        "../../envs/workflow.yaml"
     params:
+        ct=CT,
         cell=cell_args,
     shell:
-        "{CT} run {params.cell} --gate {input.gate} --log {log}"
+        "{params.ct} run --config {input.config} {params.cell} --gate {input.gate} --log {log}"
 
 
 rule cooldown:
     """Wait the configured time after the run, recording the temperature decay."""
     input:
-        ancient(at(R.RAW)),
+        config=ancient(RESOLVED),
+        record=ancient(at(R.RAW)),
     output:
         protected(at(R.COOLDOWN)),
     log:
-        at(R.LOG, step="cooldown", model="{model}", environment="{environment}", rep="{rep}"),
+        at(
+            R.LOG,
+            step="cooldown",
+            model="{model}",
+            environment="{environment}",
+            rep="{rep}",
+        ),
     priority: cell_priority
+    conda:
+        "../../envs/workflow.yaml"
     params:
+        ct=CT,
         cell=cell_args,
     shell:
-        "{CT} cooldown {params.cell} --out {output} --log {log}"
+        "{params.ct} cooldown --config {input.config} {params.cell} --out {output} --log {log}"

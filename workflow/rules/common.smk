@@ -8,6 +8,7 @@ from containertax import config as ct_config
 from containertax import records as R
 from containertax import schedule as ct_schedule
 from containertax.cli import write_resolved
+from containertax.environments import image_slug
 from snakemake.exceptions import WorkflowError
 
 # With --configfile, the profile's replace-workflow-config makes that file the whole config.
@@ -24,6 +25,9 @@ RESOLVED = str(ROOT / "config.resolved.json")
 write_resolved(CAMPAIGN, Path(RESOLVED))
 CT = f"{sys.executable} -m containertax"
 ENVS = {e.id: e for e in CAMPAIGN.environments}
+IMAGES = {
+    image_slug(e.image): e.image for e in CAMPAIGN.environments if e.kind == "chroot"
+}
 
 # Execution order: the cell at schedule position p gets priority N - p for its gate, run
 # and cooldown; with --cores 1 Snakemake then runs the cells in schedule order. Cells are
@@ -66,6 +70,14 @@ def cell_files(template):
 
 def cell_args(wildcards):
     return (
-        f"--config {RESOLVED} --model {wildcards.model} "
+        f"--model {wildcards.model} "
         f"--environment {wildcards.environment} --rep {wildcards.rep}"
     )
+
+
+def rootfs_marker(wildcards):
+    """A chroot environment needs its image's exported root filesystem."""
+    env = ENVS[wildcards.environment]
+    if env.kind == "chroot":
+        return [ancient(at(R.ROOTFS_MARKER, image=image_slug(env.image)))]
+    return []

@@ -1,64 +1,70 @@
 # Before any cell: the schedule, the system's facts, and a check of every environment.
-from containertax.environments import _slug as image_slug
-
-IMAGES = {image_slug(e.image): e.image for e in CAMPAIGN.environments if e.kind == "chroot"}
 
 
 rule schedule:
     input:
-        RESOLVED,
+        config=RESOLVED,
     output:
         at(R.SCHEDULE),
     log:
         at("logs/schedule.log"),
     priority: FIRST
+    conda:
+        "../../envs/workflow.yaml"
+    params:
+        ct=CT,
     shell:
-        "{CT} schedule --config {RESOLVED} --out {output} --log {log}"
+        "{params.ct} schedule --config {input.config} --out {output} --log {log}"
 
 
 rule system:
     input:
-        RESOLVED,
+        config=RESOLVED,
     output:
         at(R.SYSTEM),
     log:
         at("logs/system.log"),
     priority: FIRST
+    conda:
+        "../../envs/workflow.yaml"
+    params:
+        ct=CT,
     shell:
-        "{CT} system --config {RESOLVED} --out {output} --log {log}"
+        "{params.ct} system --config {input.config} --out {output} --log {log}"
 
 
 rule rootfs:
     """The image's root filesystem, exported once, for chroot environments."""
     output:
         tree=directory(at(R.ROOTFS)),
-        marker=at(R.ROOTFS + ".image.json"),
-    params:
-        image=lambda wc: IMAGES[wc.image],
+        marker=at(R.ROOTFS_MARKER),
     log:
         at("logs/rootfs/{image}.log"),
     priority: FIRST
+    conda:
+        "../../envs/workflow.yaml"
+    params:
+        ct=CT,
+        image=lambda wc: IMAGES[wc.image],
     shell:
-        "{CT} rootfs --image {params.image:q} --out {output.tree} --log {log}"
-
-
-def preflight_inputs(wildcards):
-    env = ENVS[wildcards.environment]
-    if env.kind == "chroot":
-        return [ancient(at(R.ROOTFS + ".image.json", image=image_slug(env.image)))]
-    return []
+        "{params.ct} rootfs --image {params.image:q} --out {output.tree} --log {log}"
 
 
 rule preflight:
     """Can this environment start the workload here? One broken environment blocks only
     its own cells."""
     input:
-        preflight_inputs,
+        config=ancient(RESOLVED),
+        rootfs=rootfs_marker,
     output:
         at(R.PREFLIGHT),
     log:
         at("logs/preflight/{environment}.log"),
     priority: FIRST
+    conda:
+        "../../envs/workflow.yaml"
+    params:
+        ct=CT,
     shell:
-        "{CT} preflight --config {RESOLVED} --environment {wildcards.environment} "
+        "{params.ct} preflight --config {input.config} --environment {wildcards.environment} "
         "--out {output} --log {log}"

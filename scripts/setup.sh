@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Sets up everything the workflow needs on a Debian machine, as root; safe to run again.
+# System packages (Python, Docker Engine from Debian's docker.io, debootstrap, TeX Live
+# comes with the paper), a running Docker Engine, the project's .venv, the demo image.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need=()
+for pkg in python3 python3-venv python3-numpy docker.io debootstrap git util-linux; do
+  dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
+done
+if [ ${#need[@]} -gt 0 ]; then
+  echo "setup: installing ${need[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+
+if ! docker info >/dev/null 2>&1; then
+  if [ -d /run/systemd/system ]; then
+    systemctl start docker
+  else
+    echo "setup: starting dockerd (no systemd); log in /var/log/containertax-dockerd.log"
+    setsid dockerd >/var/log/containertax-dockerd.log 2>&1 < /dev/null &
+  fi
+  for _ in $(seq 60); do docker info >/dev/null 2>&1 && break; sleep 1; done
+  docker info >/dev/null 2>&1 || { echo "setup: Docker Engine did not start" >&2; exit 1; }
+fi
+
+if [ ! -x .venv/bin/python ]; then
+  python3 -m venv .venv
+fi
+.venv/bin/python -m pip install -q --upgrade pip >/dev/null
+.venv/bin/python -m pip install -q -e '.[dev]'
+
+envs/demo-image/build.sh containertax-demo:bookworm
+echo "setup: done"
