@@ -128,11 +128,11 @@ def validate_schema(data: dict[str, Any], source: str) -> dict[str, Any]:
         lines = []
         for err in errors:
             hint = err.schema.get("description", "") if isinstance(err.schema, dict) else ""
-            fix = f" Fix: {hint}" if hint else ""
+            fix = f" (the key: {hint})" if hint else ""
             lines.append(f"  {source}: key '{_key(err.absolute_path)}': {err.message}.{fix}")
         raise ConfigError(
-            f"{source} does not match workflow/schemas/config.schema.yaml "
-            f"(see config/README.md):\n" + "\n".join(lines)
+            f"{source} does not match workflow/schemas/config.schema.yaml; correct these "
+            f"keys (config/README.md documents each):\n" + "\n".join(lines)
         )
     return data
 

@@ -91,12 +91,22 @@ class Launcher:
         raise NotImplementedError
 
 
+def _die_with_parent() -> None:
+    """In the child: SIGKILL when the launching process dies (even by SIGKILL), so that an
+    interrupted campaign leaves no workload running beside the next one."""
+    import ctypes
+
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
 def _run_process(argv: list[str], env: dict[str, str], timeout_s: float) -> tuple:
     """Run argv in its own process group; kill the whole group on timeout or Ctrl-C."""
     launched = time.time()
     t0 = time.monotonic()
     proc = subprocess.Popen(
-        argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True
+        argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+        preexec_fn=_die_with_parent,
     )
     timed_out = False
     try:

@@ -11,7 +11,9 @@ rule gate:
         system=ancient(at(R.SYSTEM)),
         preflight=ancient(at(R.PREFLIGHT)),
     output:
-        at(R.GATE),
+        # temp(): consumed by the run; a token left by an interrupted invocation is
+        # detected as stale by the run step, which gates again
+        temp(at(R.GATE)),
     log:
         at(
             R.LOG,

@@ -1,0 +1,37 @@
+"""Shared fixtures: repo paths, small configs, and whether a Docker Engine answers."""
+
+from __future__ import annotations
+
+import copy
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+DEMO_IMAGE = "containertax-demo:bookworm"
+
+
+def demo_config() -> dict[str, Any]:
+    return yaml.safe_load((REPO / "config" / "demo.yaml").read_text())
+
+
+def docker_ready() -> bool:
+    if shutil.which("docker") is None:
+        return False
+    out = subprocess.run(["docker", "image", "inspect", DEMO_IMAGE], capture_output=True)
+    return out.returncode == 0
+
+
+needs_docker = pytest.mark.skipif(
+    not docker_ready(),
+    reason=f"needs a running Docker Engine with {DEMO_IMAGE} (scripts/setup.sh builds it)",
+)
+
+
+@pytest.fixture
+def config_dict() -> dict[str, Any]:
+    return copy.deepcopy(demo_config())

@@ -1,0 +1,88 @@
+"""Config validation: valid configs load; each kind of mistake names file, key and fix."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from containertax import config
+from tests.conftest import REPO
+
+
+def test_demo_and_dgx_configs_load():
+    demo = config.load_file(REPO / "config" / "demo.yaml")
+    assert [e.id for e in demo.environments] == ["native", "chroot", "docker"]
+    assert demo.thermal["threshold_c"] == 80
+    dgx = config.load_file(REPO / "config" / "config.yaml")
+    assert len(dgx.models) == 10 and dgx.repetitions == 30 and len(dgx.environments) == 3
+    assert dgx.thermal["cooldown_s"] == 300 and dgx.thermal["threshold_c"] == 45
+
+
+def test_defaults_are_filled(config_dict):
+    del config_dict["thermal"]
+    campaign = config.load_campaign(config_dict, "x.yaml")
+    assert campaign.thermal["sensor"] == "auto"
+    assert campaign.thermal["min_interval_s"] == 300
+    assert campaign.telemetry["hz"] == 10
+
+
+def test_model_params_override_workload_defaults(config_dict):
+    campaign = config.load_campaign(config_dict, "x.yaml")
+    assert campaign.workload_params("n256")["repeats"] == 40
+    assert campaign.workload_params("n512")["repeats"] == 10
+
+
+@pytest.mark.parametrize(
+    ("mutate", "expected"),
+    [
+        (lambda c: c.update(repetitions=1), ["x.yaml", "repetitions", "minimum of 2"]),
+        (lambda c: c["environments"]["docker"].pop("image"),
+         ["x.yaml", "environments.docker.image", "needs the image"]),
+        (lambda c: c["environments"]["native"].update(kind="podman"),
+         ["environments.native.kind", "podman"]),
+        (lambda c: c["models"].append({"id": "n256", "size": 8}), ["duplicate id", "n256"]),
+        (lambda c: c.update(reference_environment="vm"), ["reference_environment", "'vm'"]),
+        (lambda c: c["environments"]["native"].update(options={"ipc": "host"}),
+         ["environments.native.options", "only for kind docker"]),
+        (lambda c: c["models"][0].pop("size"), ["models[0].size", "positive integer"]),
+        (lambda c: c["environments"]["docker"]["options"].update(shm_size="lots"),
+         ["environments.docker.options.shm_size", "does not match"]),
+        (lambda c: c.update(colour="blue"), ["colour", "Additional properties"]),
+        (lambda c: c["thermal"].update(sensor="ir-camera"), ["thermal.sensor"]),
+    ],
+)
+def test_errors_name_file_key_and_fix(config_dict, mutate, expected):
+    mutate(config_dict)
+    with pytest.raises(ValueError) as err:
+        config.load_campaign(config_dict, "x.yaml")
+    for fragment in expected:
+        assert fragment in str(err.value)
+
+
+def test_yaml_syntax_error_names_file(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("campaign: [unclosed\n")
+    with pytest.raises(config.ConfigError, match="bad.yaml: not valid YAML"):
+        config.load_file(bad)
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(config.ConfigError, match="no such config file"):
+        config.load_file(tmp_path / "nope.yaml")
+
+
+def test_config_hash_changes_with_content(config_dict):
+    a = config.load_campaign(config_dict, "x.yaml").config_hash()
+    config_dict["repetitions"] = 5
+    assert config.load_campaign(config_dict, "x.yaml").config_hash() != a
+
+
+def test_every_schema_key_is_documented():
+    schema = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())
+    readme = (REPO / "config" / "README.md").read_text()
+    keys = set(schema["properties"])
+    for name in ("environment", "docker_options", "schedule", "thermal", "telemetry",
+                 "workload"):
+        keys |= set(schema["$defs"][name]["properties"])
+    missing = sorted(k for k in keys if f"`{k}`" not in readme)
+    assert not missing, f"config/README.md does not document {missing}"

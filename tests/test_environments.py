@@ -1,0 +1,144 @@
+"""Launchers against the real host and the real Docker Engine: the process runs, its
+time is measured, and nothing is left behind on success, failure, timeout or kill."""
+
+from __future__ import annotations
+
+import resource
+import sys
+import time
+
+import pytest
+
+from containertax import config, environments, preflight
+from tests.conftest import DEMO_IMAGE, needs_docker
+
+
+def _campaign(config_dict, tmp_path, **envs):
+    config_dict["results_dir"] = str(tmp_path / "results")
+    if envs:
+        config_dict["environments"] = envs
+    return config.load_campaign(config_dict, "test.yaml")
+
+
+def _launch(tmp_path, argv, timeout=30.0):
+    work = tmp_path / "work"
+    work.mkdir(exist_ok=True)
+    probe = tmp_path / "probe"
+    probe.mkdir(exist_ok=True)
+    return environments.Launch(argv=argv, probe_dir=probe, work_dir=work, timeout_s=timeout,
+                               label="test/cell")
+
+
+def test_native_runs_with_a_clean_environment(config_dict, tmp_path):
+    c = _campaign(config_dict, tmp_path, native={"kind": "native", "env": {"X_TEST": "1"}})
+    out = environments.launcher(c, "native").run(
+        _launch(tmp_path, [sys.executable, "-c", "import os; print(os.environ.get('X_TEST'),"
+                           " os.environ.get('VIRTUAL_ENV'))"]))
+    assert out.returncode == 0 and out.output.split() == ["1", "None"]
+    assert out.wall_s > 0 and out.exited_unix >= out.launched_unix
+
+
+def test_native_timeout_kills_the_process(config_dict, tmp_path):
+    c = _campaign(config_dict, tmp_path, native={"kind": "native"})
+    t0 = time.monotonic()
+    out = environments.launcher(c, "native").run(
+        _launch(tmp_path, ["sh", "-c", "sleep 30 & sleep 30"], timeout=0.5))
+    assert out.timed_out and time.monotonic() - t0 < 10
+
+
+def test_docker_kwargs_from_cli_names():
+    kw = environments.docker_kwargs({
+        "ipc": "host", "shm_size": "8g", "network": "host", "cpuset_cpus": "0-3",
+        "privileged": True, "cgroup_parent": "bench.slice", "memory": "60g",
+        "ulimits": {"memlock": -1, "stack": "1024:2048"}, "gpus": "all",
+        "devices": ["/dev/nvidia0:/dev/nvidia0:rwm"],
+    })
+    assert kw["ipc_mode"] == "host" and kw["shm_size"] == "8g" and kw["network_mode"] == "host"
+    assert kw["cpuset_cpus"] == "0-3" and kw["privileged"] and kw["mem_limit"] == "60g"
+    assert kw["cgroup_parent"] == "bench.slice" and kw["devices"][0].startswith("/dev/nvidia0")
+    limits = {u["Name"]: (u["Soft"], u["Hard"]) for u in kw["ulimits"]}
+    assert limits == {"memlock": (-1, -1), "stack": (1024, 2048)}
+    assert kw["device_requests"][0]["Count"] == -1
+
+
+def test_rlimit_refusal_is_explained(config_dict, tmp_path):
+    c = _campaign(config_dict, tmp_path)
+    msg = environments.explain_docker_error(
+        c.environment("docker"),
+        "OCI runtime create failed: error setting rlimit type 8: operation not permitted",
+        "test.yaml")
+    assert "--ulimit memlock" in msg and "environments.docker.options.ulimits.memlock" in msg
+    assert "test.yaml" in msg
+
+
+def _labelled(campaign_name):
+    import docker
+
+    return docker.from_env().containers.list(
+        all=True, filters={"label": f"{environments.LABEL}={campaign_name}"})
+
+
+@needs_docker
+@pytest.mark.docker
+def test_docker_container_is_removed_after_success_failure_and_timeout(config_dict, tmp_path):
+    c = _campaign(config_dict, tmp_path)
+    launcher = environments.launcher(c, "docker")
+    ok = launcher.run(_launch(tmp_path, ["python3", "-c", "print('hi')"]))
+    assert ok.returncode == 0 and "hi" in ok.output
+    assert ok.resolved["image"]["id"].startswith("sha256:")
+    assert ok.resolved["create_kwargs"]["network_mode"] == "none"
+    assert set(ok.phases_s) == {"create_s", "start_s"}
+    bad = launcher.run(_launch(tmp_path, ["sh", "-c", "exit 7"]))
+    assert bad.returncode == 7
+    slow = launcher.run(_launch(tmp_path, ["sleep", "60"], timeout=1))
+    assert slow.timed_out
+    assert _labelled(c.name) == []
+
+
+@needs_docker
+@pytest.mark.docker
+def test_stale_container_of_a_dead_launcher_is_removed(config_dict, tmp_path):
+    import docker
+
+    c = _campaign(config_dict, tmp_path)
+    client = docker.from_env()
+    stale = client.containers.create(DEMO_IMAGE, command=["sleep", "60"], labels={
+        environments.LABEL: c.name, "containertax.owner_pid": "999999999"})
+    stale.start()
+    removed = environments.cleanup_stale_containers(client, c.name)
+    assert stale.name in removed and _labelled(c.name) == []
+
+
+@needs_docker
+@pytest.mark.docker
+def test_preflight_reports_missing_image(config_dict, tmp_path):
+    config_dict["environments"]["docker"]["image"] = "containertax-missing:none"
+    c = _campaign(config_dict, tmp_path)
+    with pytest.raises(preflight.PreflightError) as err:
+        preflight.check_environment(c, "docker")
+    assert "containertax-missing:none" in str(err.value)
+    assert "environments.docker.image" in str(err.value)
+
+
+@needs_docker
+@pytest.mark.docker
+@pytest.mark.skipif(resource.getrlimit(resource.RLIMIT_MEMLOCK)[1] == resource.RLIM_INFINITY,
+                    reason="this host allows unlimited memlock")
+def test_preflight_catches_refused_memlock(config_dict, tmp_path):
+    config_dict["environments"]["docker"]["options"]["ulimits"]["memlock"] = -1
+    c = _campaign(config_dict, tmp_path)
+    assert any("memlock" in p for p in preflight.host_limit_problems(c, "docker"))
+    with pytest.raises(preflight.PreflightError) as err:
+        preflight.check_environment(c, "docker")
+    msg = str(err.value)
+    assert "refuses --ulimit memlock=-1" in msg and "ulimits.memlock" in msg
+    assert _labelled(c.name) == []
+
+
+@needs_docker
+@pytest.mark.docker
+def test_preflight_checks_workload_inside_docker(config_dict, tmp_path):
+    c = _campaign(config_dict, tmp_path)
+    facts = preflight.check_environment(c, "docker")
+    assert facts["ok"] and facts["inside"]["software"]["numpy"]
+    assert facts["inside"]["environment"]["in_container_hint"] is True

@@ -1,0 +1,159 @@
+"""Thermal gate and cooldown. Temperatures come from FakeSensor, a labelled test double
+for a GPU or CPU sensor this machine lacks; clocks are simulated so no test sleeps."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from containertax import thermal
+
+
+class FakeSensor:
+    """TEST DOUBLE: replays a temperature sequence, as a cooling chip would report it."""
+
+    name = "fake"
+
+    def __init__(self, temps):
+        self.temps = list(temps)
+
+    def temperature_c(self):
+        return self.temps.pop(0) if len(self.temps) > 1 else self.temps[0]
+
+    def describe(self):
+        return {"sensor": self.name}
+
+
+class FakeClock:
+    def __init__(self):
+        self.t = 0.0
+        self.start = datetime(2026, 1, 1, tzinfo=UTC)
+
+    def monotonic(self):
+        return self.t
+
+    def sleep(self, s):
+        assert s >= 0
+        self.t += s
+
+    def now(self):
+        return self.start + timedelta(seconds=self.t)
+
+
+def gate(sensor, settings, last_end, clock):
+    return thermal.wait_gate(sensor, settings, last_end, clock=clock.monotonic,
+                             sleep=clock.sleep, now=clock.now)
+
+
+def test_gate_waits_until_below_threshold():
+    clock = FakeClock()
+    settings = thermal.GateSettings(threshold_c=45, min_interval_s=0, timeout_s=600, poll_s=1)
+    out = gate(FakeSensor([60, 55, 50, 46, 44]), settings, None, clock)
+    assert out["passed"] and out["temperature_c"] == 44
+    assert out["waited_s"] == pytest.approx(4)
+    assert out["waited_for_temperature"] is True
+    assert [t for _, t in out["trace"]] == [60, 55, 50, 46, 44]
+
+
+def test_gate_waits_for_min_interval_even_when_cool():
+    clock = FakeClock()
+    settings = thermal.GateSettings(threshold_c=45, min_interval_s=300, timeout_s=1000, poll_s=7)
+    last_end = clock.now() - timedelta(seconds=100)
+    out = gate(FakeSensor([30]), settings, last_end, clock)
+    assert out["waited_s"] == pytest.approx(200, abs=0.01)
+    assert out["since_last_run_s"] >= 300
+    assert out["waited_for_temperature"] is False
+
+
+def test_gate_times_out_with_a_clear_message():
+    clock = FakeClock()
+    settings = thermal.GateSettings(threshold_c=45, min_interval_s=0, timeout_s=30, poll_s=5)
+    with pytest.raises(thermal.GateTimeout) as err:
+        gate(FakeSensor([70]), settings, None, clock)
+    msg = str(err.value)
+    assert "70.0 C" in msg and "thermal.threshold_c = 45" in msg and "thermal.timeout_s" in msg
+    assert clock.t <= 31
+
+
+def test_gate_without_sensor_is_time_only():
+    clock = FakeClock()
+    settings = thermal.GateSettings(threshold_c=45, min_interval_s=5, timeout_s=60, poll_s=1)
+    out = gate(thermal.NoSensor(), settings, clock.now(), clock)
+    assert out["sensor"] == "none" and out["temperature_c"] is None
+    assert out["waited_s"] == pytest.approx(5, abs=0.01)
+
+
+def test_cooldown_records_decay():
+    clock = FakeClock()
+    out = thermal.cooldown(FakeSensor([60, 55, 50, 48]), 3, 1, clock=clock.monotonic,
+                           sleep=clock.sleep)
+    assert out["start_c"] == 60 and out["end_c"] == 48 and out["waited_s"] == pytest.approx(3)
+
+
+def test_cpu_sensor_reads_zones_and_hwmon(tmp_path):
+    """A fake sysfs tree (TEST DOUBLE for a host's thermal zones and hwmon)."""
+    zone = tmp_path / "class" / "thermal" / "thermal_zone0"
+    zone.mkdir(parents=True)
+    (zone / "temp").write_text("41000\n")
+    hw = tmp_path / "class" / "hwmon" / "hwmon1"
+    hw.mkdir(parents=True)
+    (hw / "temp1_input").write_text("52500\n")
+    sensor = thermal.open_sensor("cpu", sysfs=tmp_path)
+    assert sensor.temperature_c() == 52.5
+    assert thermal.open_sensor("auto", sysfs=tmp_path).name in ("nvml", "cpu")
+
+
+def test_cpu_sensor_missing_is_a_clear_error(tmp_path):
+    with pytest.raises(RuntimeError, match="thermal.sensor is 'cpu'"):
+        thermal.open_sensor("cpu", sysfs=tmp_path)
+
+
+def test_auto_falls_back_to_none_and_says_why(tmp_path, monkeypatch):
+    monkeypatch.setattr(thermal, "NvmlSensor", _raise_no_gpu)
+    sensor = thermal.open_sensor("auto", sysfs=tmp_path)
+    assert sensor.name == "none"
+    assert "no GPU" in sensor.describe()["note"]
+
+
+def _raise_no_gpu(*_a, **_k):
+    raise RuntimeError("NVML Shared Library Not Found")
+
+
+class FakeNvml:
+    """TEST DOUBLE for the pynvml module: the calls NvmlSensor makes, with fixed answers."""
+
+    NVML_TEMPERATURE_GPU = 0
+
+    def nvmlInit(self):
+        pass
+
+    def nvmlDeviceGetHandleByIndex(self, i):
+        return f"handle{i}"
+
+    def nvmlDeviceGetTemperature(self, handle, kind):
+        assert handle == "handle0" and kind == 0
+        return 43
+
+    def nvmlDeviceGetName(self, handle):
+        return b"NVIDIA H100 80GB HBM3"
+
+    def nvmlDeviceGetUUID(self, handle):
+        return "GPU-1234"
+
+
+def test_nvml_sensor_through_fake_nvml():
+    sensor = thermal.NvmlSensor(0, nvml=FakeNvml())
+    assert sensor.temperature_c() == 43.0
+    assert sensor.describe()["gpu_name"] == "NVIDIA H100 80GB HBM3"
+
+
+def test_last_run_end_reads_the_ledger(tmp_path):
+    from containertax import records
+
+    assert thermal.last_run_end(tmp_path) is None
+    records.append_ledger(tmp_path, {"step": "run", "event": "start"})
+    records.append_ledger(tmp_path, {"step": "run", "event": "end", "status": "failed"})
+    records.append_ledger(tmp_path, {"step": "cooldown", "event": "end"})
+    end = [e for e in records.read_ledger(tmp_path) if e["step"] == "run"][-1]["utc"]
+    assert thermal.last_run_end(tmp_path) == datetime.fromisoformat(end)

@@ -1,0 +1,266 @@
+"""Real Snakemake, as a subprocess, on tiny campaigns with the real Docker Engine:
+order, failure and rerun, a broken environment, kill and resume, analysis edits."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import docker
+import pytest
+import yaml
+
+from containertax import environments
+from tests.conftest import DEMO_IMAGE, REPO, demo_config, needs_docker
+
+pytestmark = [needs_docker, pytest.mark.docker, pytest.mark.slow]
+
+
+def make_campaign(tmp_path: Path, name: str, envs: list[str], reps: int = 2,
+                  size: int = 128, repeats: int = 5, **overrides) -> Path:
+    cfg = demo_config()
+    cfg["campaign"] = name
+    cfg["repetitions"] = reps
+    cfg["environments"] = {k: v for k, v in cfg["environments"].items() if k in envs}
+    cfg["reference_environment"] = envs[0]
+    cfg["models"] = [{"id": f"n{size}", "size": size, "repeats": repeats}]
+    cfg["thermal"].update(min_interval_s=0, cooldown_s=0.2, poll_s=0.1)
+    for key, value in overrides.items():
+        cfg[key] = value
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    return path
+
+
+def snakemake(tmp_path: Path, cfg: Path, *args: str, timeout: float = 600,
+              popen: bool = False):
+    argv = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"),
+            "--directory", str(tmp_path), "--configfile", str(cfg), *args]
+    if popen:
+        return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+
+
+def ledger(root: Path) -> list[dict]:
+    path = root / "ledger.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def steps(events: list[dict], step: str, event: str = "start") -> list[tuple]:
+    return [(e["model"], e["environment"], e["repetition"]) for e in events
+            if e["step"] == step and e["event"] == event]
+
+
+def schedule_order(root: Path) -> list[tuple]:
+    with (root / "schedule.csv").open() as fh:
+        return [(r["model"], r["environment"], int(r["repetition"])) for r in csv.DictReader(fh)]
+
+
+def raw_records(root: Path) -> list[Path]:
+    return sorted(p for p in (root / "raw").glob("*/*/rep*.json")
+                  if not p.name.endswith(".cooldown.json"))
+
+
+def assert_nothing_left_behind(root: Path, campaign: str) -> None:
+    assert not list((root / "raw").rglob("*.tmp")), "temporary files left in raw/"
+    assert not list((root / "raw").rglob("*.partial"))
+    left = docker.from_env().containers.list(
+        all=True, filters={"label": f"{environments.LABEL}={campaign}"})
+    assert left == [], f"containers left behind: {left}"
+    mounts = Path("/proc/mounts").read_text()
+    assert str(root.resolve()) not in mounts, "chroot mounts leaked into the host"
+
+
+def test_campaign_runs_in_schedule_order_and_records_everything(tmp_path):
+    cfg = make_campaign(tmp_path, "order", ["native", "chroot", "docker"], reps=2)
+    out = snakemake(tmp_path, cfg)
+    assert out.returncode == 0, out.stderr[-3000:]
+    root = tmp_path / "results" / "order"
+    events = ledger(root)
+    assert [(m, e, r) for m, e, r in steps(events, "run")] == schedule_order(root)
+    # gate, run and cooldown of a cell run back to back, in that order
+    seq = [(e["step"], e["position"]) for e in events if e["event"] == "start"]
+    assert seq == [(s, p) for p in range(6) for s in ("gate", "run", "cooldown")]
+
+    recs = [json.loads(p.read_text()) for p in raw_records(root)]
+    assert len(recs) == 6
+    for rec in recs:
+        assert rec["schema_version"] == 1 and rec["status"] == "ok"
+        names = {m["name"]: m["unit"] for m in rec["metrics"]}
+        assert names["compute_time_s"] == "s" and names["process_wall_s"] == "s"
+        assert rec["gate"]["passed"] and rec["telemetry"]["samples"] >= 1
+        assert rec["provenance"]["config_hash"] and rec["inside"]["software"]["numpy"]
+        base = root / "raw" / rec["cell"]["model"] / rec["cell"]["environment"]
+        rep = f"rep{rec['cell']['repetition']:02d}"
+        for suffix in (".telemetry.csv", ".requests.csv", ".log", ".cooldown.json"):
+            assert (base / f"{rep}{suffix}").exists()
+    kinds = {r["environment"]["kind"] for r in recs}
+    assert kinds == {"native", "chroot", "docker"}
+    docker_rec = next(r for r in recs if r["environment"]["kind"] == "docker")
+    chroot_rec = next(r for r in recs if r["environment"]["kind"] == "chroot")
+    # chroot and docker run the very same image
+    assert docker_rec["environment"]["resolved"]["image"]["id"] == \
+        chroot_rec["environment"]["resolved"]["image"]["id"]
+
+    with (root / "runs.csv").open() as fh:
+        rows = list(csv.DictReader(fh))
+    assert len(rows) == 6 * 9 and {r["unit"] for r in rows} >= {"s", "GFLOP/s", "MiB"}
+    system = json.loads((root / "system.json").read_text())
+    assert system["docker"]["present"] and system["git"]["commit"]
+    assert_nothing_left_behind(root, "order")
+
+    # nothing left to do; editing analysis code re-runs the analysis, never a cell
+    again = snakemake(tmp_path, cfg)
+    assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
+    # an edit of the analysis code (in a copy of the workflow) plans the analysis only
+    copy = tmp_path / "workflow-copy"
+    shutil.copytree(REPO, copy, ignore=shutil.ignore_patterns(
+        ".venv", "results", ".git", ".snakemake", "__pycache__", "*.egg-info"))
+    with (copy / "src" / "containertax" / "aggregate.py").open("a") as fh:
+        fh.write("# an edit\n")
+    planned = subprocess.run(
+        [sys.executable, "-m", "snakemake", "--snakefile", str(copy / "Snakefile"),
+         "--directory", str(tmp_path), "--configfile", str(cfg), "-n", "--quiet", "rules"],
+        capture_output=True, text=True)
+    jobs = {line.split()[0] for line in (planned.stdout + planned.stderr).splitlines()
+            if len(line.split()) == 2 and line.split()[1].isdigit()}
+    assert jobs == {"aggregate", "all", "total"}, planned.stdout + planned.stderr
+
+    status = subprocess.run([sys.executable, "-m", "containertax", "status", str(cfg),
+                             "--json"], capture_output=True, text=True, cwd=tmp_path)
+    summary = json.loads(status.stdout)
+    assert summary["done"] == 6 and summary["remaining"] == 0 and summary["median_cell_s"] > 0
+
+
+def test_failed_cell_does_not_block_others_and_reruns_alone(tmp_path):
+    flag = tmp_path / "fail-once"
+    flag.write_text("")
+    wrapper = tmp_path / "flaky-python"
+    wrapper.write_text(
+        "#!/bin/sh\n"
+        f'if [ -e {flag} ] && echo "$*" | grep -q -- --size; then\n'
+        f"  rm {flag}; echo 'injected failure' >&2; exit 3\nfi\n"
+        'exec /usr/bin/python3 "$@"\n')
+    wrapper.chmod(0o755)
+    cfg = make_campaign(tmp_path, "flaky", ["native", "docker"], reps=3)
+    data = yaml.safe_load(cfg.read_text())
+    data["environments"]["native"]["python"] = str(wrapper)
+    cfg.write_text(yaml.safe_dump(data, sort_keys=False))
+
+    first = snakemake(tmp_path, cfg)
+    assert first.returncode != 0
+    root = tmp_path / "results" / "flaky"
+    events = ledger(root)
+    failed = [(e["model"], e["environment"], e["repetition"]) for e in events
+              if e["step"] == "run" and e["event"] == "end" and e["status"] == "failed"]
+    assert len(failed) == 1
+    fail_event = next(e for e in events if e.get("status") == "failed")
+    assert "injected failure" in fail_event["error"]
+    # every other cell ran, in schedule order
+    assert steps(events, "run") == schedule_order(root)
+    assert len(raw_records(root)) == 5
+    assert not list((root / "cells").rglob("*.gate.json")) or all(
+        p.exists() for p in (root / "cells").rglob("*.gate.json"))
+
+    second = snakemake(tmp_path, cfg)
+    assert second.returncode == 0, second.stderr[-3000:]
+    new = ledger(root)[len(events):]
+    assert {(e["step"], e["model"], e["environment"], e["repetition"])
+            for e in new} == {(s, *failed[0]) for s in ("gate", "run", "cooldown")}
+    assert len(raw_records(root)) == 6
+    assert_nothing_left_behind(root, "flaky")
+
+
+def test_broken_environment_blocks_only_its_cells(tmp_path):
+    cfg = make_campaign(tmp_path, "broken", ["native", "docker"], reps=2)
+    data = yaml.safe_load(cfg.read_text())
+    data["environments"]["docker"]["image"] = "containertax-missing:none"
+    cfg.write_text(yaml.safe_dump(data, sort_keys=False))
+    out = snakemake(tmp_path, cfg)
+    assert out.returncode != 0
+    root = tmp_path / "results" / "broken"
+    log = (root / "logs" / "preflight" / "docker.log").read_text()
+    assert "containertax-missing:none" in log and "environments.docker.image" in log
+    assert {p.parent.name for p in raw_records(root)} == {"native"}
+    assert len(raw_records(root)) == 2
+
+
+def test_bad_config_fails_before_anything_runs(tmp_path):
+    cfg = make_campaign(tmp_path, "bad", ["native", "docker"], reps=2)
+    data = yaml.safe_load(cfg.read_text())
+    data["repetitions"] = 1
+    cfg.write_text(yaml.safe_dump(data, sort_keys=False))
+    out = snakemake(tmp_path, cfg, "-n")
+    assert out.returncode != 0
+    text = out.stdout + out.stderr
+    assert str(cfg) in text and "key 'repetitions'" in text and "minimum of 2" in text
+    assert not (tmp_path / "results" / "bad" / "ledger.jsonl").exists()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL], ids=["SIGINT", "SIGKILL"])
+def test_killed_campaign_resumes_with_every_cell_done_once(tmp_path, sig):
+    name = f"kill{sig.name.lower()}"
+    cfg = make_campaign(tmp_path, name, ["native", "chroot", "docker"], reps=2, size=384,
+                        repeats=12)
+    root = tmp_path / "results" / name
+    proc = snakemake(tmp_path, cfg, popen=True)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:  # kill in the middle of the third run
+        events = ledger(root)
+        if len(steps(events, "run")) >= 3 and len(steps(events, "run", "end")) == 2:
+            break
+        time.sleep(0.05)
+    else:
+        proc.kill()
+        pytest.fail("the campaign never reached its third run")
+    time.sleep(0.3)
+    os.killpg(proc.pid, sig)
+    proc.wait(timeout=120)
+    interrupted = ledger(root)
+    assert len(raw_records(root)) < 6
+
+    if sig == signal.SIGKILL:  # Snakemake's lock survives a SIGKILL; its message says --unlock
+        unlock = snakemake(tmp_path, cfg, "--unlock")
+        assert unlock.returncode == 0
+    resumed = snakemake(tmp_path, cfg)
+    assert resumed.returncode == 0, resumed.stdout[-3000:]
+    events = ledger(root)
+    ok = Counter((e["model"], e["environment"], e["repetition"]) for e in events
+                 if e["step"] == "run" and e["event"] == "end" and e["status"] == "ok")
+    assert len(ok) == 6 and set(ok.values()) == {1}, ok
+    assert len(raw_records(root)) == 6
+    # the interrupted attempt is in the ledger: a start without an ok end (SIGINT: an end
+    # marked failed with KeyboardInterrupt; SIGKILL: no end at all)
+    ok_before = {e["attempt"] for e in interrupted
+                 if e["step"] == "run" and e["event"] == "end" and e["status"] == "ok"}
+    cut = [e for e in interrupted if e["step"] == "run" and e["event"] == "start"
+           and e["attempt"] not in ok_before]
+    assert len(cut) == 1
+    for rec in raw_records(root):
+        json.loads(rec.read_text())  # whole, parseable
+    assert_nothing_left_behind(root, name)
+
+
+def test_dgx_campaign_plans_900_runs_in_a_dry_run(tmp_path):
+    t0 = time.monotonic()
+    out = snakemake(tmp_path, REPO / "config" / "config.yaml", "-n", "--quiet", "rules")
+    elapsed = time.monotonic() - t0
+    assert out.returncode == 0, out.stderr[-3000:]
+    text = out.stdout + out.stderr
+    counts = {line.split()[0]: int(line.split()[1]) for line in text.splitlines()
+              if len(line.split()) == 2 and line.split()[1].isdigit()}
+    assert counts["gate"] == counts["run"] == counts["cooldown"] == 900
+    print(f"dry run of 900 cells: {elapsed:.2f} s")  # reported, not asserted
+
+
+def test_demo_image_is_the_one_the_demo_uses():
+    assert demo_config()["environments"]["docker"]["image"] == DEMO_IMAGE
