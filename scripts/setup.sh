@@ -6,9 +6,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need=()
-for pkg in python3 python3-venv python3-numpy docker.io debootstrap git util-linux; do
+for pkg in python3 python3-venv python3-numpy debootstrap git util-linux; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
+# Docker Engine: Debian's docker.io, unless an engine (e.g. docker-ce) is already there
+command -v dockerd >/dev/null 2>&1 || need+=(docker.io)
 if [ ${#need[@]} -gt 0 ]; then
   echo "setup: installing ${need[*]}"
   export DEBIAN_FRONTEND=noninteractive
