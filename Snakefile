@@ -1,5 +1,6 @@
 # Native vs container GPU inference: models x environments x repetitions, each cell behind
-# a thermal gate, in a counterbalanced order, with raw records that are never overwritten.
+# a thermal gate, in a counterbalanced order, with raw records that are never overwritten;
+# then quality checks, statistics, correction, figures, tables and the paper PDF.
 from snakemake.utils import min_version
 
 min_version("9.17")
@@ -9,14 +10,26 @@ configfile: "config/config.yaml"
 
 
 include: "workflow/rules/common.smk"
-include: "workflow/rules/preflight.smk"
-include: "workflow/rules/cells.smk"
-include: "workflow/rules/aggregate.smk"
+
+
+if CAMPAIGN.is_import:
+
+    include: "workflow/rules/import.smk"
+
+else:
+
+    include: "workflow/rules/preflight.smk"
+    include: "workflow/rules/cells.smk"
+    include: "workflow/rules/aggregate.smk"
+
+
+include: "workflow/rules/analysis.smk"
 
 
 rule all:
     default_target: True
     input:
-        at(R.SCHEDULE),
-        at(R.SYSTEM),
-        at(R.RUNS),
+        [] if CAMPAIGN.is_import else [at(R.SCHEDULE), at(R.SYSTEM)],
+        cell_files(R.RAW),
+        cell_files(R.COOLDOWN),
+        at("paper/paper.pdf"),

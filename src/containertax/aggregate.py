@@ -52,7 +52,25 @@ def tidy(root: Path) -> pd.DataFrame:
     return frame.sort_values(["position", "metric"], kind="stable").reset_index(drop=True)
 
 
-def write(root: Path, out: Path) -> pd.DataFrame:
+def requests_tidy(root: Path) -> pd.DataFrame:
+    """Per-request rows of every run, for percentiles from the raw values."""
+    frames = []
+    for path in raw_records(root):
+        req = path.with_name(path.name.replace(".json", ".requests.csv"))
+        if req.exists() and req.stat().st_size:
+            rec = records.read_json(path)
+            f = pd.read_csv(req)
+            f.insert(0, "repetition", rec["cell"]["repetition"])
+            f.insert(0, "environment", rec["cell"]["environment"])
+            f.insert(0, "model", rec["cell"]["model"])
+            frames.append(f)
+    cols = ["model", "environment", "repetition", "index", "latency_s"]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=cols)
+
+
+def write(root: Path, out: Path, out_requests: Path | None = None) -> pd.DataFrame:
     frame = tidy(root)
     records.atomic_write_text(out, frame.to_csv(index=False))
+    if out_requests is not None:
+        records.atomic_write_text(out_requests, requests_tidy(root).to_csv(index=False))
     return frame

@@ -16,6 +16,7 @@ from containertax import (
     cells,
     config,
     environments,
+    importer,
     preflight,
     records,
     schedule,
@@ -32,7 +33,14 @@ KNOWN = (
     environments.EnvironmentError_,
     workloads.WorkloadError,
     records.RecordExistsError,
+    importer.ImportError_,
 )
+
+
+def _paper_error() -> type[Exception]:
+    from containertax.paper import PaperError
+
+    return PaperError
 
 
 def load(path: str) -> config.Campaign:
@@ -89,11 +97,30 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--log")
 
     for name, help_ in [("system", "record system facts"), ("schedule", "write schedule.csv"),
-                        ("aggregate", "write runs.csv")]:
+                        ("aggregate", "write runs.csv"), ("import", "validate an imported CSV")]:
         p = sub.add_parser(name, help=help_)
         p.add_argument("--config", required=True)
         p.add_argument("--out", required=True)
+        p.add_argument("--requests-out")
         p.add_argument("--log")
+
+    # analysis steps: each reads named inputs and writes named outputs
+    analysis = {
+        "quality": (["runs"], ["out_dir"]),
+        "stats": (["kept", "requests", "model"], ["out", "out_desc"]),
+        "correct": (["models", "descs"], ["out", "out_desc"]),
+        "figures": (["kept", "comparisons", "requests"], ["out_dir", "out_tex"]),
+        "tables": (["kept", "comparisons", "desc", "system"], ["out_dir"]),
+        "numbers": (["kept", "comparisons", "quality"], ["out", "out_quality"]),
+        "paper": (["source", "build"], ["out"]),
+    }
+    for name, (ins, outs) in analysis.items():
+        p = sub.add_parser(name, help=f"analysis step: {name}")
+        p.add_argument("--config", required=True)
+        p.add_argument("--log")
+        for arg in ins + outs:
+            p.add_argument(f"--{arg.replace('_', '-')}", nargs="*" if arg in ("models", "descs")
+                           else None)
 
     p = sub.add_parser("rootfs", help="export an image's root filesystem for chroot")
     p.add_argument("--image", required=True)
@@ -108,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     _setup_logging(getattr(args, "log", None))
     try:
         return _dispatch(args)
-    except KNOWN as exc:
+    except (*KNOWN, _paper_error()) as exc:
         logging.getLogger("containertax").error("%s", exc)
         return 1
 
@@ -136,8 +163,44 @@ def _dispatch(args: argparse.Namespace) -> int:
     elif cmd == "schedule":
         schedule.write_csv(schedule.plan(campaign), Path(args.out))
     elif cmd == "aggregate":
-        aggregate.write(campaign.root, Path(args.out))
+        aggregate.write(campaign.root, Path(args.out),
+                        Path(args.requests_out) if args.requests_out else None)
+    elif cmd == "import":
+        frame = importer.read_tidy(Path(campaign.analysis["import_csv"]))
+        records.atomic_write_text(Path(args.out), frame.to_csv(index=False))
+        if args.requests_out:
+            records.atomic_write_text(Path(args.requests_out), "")
+    else:
+        _analysis(cmd, campaign, args)
     return 0
+
+
+def _opt(value: str | None) -> Path | None:
+    return Path(value) if value else None
+
+
+def _analysis(cmd: str, campaign: config.Campaign, a: argparse.Namespace) -> None:
+    from containertax import paper, report
+
+    if cmd == "quality":
+        report.run_quality(campaign, Path(a.runs), Path(a.out_dir))
+    elif cmd == "stats":
+        report.run_stats(campaign, Path(a.kept), _opt(a.requests), a.model, Path(a.out),
+                         Path(a.out_desc))
+    elif cmd == "correct":
+        report.run_correct([Path(p) for p in a.models], [Path(p) for p in a.descs],
+                           Path(a.out), Path(a.out_desc))
+    elif cmd == "figures":
+        report.run_figures(campaign, Path(a.kept), Path(a.comparisons), _opt(a.requests),
+                           Path(a.out_dir), Path(a.out_tex))
+    elif cmd == "tables":
+        report.run_tables(campaign, Path(a.kept), Path(a.comparisons), Path(a.desc),
+                          _opt(a.system), Path(a.out_dir))
+    elif cmd == "numbers":
+        report.run_numbers(campaign, Path(a.kept), Path(a.comparisons), Path(a.quality),
+                           Path(a.out), Path(a.out_quality))
+    elif cmd == "paper":
+        paper.build(Path(a.source), Path(a.build), Path(a.out))
 
 
 if __name__ == "__main__":

@@ -61,7 +61,16 @@ class Campaign:
 
     @property
     def workload(self) -> dict[str, Any]:
-        return self.raw["workload"]
+        return self.raw.get("workload", {})
+
+    @property
+    def analysis(self) -> dict[str, Any]:
+        return self.raw["analysis"]
+
+    @property
+    def is_import(self) -> bool:
+        """An analysis of results this workflow did not produce (analysis.import_csv)."""
+        return "import_csv" in self.analysis
 
     @property
     def thermal(self) -> dict[str, Any]:
@@ -139,7 +148,7 @@ def validate_schema(data: dict[str, Any], source: str) -> dict[str, Any]:
 
 def _semantic_checks(data: dict[str, Any], source: str) -> None:
     problems: list[str] = []
-    envs = data["environments"]
+    envs = data.get("environments", {})
     for env_id, env in envs.items():
         if env["kind"] in ("chroot", "docker") and not env.get("image"):
             problems.append(
@@ -156,12 +165,12 @@ def _semantic_checks(data: dict[str, Any], source: str) -> None:
                 f"key 'environments.{env_id}.mounts': a native environment sees the host "
                 "filesystem; remove mounts."
             )
-    ids = [m["id"] for m in data["models"]]
+    ids = [m["id"] for m in data.get("models", [])]
     dupes = sorted({i for i in ids if ids.count(i) > 1})
     if dupes:
         problems.append(f"key 'models': duplicate id(s) {dupes}; every model id must be unique.")
     ref = data.get("reference_environment")
-    if ref is not None and ref not in envs:
+    if ref is not None and envs and ref not in envs:
         problems.append(
             f"key 'reference_environment': '{ref}' is not an environment; "
             f"choose one of {sorted(envs)}."
@@ -182,9 +191,11 @@ def load_campaign(data: dict[str, Any], source: str = "<config>") -> Campaign:
         raise ConfigError(f"{source}: empty or not a mapping; see config/README.md.")
     data = validate_schema(data, source)
     _semantic_checks(data, source)
-    environments = tuple(Environment(k, v["kind"], v) for k, v in data["environments"].items())
+    environments = tuple(
+        Environment(k, v["kind"], v) for k, v in data.get("environments", {}).items()
+    )
     models = tuple(
-        Model(m["id"], {k: v for k, v in m.items() if k != "id"}) for m in data["models"]
+        Model(m["id"], {k: v for k, v in m.items() if k != "id"}) for m in data.get("models", [])
     )
     campaign = Campaign(
         name=data["campaign"],
@@ -195,7 +206,8 @@ def load_campaign(data: dict[str, Any], source: str = "<config>") -> Campaign:
         repetitions=data["repetitions"],
         reference=data.get("reference_environment") or environments[0].id,
     )
-    workloads.check_params(campaign)
+    if not campaign.is_import:
+        workloads.check_params(campaign)
     return campaign
 
 

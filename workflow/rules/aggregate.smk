@@ -1,20 +1,23 @@
-# Fan-in: every raw record into one tidy table, the seam to statistics and the paper.
+# Fan-in: raw records into one tidy table (runs.csv) and per-request data (requests.csv).
+# It reads the records that exist, so `snakemake paper` never runs a cell; in a full run
+# it comes after every cell because its priority is below theirs (--cores 1).
 
 
 rule aggregate:
     input:
         config=ancient(RESOLVED),
-        records=cell_files(R.RAW),
-        cooldowns=cell_files(R.COOLDOWN),
-        # the analysis code itself, so that editing it re-runs the analysis (never a cell)
-        code=str(Path(workflow.basedir) / "src/containertax/aggregate.py"),
+        records=existing_records,
+        code=code_files("aggregate.py"),
     output:
-        at(R.RUNS),
+        runs=at(R.RUNS),
+        requests=at(R.REQUESTS_ALL),
     log:
         at("logs/aggregate.log"),
+    priority: 0
     conda:
         "../../envs/workflow.yaml"
     params:
         ct=CT,
     shell:
-        "{params.ct} aggregate --config {input.config} --out {output} --log {log}"
+        "{params.ct} aggregate --config {input.config} --out {output.runs} "
+        "--requests-out {output.requests} --log {log}"

@@ -5,6 +5,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 
 from containertax import config as ct_config
+from containertax import report as ct_report
 from containertax import records as R
 from containertax import schedule as ct_schedule
 from containertax.cli import write_resolved
@@ -81,3 +82,19 @@ def rootfs_marker(wildcards):
     if env.kind == "chroot":
         return [ancient(at(R.ROOTFS_MARKER, image=image_slug(env.image)))]
     return []
+
+
+def code_files(*names):
+    """Package modules as inputs: editing analysis code re-runs the analysis."""
+    return [str(Path(workflow.basedir) / "src" / "containertax" / n) for n in names]
+
+
+def existing_records(wildcards):
+    """The raw records present when the workflow is planned (see aggregate.smk)."""
+    return [p for p in cell_files(R.RAW) if Path(p).exists()]
+
+
+STATS_DIR = at(R.STATS)
+ANALYSIS_MODELS = ct_report.model_ids(CAMPAIGN)
+SYSTEM_FACTS = [] if CAMPAIGN.is_import else [at(R.SYSTEM)]
+PAPER_SOURCES = sorted(str(p) for p in (Path(workflow.basedir) / "paper").glob("*.tex"))

@@ -1,0 +1,64 @@
+"""Results the workflow did not produce, as a tidy CSV, into the same analysis.
+
+Required columns: model, environment, repetition, metric, value, unit.
+Optional: block (paired designs), timestamp (ISO 8601; sets the run order for the drift
+check), model_size (for the plausibility check), throttled_s; other columns are kept.
+Lines starting with '#' are comments (cite the source there).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+REQUIRED = ["model", "environment", "repetition", "metric", "value", "unit"]
+
+
+class ImportError_(ValueError):
+    """A tidy CSV that cannot be analysed; the message names file, row, column and fix."""
+
+
+def read_tidy(path: Path) -> pd.DataFrame:
+    path = Path(path)
+    try:
+        frame = pd.read_csv(path, comment="#", skipinitialspace=True)
+    except FileNotFoundError:
+        raise ImportError_(f"{path}: no such file (analysis.import_csv).") from None
+    except pd.errors.ParserError as exc:
+        raise ImportError_(f"{path}: not a valid CSV: {exc}") from None
+    missing = [c for c in REQUIRED if c not in frame.columns]
+    if missing:
+        raise ImportError_(
+            f"{path}: missing column(s) {missing}; a tidy import needs {REQUIRED} "
+            "(optional: block, timestamp, model_size, throttled_s).")
+    for col in ("model", "environment", "metric", "unit"):
+        blank = frame[col].isna() | (frame[col].astype(str).str.strip() == "")
+        if blank.any():
+            row = int(blank.idxmax()) + 2
+            raise ImportError_(f"{path}: row {row}: column '{col}' is empty; fill it in.")
+    for col in ("repetition", "value"):
+        num = pd.to_numeric(frame[col], errors="coerce")
+        bad = num.isna() & frame[col].notna() & ~frame[col].astype(str).str.lower().isin(
+            ["nan", "inf", "-inf"])
+        if bad.any():
+            row = int(bad.idxmax()) + 2
+            raise ImportError_(
+                f"{path}: row {row}: column '{col}' = {frame.loc[bad.idxmax(), col]!r} is not a "
+                "number; write a plain number (NaN for a missing value).")
+        frame[col] = num
+    frame["repetition"] = frame["repetition"].astype(int)
+    frame["value"] = frame["value"].astype(float)
+    if "timestamp" in frame:
+        ts = pd.to_datetime(frame["timestamp"], utc=True, errors="coerce")
+        if ts.isna().any():
+            row = int(ts.isna().idxmax()) + 2
+            raise ImportError_(f"{path}: row {row}: 'timestamp' is not ISO 8601.")
+        order = ts.rank(method="dense").astype(int) - 1
+        frame["position"] = order
+    if "block" not in frame:
+        frame["block"] = np.nan
+    for col in ("model", "environment", "metric", "unit"):
+        frame[col] = frame[col].astype(str).str.strip()
+    return frame

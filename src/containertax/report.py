@@ -1,0 +1,313 @@
+"""The analysis stage, from runs.csv to the paper's generated parts: quality, statistics
+per model, family-wide correction, figures, tables, numbers.
+
+Everything here reads tidy tables (a campaign's runs.csv or an imported CSV), so a study
+this workflow did not run goes through exactly the same steps.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from containertax import figures, importer, quality, records, tables
+from containertax import statistics as st
+from containertax.config import Campaign
+from containertax.metrics import MetricInfo, registry
+
+STATS = "stats"
+PAPER = "paper"
+
+
+def metric_registry(campaign: Campaign) -> dict[str, MetricInfo]:
+    return registry(campaign.analysis.get("define_metrics"))
+
+
+def model_sizes(campaign: Campaign) -> dict[str, float]:
+    sizes = {m.id: float(m.params["size"]) for m in campaign.models
+             if isinstance(m.params.get("size"), int | float)}
+    sizes.update({k: float(v) for k, v in campaign.analysis.get("model_sizes", {}).items()})
+    return sizes
+
+
+def load_runs(campaign: Campaign, runs_csv: Path) -> pd.DataFrame:
+    if campaign.is_import:
+        return importer.read_tidy(Path(campaign.analysis["import_csv"]))
+    return pd.read_csv(runs_csv)
+
+
+def analysed_metrics(campaign: Campaign, runs: pd.DataFrame) -> list[str]:
+    reg = metric_registry(campaign)
+    wanted = campaign.analysis.get("metrics")
+    present = set(runs["metric"])
+    return [m for m in (wanted or list(reg)) if m in reg and m in present]
+
+
+def model_ids(campaign: Campaign) -> list[str]:
+    """Models of the analysis, known when the workflow is planned."""
+    if campaign.is_import:
+        frame = importer.read_tidy(Path(campaign.analysis["import_csv"]))
+        return list(dict.fromkeys(frame["model"]))
+    return [m.id for m in campaign.models]
+
+
+def environment_order(campaign: Campaign, runs: pd.DataFrame) -> list[str]:
+    envs = [e.id for e in campaign.environments] or list(dict.fromkeys(runs["environment"]))
+    return [campaign.reference] + [e for e in envs if e != campaign.reference]
+
+
+# --- rule: quality -------------------------------------------------------------------
+
+
+def run_quality(campaign: Campaign, runs_csv: Path, out_dir: Path) -> None:
+    runs = quality.annotate(load_runs(campaign, runs_csv))
+    expected = None if campaign.is_import else campaign.repetitions
+    findings = quality.check(runs, metric_registry(campaign), expected_reps=expected,
+                             model_sizes=model_sizes(campaign),
+                             alpha=campaign.analysis["alpha"])
+    rules = campaign.analysis["exclude"]
+    kept, dropped = quality.exclude(runs, rules)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    records.atomic_write_text(out_dir / "annotated.csv", runs.to_csv(index=False))
+    records.atomic_write_text(out_dir / "kept.csv", kept.to_csv(index=False))
+    records.write_json(out_dir / "quality.json", {
+        "findings": quality.as_dicts(findings),
+        "exclude_rules": rules,
+        "excluded": dropped[quality.KEY + ["value"] + [c for c in dropped if c.startswith(
+            "flag_")]].to_dict("records"),
+        "n_rows": len(runs),
+        "n_kept": len(kept),
+    })
+
+
+# --- rule: stats (one model) and correct (the family) --------------------------------
+
+
+def run_stats(campaign: Campaign, kept_csv: Path, requests_csv: Path | None, model: str,
+              out: Path, out_desc: Path) -> None:
+    runs = pd.read_csv(kept_csv)
+    runs = runs[runs.model.astype(str) == model]
+    requests = None
+    if requests_csv is not None and requests_csv.exists() and requests_csv.stat().st_size:
+        requests = pd.read_csv(requests_csv)
+        requests = requests[requests.model.astype(str) == model]
+    settings = st.Settings.from_config(campaign.analysis, campaign.reference)
+    metrics = analysed_metrics(campaign, runs) if not runs.empty else []
+    results = st.analyse(runs, settings, metrics) if metrics else pd.DataFrame()
+    desc = st.descriptives(runs, requests) if not runs.empty else pd.DataFrame()
+    records.atomic_write_text(out, results.drop(columns=["p_bonferroni", "p_bh", "family_size"],
+                                                errors="ignore").to_csv(index=False))
+    records.atomic_write_text(out_desc, desc.to_csv(index=False))
+
+
+def _read_all(paths: list[Path]) -> pd.DataFrame:
+    frames = [pd.read_csv(p) for p in paths if p.stat().st_size > 1]
+    frames = [f for f in frames if not f.empty]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def run_correct(model_csvs: list[Path], desc_csvs: list[Path], out: Path,
+                out_desc: Path) -> None:
+    results = _read_all(model_csvs)
+    corrected = st.correct(results) if not results.empty else results
+    records.atomic_write_text(out, corrected.to_csv(index=False))
+    records.atomic_write_text(out_desc, _read_all(desc_csvs).to_csv(index=False))
+
+
+# --- rules: figures, tables, numbers -------------------------------------------------
+
+
+def headline(campaign: Campaign, runs: pd.DataFrame) -> str | None:
+    metrics = analysed_metrics(campaign, runs)
+    wanted = campaign.analysis.get("headline_metric")
+    return wanted if wanted in metrics else (metrics[0] if metrics else None)
+
+
+def _first_telemetry(campaign: Campaign) -> tuple[pd.DataFrame | None, str]:
+    raw = campaign.root / "raw"
+    for model in campaign.models:
+        path = raw / model.id / campaign.reference
+        for csv in sorted(path.glob("rep*.telemetry.csv")):
+            return pd.read_csv(csv), f"{model.id}, {campaign.reference}, {csv.name.split('.')[0]}"
+    return None, ""
+
+
+def run_figures(campaign: Campaign, kept_csv: Path, comparisons_csv: Path,
+                requests_csv: Path | None, out_dir: Path, out_tex: Path) -> None:
+    runs = pd.read_csv(kept_csv)
+    runs["model"] = runs["model"].astype(str)
+    results = pd.read_csv(comparisons_csv) if comparisons_csv.stat().st_size > 1 else None
+    reg = metric_registry(campaign)
+    envs = environment_order(campaign, runs)
+    head = headline(campaign, runs)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    made: list[tuple[str, str, bool]] = []
+
+    def add(name: str, caption: str | None, wide: bool = True) -> None:
+        if caption:
+            made.append((name, caption, wide))
+
+    if head and results is not None:
+        add("forest", figures.forest(results, head, reg.get(head),
+                                     campaign.analysis["equivalence_margin"],
+                                     out_dir / "forest.pdf"), wide=False)
+    for metric in analysed_metrics(campaign, runs):
+        add(f"dist-{metric}", figures.distributions(runs, metric, reg.get(metric), envs,
+                                                   out_dir / f"dist-{metric}.pdf"))
+    requests = None
+    if requests_csv is not None and requests_csv.exists() and requests_csv.stat().st_size > 1:
+        requests = pd.read_csv(requests_csv)
+        requests["model"] = requests["model"].astype(str)
+    add("latency-cdf", figures.latency_cdf(requests, envs, out_dir / "latency-cdf.pdf"))
+    trace, title = (None, "") if campaign.is_import else _first_telemetry(campaign)
+    add("telemetry", figures.telemetry_trace(trace, title, out_dir / "telemetry.pdf"), False)
+    if head:
+        add("drift", figures.drift(runs, head, reg.get(head), envs, out_dir / "drift.pdf"))
+    add("gate-waits", figures.gate_waits(runs, envs, out_dir / "gate-waits.pdf"), wide=False)
+    parts = []
+    for name, caption, wide in made:
+        env = "figure*" if wide else "figure"
+        width = r"\textwidth" if wide else r"\columnwidth"
+        parts.append(f"\\begin{{{env}}}[htbp]\n\\centering\n\\includegraphics[width={width}]"
+                     f"{{figures/{name}.pdf}}\n\\caption{{{caption}}}\n\\label{{fig:{name}}}\n"
+                     f"\\end{{{env}}}\n")
+    records.atomic_write_text(out_tex, "\n".join(parts))
+
+
+def system_facts(campaign: Campaign, system_json: Path | None) -> dict[str, Any]:
+    if campaign.is_import:
+        return {"Source": campaign.raw.get("description", campaign.analysis["import_csv"])}
+    s = records.read_json(system_json) if system_json and system_json.exists() else {}
+    pk = s.get("packages", {})
+    gpu = s.get("gpu", {})
+    return {
+        "Host kernel": s.get("host", {}).get("kernel"),
+        "CPU": f"{s.get('cpu', {}).get('model')} ({s.get('cpu', {}).get('count')} logical)",
+        "Memory (MiB)": s.get("memory_total_mib"),
+        "GPU": ", ".join(d["name"] for d in gpu.get("devices", [])) or "none",
+        "GPU driver": gpu.get("driver"),
+        "Docker Engine": s.get("docker", {}).get("version"),
+        "Snakemake": pk.get("snakemake"),
+        "containertax": pk.get("containertax"),
+        "Git commit": (s.get("git", {}).get("commit") or "")[:12],
+        "Config hash": s.get("config_hash"),
+    }
+
+
+def run_tables(campaign: Campaign, kept_csv: Path, comparisons_csv: Path, desc_csv: Path,
+               system_json: Path | None, out_dir: Path) -> None:
+    reg = metric_registry(campaign)
+    runs = pd.read_csv(kept_csv)
+    metrics = analysed_metrics(campaign, runs)
+    desc = pd.read_csv(desc_csv) if desc_csv.stat().st_size > 1 else pd.DataFrame()
+    results = pd.read_csv(comparisons_csv) if comparisons_csv.stat().st_size > 1 else None
+    for frame in (desc, results):
+        if frame is not None and not frame.empty:
+            frame["model"] = frame["model"].astype(str)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    records.atomic_write_text(out_dir / "descriptives.tex",
+                              tables.descriptives_table(desc, reg, metrics) if not desc.empty
+                              else "")
+    records.atomic_write_text(out_dir / "inferential.tex",
+                              tables.inferential_table(results, reg) if results is not None
+                              else "")
+    records.atomic_write_text(out_dir / "system.tex",
+                              tables.system_table(system_facts(campaign, system_json)))
+
+
+def _quality_tex(q: dict[str, Any]) -> str:
+    findings = q["findings"]
+    lines = []
+    if not findings:
+        lines.append("No check found a problem.")
+    else:
+        lines.append("\\begin{itemize}")
+        for f in findings:
+            lines.append(f"\\item \\textbf{{{tables.tex(f['check'])}}} "
+                         f"({tables.tex(f['severity'])}): {tables.tex(f['message'])}")
+        lines.append("\\end{itemize}")
+    rules = q["exclude_rules"]
+    dropped = q["excluded"]
+    lines.append(
+        f"Exclusion rule: {tables.tex(', '.join(rules)) if rules else 'none'} "
+        f"(non-finite values are always excluded); {len(dropped)} of {q['n_rows']} values "
+        "were excluded.")
+    if dropped:
+        lines.append("\\begin{itemize}")
+        for d in dropped[:40]:
+            why = ", ".join(k[5:] for k, v in d.items() if k.startswith("flag_") and v)
+            lines.append(f"\\item {tables.tex(d['model'])}/{tables.tex(d['environment'])}/"
+                         f"rep {d['repetition']}, {tables.tex(d['metric'])} = "
+                         f"{tables.num(d['value'])}: {tables.tex(why)}")
+        if len(dropped) > 40:
+            lines.append(f"\\item and {len(dropped) - 40} more (see quality.json)")
+        lines.append("\\end{itemize}")
+    return "\n".join(lines) + "\n"
+
+
+def run_numbers(campaign: Campaign, kept_csv: Path, comparisons_csv: Path,
+                quality_json: Path, out_numbers: Path, out_quality: Path) -> None:
+    runs = pd.read_csv(kept_csv)
+    results = pd.read_csv(comparisons_csv) if comparisons_csv.stat().st_size > 1 else None
+    q = records.read_json(quality_json)
+    reg = metric_registry(campaign)
+    a = campaign.analysis
+    head = headline(campaign, runs)
+    runs_per_cell = runs.drop_duplicates(["model", "environment", "repetition"])
+    rule_text = {
+        "auto": "Welch's $t$ test when both groups pass the Shapiro-Wilk test at "
+                f"$\\alpha={a['alpha']}$, otherwise the Mann-Whitney $U$ test",
+        "paired": "the paired $t$ test on complete blocks (Welch's $t$ or Mann-Whitney $U$ by "
+                  "the Shapiro-Wilk rule where blocks are incomplete)",
+        "welch": "Welch's $t$ test",
+        "mannwhitney": "the Mann-Whitney $U$ test",
+    }[a["primary_test"]]
+    v: dict[str, Any] = {
+        "campaign": tables.tex(campaign.name),
+        "runs": len(runs_per_cell),
+        "models": runs["model"].nunique(),
+        "environments": runs["environment"].nunique(),
+        "reference": tables.tex(campaign.reference),
+        "alpha": a["alpha"],
+        "margin": f"{100 * a['equivalence_margin']:g}",
+        "resamples": f"{a['bootstrap_resamples']:,}".replace(",", "\\,"),
+        "primary-rule": rule_text,
+        "excluded": len(q["excluded"]),
+        "findings": len(q["findings"]),
+        "headline-metric": tables.tex(reg[head].label.lower()) if head else "--",
+        "family": 0, "significant-bh": 0, "significant-bonf": 0, "equivalent": 0,
+        "overhead-min": "--", "overhead-max": "--",
+    }
+    if not campaign.is_import:
+        v["repetitions"] = campaign.repetitions
+        v["design"] = campaign.schedule["design"]
+    if results is not None and not results.empty:
+        alpha = a["alpha"]
+        v["family"] = int(results["p"].notna().sum())
+        v["significant-bh"] = int((results["p_bh"] < alpha).sum())
+        v["significant-bonf"] = int((results["p_bonferroni"] < alpha).sum())
+        v["equivalent"] = int((results["tost_p"] < alpha).sum())
+        h = results[results.metric == head]
+        if not h.empty:
+            v["overhead-min"] = tables.pct(h["rel_overhead"].min())
+            v["overhead-max"] = tables.pct(h["rel_overhead"].max())
+        for _, r in results.iterrows():
+            key = f"{r.model}/{r.environment}/{r.metric}"
+            v[f"rel/{key}"] = tables.pct(r.rel_overhead)
+            v[f"rel-ci/{key}"] = f"[{tables.pct(r.rel_ci_low)}, {tables.pct(r.rel_ci_high)}]"
+            v[f"p/{key}"] = tables.pval(r.p)
+            v[f"p-bh/{key}"] = tables.pval(r.p_bh)
+            v[f"test/{key}"] = r.primary_test
+    for (model, env, metric), g in runs.groupby(["model", "environment", "metric"]):
+        mean = g["value"].mean()
+        v[f"mean/{model}/{env}/{metric}"] = tables.num(mean) if not math.isnan(mean) else "--"
+    records.atomic_write_text(out_numbers, tables.macros(v))
+    records.atomic_write_text(out_quality, _quality_tex(q))
+
+
+def write_json_summary(path: Path, data: dict[str, Any]) -> None:
+    path.write_text(json.dumps(data, indent=1, default=str))

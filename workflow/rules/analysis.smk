@@ -1,0 +1,161 @@
+# From raw records (or an imported table) to the paper: quality -> stats per model ->
+# correction across the family -> figures, tables, numbers -> PDF. Nothing here depends on
+# a benchmark cell through the DAG, so `snakemake paper` never runs one.
+
+
+rule quality:
+    """Data-quality report and the exclusion rule, before any statistic."""
+    input:
+        config=RESOLVED,
+        runs=at(R.RUNS),
+        code=code_files("quality.py", "importer.py"),
+    output:
+        annotated=at("stats/annotated.csv"),
+        kept=at("stats/kept.csv"),
+        report=at("stats/quality.json"),
+    log:
+        at("logs/quality.log"),
+    conda:
+        "../../envs/workflow.yaml"
+    params:
+        ct=CT,
+    shell:
+        "{params.ct} quality --config {input.config} --runs {input.runs} "
+        "--out-dir {STATS_DIR} --log {log}"
+
+
+rule stats:
+    """Every comparison of one model: descriptives, tests, effect sizes, intervals."""
+    input:
+        config=RESOLVED,
+        kept=at("stats/kept.csv"),
+        requests=at(R.REQUESTS_ALL),
+        code=code_files("statistics.py", "report.py", "metrics.py"),
+    output:
+        comparisons=at("stats/models/{model}.csv"),
+        descriptives=at("stats/models/{model}.descriptives.csv"),
+    log:
+        at("logs/stats/{model}.log"),
+    conda:
+        "../../envs/workflow.yaml"
+    params:
+        ct=CT,
+    shell:
+        "{params.ct} stats --config {input.config} --kept {input.kept} "
+        "--requests {input.requests} --model {wildcards.model} "
+        "--out {output.comparisons} --out-desc {output.descriptives} --log {log}"
+
+
+rule correct:
+    """Bonferroni and Benjamini-Hochberg across all models, metrics and comparisons."""
+    input:
+        config=RESOLVED,
+        models=expand(at("stats/models/{model}.csv"), model=ANALYSIS_MODELS),
+        descs=expand(at("stats/models/{model}.descriptives.csv"), model=ANALYSIS_MODELS),
+    output:
+        comparisons=at("stats/comparisons.csv"),
+        descriptives=at("stats/descriptives.csv"),
+    log:
+        at("logs/correct.log"),
+    conda:
+        "../../envs/workflow.yaml"
+    params:
+        ct=CT,
+    shell:
+        "{params.ct} correct --config {input.config} --models {input.models} "
+        "--descs {input.descs} --out {output.comparisons} "
+        "--out-desc {output.descriptives} --log {log}"
+
+
+rule figures:
+    input:
+        config=RESOLVED,
+        kept=at("stats/kept.csv"),
+        comparisons=at("stats/comparisons.csv"),
+        requests=at(R.REQUESTS_ALL),
+        code=code_files("figures.py"),
+    output:
+        figures=directory(at("paper/figures")),
+        tex=at("paper/figures.tex"),
+    log:
+        at("logs/figures.log"),
+    conda:
+        "../../envs/workflow.yaml"
+    params:
+        ct=CT,
+    shell:
+        "{params.ct} figures --config {input.config} --kept {input.kept} "
+        "--comparisons {input.comparisons} --requests {input.requests} "
+        "--out-dir {output.figures} --out-tex {output.tex} --log {log}"
+
+
+rule tables:
+    input:
+        config=RESOLVED,
+        kept=at("stats/kept.csv"),
+        comparisons=at("stats/comparisons.csv"),
+        descriptives=at("stats/descriptives.csv"),
+        system=SYSTEM_FACTS,
+        code=code_files("tables.py"),
+    output:
+        descriptives=at("paper/tables/descriptives.tex"),
+        inferential=at("paper/tables/inferential.tex"),
+        system=at("paper/tables/system.tex"),
+    log:
+        at("logs/tables.log"),
+    conda:
+        "../../envs/workflow.yaml"
+    params:
+        ct=CT,
+        out_dir=at("paper/tables"),
+        system=lambda wc, input: f"--system {input.system}" if input.system else "",
+    shell:
+        "{params.ct} tables --config {input.config} --kept {input.kept} "
+        "--comparisons {input.comparisons} --desc {input.descriptives} {params.system} "
+        "--out-dir {params.out_dir} --log {log}"
+
+
+rule numbers:
+    """Every number the text quotes, as LaTeX macros; and the quality section."""
+    input:
+        config=RESOLVED,
+        kept=at("stats/kept.csv"),
+        comparisons=at("stats/comparisons.csv"),
+        quality=at("stats/quality.json"),
+    output:
+        numbers=at("paper/numbers.tex"),
+        quality=at("paper/quality.tex"),
+    log:
+        at("logs/numbers.log"),
+    conda:
+        "../../envs/workflow.yaml"
+    params:
+        ct=CT,
+    shell:
+        "{params.ct} numbers --config {input.config} --kept {input.kept} "
+        "--comparisons {input.comparisons} --quality {input.quality} "
+        "--out {output.numbers} --out-quality {output.quality} --log {log}"
+
+
+rule paper:
+    """The PDF, compiled with latexmk from paper/ and the generated parts."""
+    input:
+        config=RESOLVED,
+        source=PAPER_SOURCES,
+        figures=at("paper/figures.tex"),
+        tables=rules.tables.output,
+        numbers=at("paper/numbers.tex"),
+        quality=at("paper/quality.tex"),
+    output:
+        at("paper/paper.pdf"),
+    log:
+        at("logs/paper.log"),
+    conda:
+        "../../envs/workflow.yaml"
+    params:
+        ct=CT,
+        source=str(Path(workflow.basedir) / "paper"),
+        build=at("paper"),
+    shell:
+        "{params.ct} paper --config {input.config} --source {params.source} "
+        "--build {params.build} --out {output} --log {log}"

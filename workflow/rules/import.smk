@@ -1,0 +1,20 @@
+# An imported study: a tidy CSV (analysis.import_csv) instead of benchmark cells.
+
+
+rule import_runs:
+    input:
+        config=RESOLVED,
+        table=CAMPAIGN.analysis.get("import_csv", []),
+        code=code_files("importer.py"),
+    output:
+        runs=at(R.RUNS),
+        requests=at(R.REQUESTS_ALL),
+    log:
+        at("logs/import.log"),
+    conda:
+        "../../envs/workflow.yaml"
+    params:
+        ct=CT,
+    shell:
+        "{params.ct} import --config {input.config} --out {output.runs} "
+        "--requests-out {output.requests} --log {log}"
