@@ -148,7 +148,7 @@ def implausible(runs: pd.DataFrame, registry: dict[str, MetricInfo],
             continue
         spread = (sizes.max() / sizes.min()) if sizes.min() > 0 else math.inf
         rel = (means.max() - means.min()) / abs(means.mean()) if means.mean() else 0.0
-        if spread >= 2 and rel < 0.02:
+        if spread >= 4 and rel < 0.02:
             out.append(Finding("implausible", "error",
                                f"{metric} in {env} is the same (within 2 %) for models whose "
                                f"sizes differ {spread:.0f}-fold: check what was measured",
@@ -156,8 +156,8 @@ def implausible(runs: pd.DataFrame, registry: dict[str, MetricInfo],
                                         "means": means.to_dict()}))
             continue
         rho = sps.spearmanr(sizes.loc[means.index], means).statistic
-        wrong = (info.size_trend == "increasing" and rho < 0) or (
-            info.size_trend == "decreasing" and rho > 0)
+        wrong = rel >= 0.02 and ((info.size_trend == "increasing" and rho < 0) or (
+            info.size_trend == "decreasing" and rho > 0))
         if wrong:
             out.append(Finding("implausible", "error",
                                f"{metric} in {env} should be {info.size_trend} with model size "

@@ -127,13 +127,14 @@ def headline(campaign: Campaign, runs: pd.DataFrame) -> str | None:
     return wanted if wanted in metrics else (metrics[0] if metrics else None)
 
 
-def _first_telemetry(campaign: Campaign) -> tuple[pd.DataFrame | None, str]:
-    raw = campaign.root / "raw"
-    for model in campaign.models:
-        path = raw / model.id / campaign.reference
-        for csv in sorted(path.glob("rep*.telemetry.csv")):
-            return pd.read_csv(csv), f"{model.id}, {campaign.reference}, {csv.name.split('.')[0]}"
-    return None, ""
+def _longest_telemetry(campaign: Campaign) -> tuple[pd.DataFrame | None, str]:
+    """The reference environment's longest run: the most telling trace."""
+    files = sorted((campaign.root / "raw").glob(f"*/{campaign.reference}/rep*.telemetry.csv"))
+    if not files:
+        return None, ""
+    best = max(files, key=lambda p: p.stat().st_size)
+    title = f"{best.parent.parent.name}, {campaign.reference}, {best.name.split('.')[0]}"
+    return pd.read_csv(best), title
 
 
 def run_figures(campaign: Campaign, kept_csv: Path, comparisons_csv: Path,
@@ -163,7 +164,7 @@ def run_figures(campaign: Campaign, kept_csv: Path, comparisons_csv: Path,
         requests = pd.read_csv(requests_csv)
         requests["model"] = requests["model"].astype(str)
     add("latency-cdf", figures.latency_cdf(requests, envs, out_dir / "latency-cdf.pdf"))
-    trace, title = (None, "") if campaign.is_import else _first_telemetry(campaign)
+    trace, title = (None, "") if campaign.is_import else _longest_telemetry(campaign)
     add("telemetry", figures.telemetry_trace(trace, title, out_dir / "telemetry.pdf"), False)
     if head:
         add("drift", figures.drift(runs, head, reg.get(head), envs, out_dir / "drift.pdf"))

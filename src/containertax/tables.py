@@ -56,10 +56,12 @@ def booktabs(header: Sequence[str], rows: Iterable[Sequence[str]], align: str,
              caption: str, label: str, wide: bool = True, size: str = r"\footnotesize") -> str:
     env = "table*" if wide else "table"
     body = "\n".join(" & ".join(r) + r" \\" for r in rows)
+    tabular = (f"\\begin{{tabular}}{{{align}}}\n\\toprule\n{' & '.join(header)} \\\\\n"
+               f"\\midrule\n{body}\n\\bottomrule\n\\end{{tabular}}")
+    # never wider than the text: shrink a wide table rather than let it run off the page
+    fitted = f"\\resizebox{{\\ifdim\\width>\\linewidth\\linewidth\\else\\width\\fi}}{{!}}{{%\n{tabular}}}"
     return (f"\\begin{{{env}}}[htbp]\n\\centering\n{size}\n\\caption{{{caption}}}\n"
-            f"\\label{{{label}}}\n\\begin{{tabular}}{{{align}}}\n\\toprule\n"
-            f"{' & '.join(header)} \\\\\n\\midrule\n{body}\n\\bottomrule\n\\end{{tabular}}\n"
-            f"\\end{{{env}}}\n")
+            f"\\label{{{label}}}\n{fitted}\n\\end{{{env}}}\n")
 
 
 def descriptives_table(desc: pd.DataFrame, registry: dict[str, MetricInfo],
