@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Sets up everything the workflow needs on a Debian machine, as root; safe to run again.
-# System packages (Python, Docker Engine from Debian's docker.io, debootstrap, TeX Live
-# comes with the paper), a running Docker Engine, the project's .venv, the demo image.
+# System packages (Python, Docker Engine from Debian's docker.io, debootstrap, TeX Live),
+# a running Docker Engine, the project's .venv, the demo image.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need=()
-for pkg in python3 python3-venv python3-numpy debootstrap git util-linux; do
+# TeX Live (latexmk, recommended LaTeX and fonts) builds the paper; poppler-utils reads it back
+for pkg in python3 python3-venv python3-numpy debootstrap git util-linux \
+           latexmk texlive-latex-recommended texlive-fonts-recommended poppler-utils; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 # Docker Engine: Debian's docker.io, unless an engine (e.g. docker-ce) is already there

@@ -169,9 +169,11 @@ def implausible(runs: pd.DataFrame, registry: dict[str, MetricInfo],
 
 def exclude(runs: pd.DataFrame, rules: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(kept, dropped) rows; non-finite values are always dropped."""
+    column = {"outliers": "flag_outlier", "throttled": "flag_throttled",
+              "duplicate": "flag_duplicate"}
     mask = runs["flag_non_finite"].copy()
     for rule in rules:
-        mask |= runs[f"flag_{rule}"]
+        mask |= runs[column[rule]]
     return runs[~mask], runs[mask]
 
 

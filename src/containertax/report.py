@@ -283,9 +283,36 @@ def run_numbers(campaign: Campaign, kept_csv: Path, comparisons_csv: Path,
         "family": 0, "significant-bh": 0, "significant-bonf": 0, "equivalent": 0,
         "overhead-min": "--", "overhead-max": "--",
     }
-    if not campaign.is_import:
+    if campaign.is_import:
+        v["design-text"] = (
+            "These are imported results of a study this workflow did not run ("
+            + tables.tex(campaign.raw.get("description", campaign.analysis["import_csv"]))
+            + "). Their design (order of runs, warm-up, thermal state, what the timing "
+            "includes) is as the source reports it; the analysis can add tests, effect sizes "
+            "and intervals but cannot remove confounds built into the measurement.")
+    else:
+        t = campaign.thermal
+        sensors = sorted(set(runs["sensor"].dropna())) if "sensor" in runs else []
+        if sensors == ["none"]:
+            gate = ("No temperature sensor was available, so before every run the gate waited "
+                    f"only until {t['min_interval_s']:g}\\,s had passed since the previous run")
+        else:
+            gate = ("Before every run a thermal gate waits until the "
+                    f"{tables.tex('/'.join(sensors) or t['sensor'])} sensor reads below "
+                    f"{t['threshold_c']:g}\\,$^\\circ$C and at least "
+                    f"{t['min_interval_s']:g}\\,s have passed since the previous run")
         v["repetitions"] = campaign.repetitions
         v["design"] = campaign.schedule["design"]
+        v["design-text"] = (
+            f"Each model runs {campaign.repetitions} times in every environment; repetition "
+            "$i$ of a model is a block holding one run of every environment, so the analysis "
+            "can pair runs within blocks. The order of environments within blocks follows a "
+            f"counterbalanced {tables.tex(campaign.schedule['design'])} design, so that slow "
+            "drift of temperature, page cache or background load cannot favour one "
+            f"environment. {gate}; "
+            f"after every run a cooldown of {t['cooldown_s']:g}\\,s follows. Telemetry is "
+            f"sampled on the host at {campaign.telemetry['hz']:g}\\,Hz, outside the "
+            "environment under test.")
     if results is not None and not results.empty:
         alpha = a["alpha"]
         v["family"] = int(results["p"].notna().sum())

@@ -59,7 +59,8 @@ def booktabs(header: Sequence[str], rows: Iterable[Sequence[str]], align: str,
     tabular = (f"\\begin{{tabular}}{{{align}}}\n\\toprule\n{' & '.join(header)} \\\\\n"
                f"\\midrule\n{body}\n\\bottomrule\n\\end{{tabular}}")
     # never wider than the text: shrink a wide table rather than let it run off the page
-    fitted = f"\\resizebox{{\\ifdim\\width>\\linewidth\\linewidth\\else\\width\\fi}}{{!}}{{%\n{tabular}}}"
+    width = r"\ifdim\width>\linewidth\linewidth\else\width\fi"
+    fitted = f"\\resizebox{{{width}}}{{!}}{{%\n{tabular}}}"
     return (f"\\begin{{{env}}}[htbp]\n\\centering\n{size}\n\\caption{{{caption}}}\n"
             f"\\label{{{label}}}\n{fitted}\n\\end{{{env}}}\n")
 

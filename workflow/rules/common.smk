@@ -90,8 +90,10 @@ def code_files(*names):
 
 
 def existing_records(wildcards):
-    """The raw records present when the workflow is planned (see aggregate.smk)."""
-    return [p for p in cell_files(R.RAW) if Path(p).exists()]
+    """The raw records present when the workflow is planned (see aggregate.smk), and their
+    folders: a folder's mtime changes when a record is moved away, which re-aggregates."""
+    found = [p for p in cell_files(R.RAW) if Path(p).exists()]
+    return found + sorted({str(Path(p).parent) for p in found})
 
 
 STATS_DIR = at(R.STATS)

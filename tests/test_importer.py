@@ -1,0 +1,51 @@
+"""Tidy CSV import: the shipped Sani et al. (2025) table reproduces the paper's means;
+malformed files fail with file, row and column named."""
+
+from __future__ import annotations
+
+import pytest
+
+from containertax import importer
+from tests.conftest import REPO
+
+
+def test_sani_2025_means_are_reproduced():
+    runs = importer.read_tidy(REPO / "resources" / "sani2025" / "runs.csv")
+    means = runs.groupby(["metric", "environment"])["value"].mean()
+    assert round(means[("time_s", "native")], 2) == 1.52
+    assert round(means[("time_s", "docker")], 2) == 2.55
+    assert round(means[("gpu_util_pct", "native")], 1) == 45.6
+    assert round(means[("gpu_util_pct", "docker")], 1) == 86.2
+    assert len(runs) == 40
+
+
+def test_source_is_cited_in_the_file():
+    text = (REPO / "resources" / "sani2025" / "runs.csv").read_text()
+    assert "Sani et al." in text and "Table 2" in text
+
+
+@pytest.mark.parametrize(("body", "fragment"), [
+    ("model,environment,metric,value,unit\nm,e,t,1,s\n", "missing column(s) ['repetition']"),
+    ("model,environment,repetition,metric,value,unit\nm,e,1,t,fast,s\n",
+     "row 2: column 'value' = 'fast' is not a number"),
+    ("model,environment,repetition,metric,value,unit\nm,,1,t,1,s\n",
+     "row 2: column 'environment' is empty"),
+    ("model,environment,repetition,metric,value,unit,timestamp\nm,e,1,t,1,s,yesterday\n",
+     "'timestamp' is not ISO 8601"),
+])
+def test_errors_name_row_and_column(tmp_path, body, fragment):
+    path = tmp_path / "x.csv"
+    path.write_text(body)
+    with pytest.raises(importer.ImportError_) as err:
+        importer.read_tidy(path)
+    assert fragment in str(err.value) and str(path) in str(err.value)
+
+
+def test_optional_columns_are_kept(tmp_path):
+    path = tmp_path / "x.csv"
+    path.write_text("model,environment,repetition,metric,value,unit,block,timestamp,gpu\n"
+                    "m,e,1,t,1.5,s,1,2025-01-01T00:00:02Z,rtx\n"
+                    "m,f,1,t,1.7,s,1,2025-01-01T00:00:01Z,rtx\n")
+    runs = importer.read_tidy(path)
+    assert runs["gpu"].tolist() == ["rtx", "rtx"]
+    assert runs["position"].tolist() == [1, 0]

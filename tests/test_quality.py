@@ -1,0 +1,93 @@
+"""Data-quality checks: each problem is found and named; nothing is dropped silently."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from containertax import quality
+from containertax.metrics import REGISTRY
+
+
+def frame(n=30, seed=0, **extra):
+    rng = np.random.default_rng(seed)
+    rows = []
+    pos = 0
+    for rep in range(1, n + 1):
+        for env in ("native", "docker"):
+            rows.append({"model": "m", "environment": env, "repetition": rep, "position": pos,
+                         "metric": "compute_time_s", "unit": "s",
+                         "value": 1.0 + rng.normal(0, 0.01), **extra})
+            pos += 1
+    return pd.DataFrame(rows)
+
+
+def checks(runs, **kw):
+    return {f.check: f for f in quality.check(quality.annotate(runs), REGISTRY, **kw)}
+
+
+def test_clean_data_has_no_findings():
+    assert checks(frame(), expected_reps=30) == {}
+
+
+def test_outlier_is_flagged_and_kept_unless_excluded():
+    runs = frame()
+    runs.loc[5, "value"] = 5.0
+    ann = quality.annotate(runs)
+    assert ann["flag_outlier"].sum() == 1
+    assert "outliers" in checks(runs)
+    kept, dropped = quality.exclude(ann, [])
+    assert len(kept) == len(runs) and dropped.empty
+    kept, dropped = quality.exclude(ann, ["outliers"])
+    assert len(dropped) == 1 and dropped["value"].iloc[0] == 5.0
+
+
+def test_duplicates_missing_unequal_nonfinite_units():
+    runs = frame(n=10)
+    runs = pd.concat([runs, runs.iloc[[0]]], ignore_index=True)  # duplicate cell
+    runs = runs.drop(index=[3])  # one docker run missing
+    runs.loc[4, "value"] = np.nan
+    runs.loc[6, "unit"] = "ms"
+    found = checks(runs, expected_reps=10)
+    for name in ("duplicates", "missing_repetitions", "unequal_groups", "non_finite",
+                 "unit_mismatch"):
+        assert name in found, name
+    assert found["non_finite"].rows == 1
+
+
+def test_drift_with_run_order():
+    runs = frame()
+    runs["value"] = 1.0 + 0.002 * runs["position"] + np.random.default_rng(1).normal(
+        0, 0.005, len(runs))
+    assert "drift" in checks(runs)
+
+
+def test_throttled_runs_are_flagged():
+    runs = frame(n=5, throttled_s=0.0)
+    runs.loc[2, "throttled_s"] = 3.5
+    assert "throttled" in checks(runs)
+    _, dropped = quality.exclude(quality.annotate(runs), ["throttled"])
+    assert len(dropped) == 1
+
+
+def test_identical_throughput_for_very_different_models_is_implausible():
+    """The DGX Spark phase-1 mistake: ~120 tok/s for a 7B, a 72B and a 120B model."""
+    rows = [{"model": m, "environment": "chroot", "repetition": r, "metric": "token_throughput",
+             "unit": "tok/s", "value": 120 + 0.3 * r}
+            for m in ("7b", "72b", "120b") for r in range(1, 6)]
+    found = checks(pd.DataFrame(rows), model_sizes={"7b": 7, "72b": 72, "120b": 120})
+    assert "implausible" in found and "same" in found["implausible"].message
+
+
+def test_throughput_rising_with_model_size_is_implausible():
+    rows = [{"model": m, "environment": "docker", "repetition": r, "metric": "token_throughput",
+             "unit": "tok/s", "value": v}
+            for m, v in (("small", 100.0), ("big", 300.0)) for r in range(1, 4)]
+    found = checks(pd.DataFrame(rows), model_sizes={"small": 1.5, "big": 70})
+    assert "implausible" in found and "decreasing" in found["implausible"].message
+
+
+def test_unregistered_metric_is_reported():
+    runs = frame(n=3)
+    runs["metric"] = "bogomips"
+    assert "unregistered_metric" in checks(runs)
