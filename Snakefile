@@ -30,6 +30,5 @@ rule all:
     default_target: True
     input:
         [] if CAMPAIGN.is_import else [at(R.SCHEDULE), at(R.SYSTEM)],
-        cell_files(R.RAW),
         cell_files(R.COOLDOWN),
         at("paper/paper.pdf"),

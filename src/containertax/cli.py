@@ -107,10 +107,10 @@ def main(argv: list[str] | None = None) -> int:
     # analysis steps: each reads named inputs and writes named outputs
     analysis = {
         "quality": (["runs"], ["out_dir"]),
-        "stats": (["kept", "requests", "model"], ["out", "out_desc"]),
+        "stats": (["kept", "requests", "models"], ["outs", "out_descs"]),
         "correct": (["models", "descs"], ["out", "out_desc"]),
         "figures": (["kept", "comparisons", "requests"], ["out_dir", "out_tex"]),
-        "tables": (["kept", "comparisons", "desc", "system"], ["out_dir"]),
+        "tables": (["kept", "comparisons", "desc"], ["out_dir"]),
         "numbers": (["kept", "comparisons", "quality"], ["out", "out_quality"]),
         "paper": (["source", "build"], ["out"]),
     }
@@ -119,8 +119,8 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--config", required=True)
         p.add_argument("--log")
         for arg in ins + outs:
-            p.add_argument(f"--{arg.replace('_', '-')}", nargs="*" if arg in ("models", "descs")
-                           else None)
+            many = arg in ("models", "descs", "outs", "out_descs")
+            p.add_argument(f"--{arg.replace('_', '-')}", nargs="*" if many else None)
 
     p = sub.add_parser("rootfs", help="export an image's root filesystem for chroot")
     p.add_argument("--image", required=True)
@@ -185,8 +185,9 @@ def _analysis(cmd: str, campaign: config.Campaign, a: argparse.Namespace) -> Non
     if cmd == "quality":
         report.run_quality(campaign, Path(a.runs), Path(a.out_dir))
     elif cmd == "stats":
-        report.run_stats(campaign, Path(a.kept), _opt(a.requests), a.model, Path(a.out),
-                         Path(a.out_desc))
+        outputs = {m: (Path(o), Path(d))
+                   for m, o, d in zip(a.models, a.outs, a.out_descs, strict=True)}
+        report.run_stats(campaign, Path(a.kept), _opt(a.requests), outputs)
     elif cmd == "correct":
         report.run_correct([Path(p) for p in a.models], [Path(p) for p in a.descs],
                            Path(a.out), Path(a.out_desc))
@@ -195,7 +196,7 @@ def _analysis(cmd: str, campaign: config.Campaign, a: argparse.Namespace) -> Non
                            Path(a.out_dir), Path(a.out_tex))
     elif cmd == "tables":
         report.run_tables(campaign, Path(a.kept), Path(a.comparisons), Path(a.desc),
-                          _opt(a.system), Path(a.out_dir))
+                          Path(a.out_dir))
     elif cmd == "numbers":
         report.run_numbers(campaign, Path(a.kept), Path(a.comparisons), Path(a.quality),
                            Path(a.out), Path(a.out_quality))

@@ -37,6 +37,10 @@ def host() -> dict[str, Any]:
         "kernel": uname.release,
         "machine": uname.machine,
         "python": platform.python_version(),
+        "cpu_model": cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "memory_total_mib": memory_total_mib(),
+        "packages": package_versions(),
     }
 
 

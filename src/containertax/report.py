@@ -14,8 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from containertax import figures, importer, quality, records, tables
-from containertax import statistics as st
+from containertax import importer, records, tables
 from containertax.config import Campaign
 from containertax.metrics import MetricInfo, registry
 
@@ -64,6 +63,8 @@ def environment_order(campaign: Campaign, runs: pd.DataFrame) -> list[str]:
 
 
 def run_quality(campaign: Campaign, runs_csv: Path, out_dir: Path) -> None:
+    from containertax import quality
+
     runs = quality.annotate(load_runs(campaign, runs_csv))
     expected = None if campaign.is_import else campaign.repetitions
     findings = quality.check(runs, metric_registry(campaign), expected_reps=expected,
@@ -87,21 +88,28 @@ def run_quality(campaign: Campaign, runs_csv: Path, out_dir: Path) -> None:
 # --- rule: stats (one model) and correct (the family) --------------------------------
 
 
-def run_stats(campaign: Campaign, kept_csv: Path, requests_csv: Path | None, model: str,
-              out: Path, out_desc: Path) -> None:
-    runs = pd.read_csv(kept_csv)
-    runs = runs[runs.model.astype(str) == model]
-    requests = None
-    if requests_csv is not None and requests_csv.exists() and requests_csv.stat().st_size:
-        requests = pd.read_csv(requests_csv)
-        requests = requests[requests.model.astype(str) == model]
+def run_stats(campaign: Campaign, kept_csv: Path, requests_csv: Path | None,
+              outputs: dict[str, tuple[Path, Path]]) -> None:
+    """Per model: its comparisons (uncorrected) and descriptives, one file pair each; all
+    models in one process, because importing the statistics stack dominates the time."""
+    from containertax import statistics as st
+
+    all_runs = pd.read_csv(kept_csv)
+    all_runs["model"] = all_runs["model"].astype(str)
+    all_requests = None
+    if requests_csv is not None and requests_csv.exists() and requests_csv.stat().st_size > 1:
+        all_requests = pd.read_csv(requests_csv)
+        all_requests["model"] = all_requests["model"].astype(str)
     settings = st.Settings.from_config(campaign.analysis, campaign.reference)
-    metrics = analysed_metrics(campaign, runs) if not runs.empty else []
-    results = st.analyse(runs, settings, metrics) if metrics else pd.DataFrame()
-    desc = st.descriptives(runs, requests) if not runs.empty else pd.DataFrame()
-    records.atomic_write_text(out, results.drop(columns=["p_bonferroni", "p_bh", "family_size"],
-                                                errors="ignore").to_csv(index=False))
-    records.atomic_write_text(out_desc, desc.to_csv(index=False))
+    for model, (out, out_desc) in outputs.items():
+        runs = all_runs[all_runs.model == model]
+        requests = None if all_requests is None else all_requests[all_requests.model == model]
+        metrics = analysed_metrics(campaign, runs) if not runs.empty else []
+        results = st.analyse(runs, settings, metrics) if metrics else pd.DataFrame()
+        desc = st.descriptives(runs, requests) if not runs.empty else pd.DataFrame()
+        records.atomic_write_text(out, results.drop(
+            columns=["p_bonferroni", "p_bh", "family_size"], errors="ignore").to_csv(index=False))
+        records.atomic_write_text(out_desc, desc.to_csv(index=False))
 
 
 def _read_all(paths: list[Path]) -> pd.DataFrame:
@@ -112,8 +120,10 @@ def _read_all(paths: list[Path]) -> pd.DataFrame:
 
 def run_correct(model_csvs: list[Path], desc_csvs: list[Path], out: Path,
                 out_desc: Path) -> None:
+    from containertax.correction import correct
+
     results = _read_all(model_csvs)
-    corrected = st.correct(results) if not results.empty else results
+    corrected = correct(results) if not results.empty else results
     records.atomic_write_text(out, corrected.to_csv(index=False))
     records.atomic_write_text(out_desc, _read_all(desc_csvs).to_csv(index=False))
 
@@ -139,6 +149,8 @@ def _longest_telemetry(campaign: Campaign) -> tuple[pd.DataFrame | None, str]:
 
 def run_figures(campaign: Campaign, kept_csv: Path, comparisons_csv: Path,
                 requests_csv: Path | None, out_dir: Path, out_tex: Path) -> None:
+    from containertax import figures
+
     runs = pd.read_csv(kept_csv)
     runs["model"] = runs["model"].astype(str)
     results = pd.read_csv(comparisons_csv) if comparisons_csv.stat().st_size > 1 else None
@@ -179,28 +191,47 @@ def run_figures(campaign: Campaign, kept_csv: Path, comparisons_csv: Path,
     records.atomic_write_text(out_tex, "\n".join(parts))
 
 
-def system_facts(campaign: Campaign, system_json: Path | None) -> dict[str, Any]:
+def system_facts(campaign: Campaign) -> dict[str, Any]:
+    """System and software of the runs, from the raw records themselves (not from the
+    machine that rebuilds the paper)."""
     if campaign.is_import:
         return {"Source": campaign.raw.get("description", campaign.analysis["import_csv"])}
-    s = records.read_json(system_json) if system_json and system_json.exists() else {}
-    pk = s.get("packages", {})
-    gpu = s.get("gpu", {})
-    return {
-        "Host kernel": s.get("host", {}).get("kernel"),
-        "CPU": f"{s.get('cpu', {}).get('model')} ({s.get('cpu', {}).get('count')} logical)",
-        "Memory (MiB)": s.get("memory_total_mib"),
-        "GPU": ", ".join(d["name"] for d in gpu.get("devices", [])) or "none",
-        "GPU driver": gpu.get("driver"),
-        "Docker Engine": s.get("docker", {}).get("version"),
-        "Snakemake": pk.get("snakemake"),
-        "containertax": pk.get("containertax"),
-        "Git commit": (s.get("git", {}).get("commit") or "")[:12],
-        "Config hash": s.get("config_hash"),
-    }
+    from containertax.aggregate import raw_records
+
+    seen: dict[str, set[str]] = {}
+
+    def note(key: str, value: Any) -> None:
+        if value not in (None, ""):
+            seen.setdefault(key, set()).add(str(value))
+
+    for path in raw_records(campaign.root):
+        rec = records.read_json(path)
+        host = rec["provenance"]["host"]
+        note("Host", host.get("hostname"))
+        note("Kernel", host.get("kernel"))
+        note("CPU", f"{host.get('cpu_model')} ({host.get('cpu_count')} logical)"
+             if host.get("cpu_model") else None)
+        note("Memory (MiB)", host.get("memory_total_mib"))
+        sensor = rec["gate"].get("sensor_info", {})
+        note("GPU", sensor.get("gpu_name"))
+        note("Temperature sensor", rec["gate"].get("sensor"))
+        env = rec["environment"]
+        resolved = env.get("resolved", {})
+        note("Docker Engine", resolved.get("engine_version"))
+        image = resolved.get("image") or {}
+        note("Image", f"{image.get('name')} ({str(image.get('id', ''))[7:19]})"
+             if image.get("id") else None)
+        inside = rec.get("inside", {}).get("software") or {}
+        note(f"Software in {env['id']}", ", ".join(
+            f"{k} {v}" for k, v in inside.items() if isinstance(v, str)))
+        note("Snakemake", host.get("packages", {}).get("snakemake"))
+        note("Git commit", (rec["provenance"].get("git", {}).get("commit") or "")[:12])
+        note("Config hash", rec["provenance"].get("config_hash"))
+    return {k: "; ".join(sorted(v)) for k, v in seen.items()}
 
 
 def run_tables(campaign: Campaign, kept_csv: Path, comparisons_csv: Path, desc_csv: Path,
-               system_json: Path | None, out_dir: Path) -> None:
+               out_dir: Path) -> None:
     reg = metric_registry(campaign)
     runs = pd.read_csv(kept_csv)
     metrics = analysed_metrics(campaign, runs)
@@ -217,7 +248,7 @@ def run_tables(campaign: Campaign, kept_csv: Path, comparisons_csv: Path, desc_c
                               tables.inferential_table(results, reg) if results is not None
                               else "")
     records.atomic_write_text(out_dir / "system.tex",
-                              tables.system_table(system_facts(campaign, system_json)))
+                              tables.system_table(system_facts(campaign)))
 
 
 def _quality_tex(q: dict[str, Any]) -> str:

@@ -19,8 +19,9 @@ import numpy as np
 import pandas as pd
 import pingouin as pg
 from scipy import stats as sps
-from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.power import TTestIndPower
+
+from containertax.correction import correct
 
 pg.options["round"] = None
 
@@ -197,17 +198,3 @@ def analyse(runs: pd.DataFrame, s: Settings, metrics: list[str]) -> pd.DataFrame
                          "reference": s.reference, "unit": g["unit"].iloc[0],
                          **compare(x, y, s, _blocks(g, env, s.reference))})
     return correct(pd.DataFrame(rows))
-
-
-def correct(results: pd.DataFrame) -> pd.DataFrame:
-    """Bonferroni and Benjamini-Hochberg across the whole family of primary tests."""
-    if results.empty:
-        return results.assign(p_bonferroni=[], p_bh=[])
-    p = results["p"].to_numpy(float)
-    ok = ~np.isnan(p)
-    bonf = np.full_like(p, np.nan)
-    bh = np.full_like(p, np.nan)
-    if ok.any():
-        bonf[ok] = multipletests(p[ok], method="bonferroni")[1]
-        bh[ok] = multipletests(p[ok], method="fdr_bh")[1]
-    return results.assign(p_bonferroni=bonf, p_bh=bh, family_size=int(ok.sum()))

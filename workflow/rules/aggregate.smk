@@ -1,12 +1,12 @@
 # Fan-in: raw records into one tidy table (runs.csv) and per-request data (requests.csv).
-# It reads the records that exist, so `snakemake paper` never runs a cell; in a full run
-# it comes after every cell because its priority is below theirs (--cores 1).
+# It depends on the records' folders, not on the cells, so `snakemake paper` never runs a
+# cell; in a full run it comes after every cell because its priority is below theirs.
 
 
 rule aggregate:
     input:
         config=ancient(RESOLVED),
-        records=existing_records,
+        records=record_folders,
         code=code_files("aggregate.py"),
     output:
         runs=at(R.RUNS),

@@ -25,25 +25,29 @@ rule quality:
 
 
 rule stats:
-    """Every comparison of one model: descriptives, tests, effect sizes, intervals."""
+    """Per model: descriptives, tests, effect sizes, intervals (one process for all models:
+    importing the statistics stack costs more than the computation)."""
     input:
         config=RESOLVED,
         kept=at("stats/kept.csv"),
         requests=at(R.REQUESTS_ALL),
         code=code_files("statistics.py", "report.py", "metrics.py"),
     output:
-        comparisons=at("stats/models/{model}.csv"),
-        descriptives=at("stats/models/{model}.descriptives.csv"),
+        comparisons=expand(at("stats/models/{model}.csv"), model=ANALYSIS_MODELS),
+        descriptives=expand(
+            at("stats/models/{model}.descriptives.csv"), model=ANALYSIS_MODELS
+        ),
     log:
-        at("logs/stats/{model}.log"),
+        at("logs/stats.log"),
     conda:
         "../../envs/workflow.yaml"
     params:
         ct=CT,
+        models=ANALYSIS_MODELS,
     shell:
         "{params.ct} stats --config {input.config} --kept {input.kept} "
-        "--requests {input.requests} --model {wildcards.model} "
-        "--out {output.comparisons} --out-desc {output.descriptives} --log {log}"
+        "--requests {input.requests} --models {params.models} "
+        "--outs {output.comparisons} --out-descs {output.descriptives} --log {log}"
 
 
 rule correct:
@@ -95,7 +99,7 @@ rule tables:
         kept=at("stats/kept.csv"),
         comparisons=at("stats/comparisons.csv"),
         descriptives=at("stats/descriptives.csv"),
-        system=SYSTEM_FACTS,
+        records=record_folders_or_none,
         code=code_files("tables.py"),
     output:
         descriptives=at("paper/tables/descriptives.tex"),
@@ -108,10 +112,9 @@ rule tables:
     params:
         ct=CT,
         out_dir=at("paper/tables"),
-        system=lambda wc, input: f"--system {input.system}" if input.system else "",
     shell:
         "{params.ct} tables --config {input.config} --kept {input.kept} "
-        "--comparisons {input.comparisons} --desc {input.descriptives} {params.system} "
+        "--comparisons {input.comparisons} --desc {input.descriptives} "
         "--out-dir {params.out_dir} --log {log}"
 
 

@@ -59,7 +59,7 @@ rule cooldown:
     """Wait the configured time after the run, recording the temperature decay."""
     input:
         config=ancient(RESOLVED),
-        record=ancient(at(R.RAW)),
+        record=record_if_pending,
     output:
         protected(at(R.COOLDOWN)),
     log:

@@ -89,14 +89,26 @@ def code_files(*names):
     return [str(Path(workflow.basedir) / "src" / "containertax" / n) for n in names]
 
 
-def existing_records(wildcards):
-    """The raw records present when the workflow is planned (see aggregate.smk), and their
-    folders: a folder's mtime changes when a record is moved away, which re-aggregates."""
-    found = [p for p in cell_files(R.RAW) if Path(p).exists()]
-    return found + sorted({str(Path(p).parent) for p in found})
+def record_folders(wildcards):
+    """Folders of the raw records present when the workflow is planned (aggregate.smk).
+    No rule makes a folder, so the analysis never pulls a benchmark cell into the DAG; a
+    folder's mtime changes whenever a record is linked in or moved away."""
+    return sorted({str(Path(p).parent) for p in cell_files(R.RAW) if Path(p).exists()})
+
+
+def record_if_pending(wildcards):
+    """A cell whose raw record exists is done: nothing may pull its run (or its gate and
+    preflight) back into the DAG, e.g. after a fresh clone of committed raw records."""
+    raw = at(R.RAW, **dict(wildcards))
+    return [] if Path(raw).exists() else [ancient(raw)]
 
 
 STATS_DIR = at(R.STATS)
 ANALYSIS_MODELS = ct_report.model_ids(CAMPAIGN)
-SYSTEM_FACTS = [] if CAMPAIGN.is_import else [at(R.SYSTEM)]
+
+
+def record_folders_or_none(wildcards):
+    return [] if CAMPAIGN.is_import else record_folders(wildcards)
+
+
 PAPER_SOURCES = sorted(str(p) for p in (Path(workflow.basedir) / "paper").glob("*.tex"))
