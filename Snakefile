@@ -9,6 +9,9 @@ min_version("9.17")
 configfile: "config/config.yaml"
 
 
+report: "workflow/report/workflow.rst"
+
+
 include: "workflow/rules/common.smk"
 
 

@@ -19,9 +19,10 @@ rule quality:
         "../../envs/workflow.yaml"
     params:
         ct=CT,
+        out_dir=lambda wildcards, output: str(Path(output.report).parent),
     shell:
         "{params.ct} quality --config {input.config} --runs {input.runs} "
-        "--out-dir {STATS_DIR} --log {log}"
+        "--out-dir {params.out_dir} --log {log}"
 
 
 rule stats:
@@ -57,7 +58,11 @@ rule correct:
         models=expand(at("stats/models/{model}.csv"), model=ANALYSIS_MODELS),
         descs=expand(at("stats/models/{model}.descriptives.csv"), model=ANALYSIS_MODELS),
     output:
-        comparisons=at("stats/comparisons.csv"),
+        comparisons=report(
+            at("stats/comparisons.csv"),
+            caption="../report/table.rst",
+            category="Statistics",
+        ),
         descriptives=at("stats/descriptives.csv"),
     log:
         at("logs/correct.log"),
@@ -79,7 +84,12 @@ rule figures:
         requests=at(R.REQUESTS_ALL),
         code=code_files("figures.py"),
     output:
-        figures=directory(at("paper/figures")),
+        figures=report(
+            directory(at("paper/figures")),
+            patterns=["{name}.pdf"],
+            caption="../report/figures.rst",
+            category="Figures",
+        ),
         tex=at("paper/figures.tex"),
     log:
         at("logs/figures.log"),
@@ -111,7 +121,7 @@ rule tables:
         "../../envs/workflow.yaml"
     params:
         ct=CT,
-        out_dir=at("paper/tables"),
+        out_dir=lambda wildcards, output: str(Path(output.descriptives).parent),
     shell:
         "{params.ct} tables --config {input.config} --kept {input.kept} "
         "--comparisons {input.comparisons} --desc {input.descriptives} "
@@ -150,15 +160,15 @@ rule paper:
         numbers=at("paper/numbers.tex"),
         quality=at("paper/quality.tex"),
     output:
-        at("paper/paper.pdf"),
+        report(at("paper/paper.pdf"), caption="../report/paper.rst", category="Paper"),
     log:
         at("logs/paper.log"),
     conda:
         "../../envs/workflow.yaml"
     params:
         ct=CT,
-        source=str(Path(workflow.basedir) / "paper"),
-        build=at("paper"),
+        source=lambda wildcards, input: str(Path(input.source[0]).parent),
+        build=lambda wildcards, output: str(Path(output[0]).parent),
     shell:
         "{params.ct} paper --config {input.config} --source {params.source} "
         "--build {params.build} --out {output} --log {log}"

@@ -103,7 +103,6 @@ def record_if_pending(wildcards):
     return [] if Path(raw).exists() else [ancient(raw)]
 
 
-STATS_DIR = at(R.STATS)
 ANALYSIS_MODELS = ct_report.model_ids(CAMPAIGN)
 
 
