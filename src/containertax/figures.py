@@ -27,6 +27,16 @@ def _label(info: MetricInfo | None, metric: str) -> str:
     return f"{info.label} ({info.unit})" if info else metric
 
 
+def _model_grid(models: list[str], row_height: float) -> tuple[plt.Figure, np.ndarray]:
+    """One panel per model, at most four a row; panels left over are hidden."""
+    cols = min(len(models), 4)
+    rows = int(np.ceil(len(models) / cols))
+    fig, axes = plt.subplots(rows, cols, figsize=(WIDTH, row_height * rows), squeeze=False)
+    for ax in list(axes.flat)[len(models):]:
+        ax.set_visible(False)
+    return fig, axes
+
+
 def _save(fig: plt.Figure, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path)
@@ -39,9 +49,7 @@ def distributions(runs: pd.DataFrame, metric: str, info: MetricInfo | None, envs
     if data.empty:
         return None
     models = list(dict.fromkeys(data.model))
-    cols = min(len(models), 4)
-    rows = int(np.ceil(len(models) / cols))
-    fig, axes = plt.subplots(rows, cols, figsize=(WIDTH, 2.0 * rows), squeeze=False)
+    fig, axes = _model_grid(models, 2.0)
     for ax, model in zip(axes.flat, models, strict=False):
         d = data[data.model == model]
         sns.boxplot(d, x="environment", y="value", order=envs, ax=ax, color="0.9",
@@ -52,8 +60,6 @@ def distributions(runs: pd.DataFrame, metric: str, info: MetricInfo | None, envs
         ax.set_xlabel("")
         ax.set_ylabel(_label(info, metric) if ax in axes[:, 0] else "")
         ax.tick_params(axis="x", rotation=20)
-    for ax in list(axes.flat)[len(models):]:
-        ax.set_visible(False)
     _save(fig, path)
     return (f"{info.label if info else metric} per run, by model and environment: boxes show "
             "quartiles, points are individual runs.")
@@ -88,17 +94,13 @@ def latency_cdf(requests: pd.DataFrame, envs: list[str], path: Path) -> str | No
     if requests is None or requests.empty:
         return None
     models = list(dict.fromkeys(requests.model))
-    cols = min(len(models), 4)
-    rows = int(np.ceil(len(models) / cols))
-    fig, axes = plt.subplots(rows, cols, figsize=(WIDTH, 2.0 * rows), squeeze=False)
+    fig, axes = _model_grid(models, 2.0)
     for ax, model in zip(axes.flat, models, strict=False):
         d = requests[requests.model == model]
         sns.ecdfplot(d, x="latency_s", hue="environment", hue_order=envs, ax=ax,
                      legend=ax is axes.flat[0])
         ax.set_title(model)
         ax.set_xlabel("Request latency (s)")
-    for ax in list(axes.flat)[len(models):]:
-        ax.set_visible(False)
     _save(fig, path)
     return "Empirical distribution of per-request latency, pooled over runs, by environment."
 
@@ -127,17 +129,13 @@ def drift(runs: pd.DataFrame, metric: str, info: MetricInfo | None, envs: list[s
     if d.empty:
         return None
     models = list(dict.fromkeys(d.model))
-    cols = min(len(models), 4)
-    rows = int(np.ceil(len(models) / cols))
-    fig, axes = plt.subplots(rows, cols, figsize=(WIDTH, 1.8 * rows), squeeze=False)
+    fig, axes = _model_grid(models, 1.8)
     for ax, model in zip(axes.flat, models, strict=False):
         sns.scatterplot(d[d.model == model], x=order, y="value", hue="environment",
                         hue_order=envs, ax=ax, s=12, legend=ax is axes.flat[0])
         ax.set_title(model)
         ax.set_ylabel(_label(info, metric) if ax in axes[:, 0] else "")
         ax.set_xlabel("Run order" if order == "position" else "Repetition")
-    for ax in list(axes.flat)[len(models):]:
-        ax.set_visible(False)
     _save(fig, path)
     return (f"{info.label if info else metric} against run order: a trend would reveal drift "
             "(warming, background load) that the counterbalanced order spreads over all "
