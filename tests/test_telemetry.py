@@ -21,3 +21,104 @@ def test_sampler_writes_rows_and_summary(tmp_path):
     assert summary["mem_used_peak_mib"] > 0
     times = [r[0] for r in s.rows]
     assert times == sorted(times)
+
+
+class FakeNvml:
+    """TEST DOUBLE for pynvml (no GPU here): the calls NvmlGpu makes, with answers shaped as
+    nvidia-ml-py returns them; memory info raises Not Supported, as on GB10."""
+
+    NVML_TEMPERATURE_GPU = 0
+    NVML_CLOCK_SM = 1
+    NVML_CLOCK_MEM = 2
+    NVML_PERF_POLICY_POWER = 0
+    NVML_PERF_POLICY_THERMAL = 1
+
+    def __init__(self):
+        self.energy = 1_000_000  # mJ
+        self.reasons = 0x4  # SwPowerCap
+
+    def nvmlInit(self):
+        pass
+
+    def nvmlDeviceGetHandleByIndex(self, i):
+        return i
+
+    def nvmlDeviceGetMaxClockInfo(self, h, kind):
+        return 1980 if kind == 1 else 2619
+
+    def nvmlDeviceGetName(self, h):
+        return b"NVIDIA H100 80GB HBM3"
+
+    def nvmlDeviceGetUUID(self, h):
+        return "GPU-fake"
+
+    def nvmlSystemGetDriverVersion(self):
+        return "580.159.04"
+
+    def nvmlSystemGetCudaDriverVersion(self):
+        return 13000
+
+    def nvmlDeviceGetPersistenceMode(self, h):
+        return 1
+
+    def nvmlDeviceGetEnforcedPowerLimit(self, h):
+        return 700_000
+
+    def nvmlDeviceGetMemoryInfo(self, h):
+        raise RuntimeError("Not Supported")
+
+    def nvmlDeviceGetPowerUsage(self, h):
+        return 650_000
+
+    def nvmlDeviceGetUtilizationRates(self, h):
+        return type("U", (), {"gpu": 97, "memory": 40})()
+
+    def nvmlDeviceGetTemperature(self, h, kind):
+        return 61
+
+    def nvmlDeviceGetClockInfo(self, h, kind):
+        return 1485 if kind == 1 else 2619
+
+    def nvmlDeviceGetCurrentClocksEventReasons(self, h):
+        return self.reasons
+
+    def nvmlDeviceGetTotalEnergyConsumption(self, h):
+        self.energy += 65_000
+        return self.energy
+
+    def nvmlDeviceGetViolationStatus(self, h, policy):
+        self.energy += 0
+        return type("V", (), {"violationTime": 2_000_000_000 if policy == 0 else 0})()
+
+
+def test_gpu_telemetry_through_fake_nvml(tmp_path):
+    from containertax.gpu import NvmlGpu
+
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text("MemTotal: 1048576 kB\nMemAvailable: 524288 kB\n")
+    (tmp_path / "stat").write_text("cpu 1 0 1 10 0 0 0 0 0 0\n")
+    gpu = NvmlGpu(0, nvml=FakeNvml(), proc=tmp_path)
+    assert gpu.identity()["cuda_driver"] == "13.0" and gpu.identity()["power_limit_w"] == 700
+    sample = gpu.sample()
+    assert sample["gpu_mem_used_mib"] == 512.0  # unified-memory fallback from meminfo
+    assert sample["power_w"] == 650 and sample["sm_clock_mhz"] == 1485
+    with Sampler(NoSensor(), hz=20, proc=tmp_path, gpu=gpu) as s:
+        time.sleep(0.3)
+    summary = s.summary()
+    assert summary["gpu"]["name"] == "NVIDIA H100 80GB HBM3"
+    assert summary["energy_j"] == 65.0  # one counter read before, one after
+    assert summary["power_mean_w"] == 650 and summary["gpu_util_mean_pct"] == 97
+    assert summary["throttled_s"] > 0 and summary["clock_event_reasons_seen"] == [4]
+    assert summary["sm_clock_fraction_mean"] == round(1485 / 1980, 4)
+    assert summary["violation_power_s"] == 0.0
+    s.write_csv(tmp_path / "t.csv")
+    header = (tmp_path / "t.csv").read_text().splitlines()[0].split(",")
+    assert "power_w" in header and "clock_event_reasons" in header
+
+
+def test_idle_reason_is_not_throttling():
+    from containertax.gpu import summarize
+
+    rows = [{"clock_event_reasons": 0x1}, {"clock_event_reasons": 0x0},
+            {"clock_event_reasons": 0x40}]  # idle, none, HwThermalSlowdown
+    assert summarize(rows, {}, {}, 0.1, 1980)["throttled_s"] == 0.1

@@ -15,7 +15,7 @@ from containertax import records
 COLUMNS = [
     "campaign", "model", "environment", "repetition", "block", "position", "sequence",
     "attempt", "started_utc", "host", "metric", "value", "unit", "gate_waited_s",
-    "temperature_max_c", "sensor", "config_hash",
+    "temperature_max_c", "throttled_s", "sensor", "config_hash",
 ]
 
 
@@ -46,6 +46,7 @@ def tidy(root: Path) -> pd.DataFrame:
                 "unit": m["unit"],
                 "gate_waited_s": rec["gate"].get("waited_s"),
                 "temperature_max_c": rec["telemetry"].get("temperature_max_c"),
+                "throttled_s": rec["telemetry"].get("throttled_s"),
                 "sensor": rec["gate"].get("sensor"),
                 "config_hash": rec["provenance"].get("config_hash"),
             })

@@ -20,6 +20,7 @@ from typing import Any
 
 from containertax import environments, provenance, records, schedule, thermal, workloads
 from containertax.config import Campaign
+from containertax.gpu import NvmlGpu
 from containertax.telemetry import Sampler
 
 log = logging.getLogger("containertax")
@@ -64,6 +65,17 @@ def ledgered(campaign: Campaign, step: str, cell: schedule.Cell) -> Iterator[dic
 def sensor_for(campaign: Campaign) -> thermal.Sensor:
     t = campaign.thermal
     return thermal.open_sensor(t["sensor"], t["device"])
+
+
+def gpu_for(sensor: thermal.Sensor) -> NvmlGpu | None:
+    """Full GPU telemetry wherever the thermal sensor is the GPU's own."""
+    if isinstance(sensor, thermal.NvmlSensor):
+        return NvmlGpu(sensor.device, nvml=sensor.nvml)
+    return None
+
+
+GPU_METRICS = [("energy_j", "gpu_energy_j", "J"), ("power_mean_w", "gpu_power_mean_w", "W"),
+               ("gpu_util_mean_pct", "gpu_util_mean_pct", "%")]
 
 
 def gate(campaign: Campaign, model: str, env: str, rep: str, out: Path) -> None:
@@ -144,7 +156,7 @@ def _run_locked(campaign: Campaign, cell: schedule.Cell, rep: str, paths: dict[s
     )
     sensor = sensor_for(campaign)
     log.info("run %s in %s: %s", launch.label, cell.environment, " ".join(argv))
-    with Sampler(sensor, campaign.telemetry["hz"]) as sampler:
+    with Sampler(sensor, campaign.telemetry["hz"], gpu=gpu_for(sensor)) as sampler:
         outcome = launcher.run(launch)
     log.info("process output:\n%s", outcome.output.rstrip())
     info["ledger"] = {"wall_s": round(outcome.wall_s, 4)}
@@ -159,6 +171,9 @@ def _run_locked(campaign: Campaign, cell: schedule.Cell, rep: str, paths: dict[s
         raise RunFailed(f"{launch.label}: the probe wrote no {result}; output:\n{outcome.output}")
     probe = records.read_json(result)
     metric_rows = workloads.metrics(kind, probe, outcome.launched_unix, outcome.wall_s)
+    telemetry = sampler.summary()
+    metric_rows += [workloads.Metric(name, telemetry[key], unit) for key, name, unit in GPU_METRICS
+                    if telemetry.get(key) is not None]
     info["ledger"]["workload_s"] = round(outcome.wall_s, 4)
     record = {
         "schema_version": records.SCHEMA_VERSION,
@@ -176,7 +191,7 @@ def _run_locked(campaign: Campaign, cell: schedule.Cell, rep: str, paths: dict[s
                         "phases_s": outcome.phases_s},
         "workload": {"kind": kind, "params": params, "argv": argv, "env": env_vars},
         "metrics": [asdict(m) for m in metric_rows],
-        "telemetry": sampler.summary(),
+        "telemetry": telemetry,
         "inside": {"environment": probe.get("environment"), "software": probe.get("software"),
                    "checksum": probe.get("checksum")},
         "provenance": {"host": provenance.host(), "git": provenance.git(),

@@ -42,6 +42,12 @@ _BUILTIN = [
                "peak resident set size of the process", "increasing"),
     MetricInfo("latency_s", "s", "lower", "Request latency",
                "per-request (per-iteration) latency, from per-request data"),
+    # GPU telemetry of a run (NVML, on the host)
+    MetricInfo("gpu_energy_j", "J", "lower", "GPU energy",
+               "energy counter difference over the run"),
+    MetricInfo("gpu_power_mean_w", "W", "none", "Mean GPU power", "mean of the 10 Hz samples"),
+    MetricInfo("gpu_util_mean_pct", "%", "none", "Mean GPU utilisation",
+               "mean of the 10 Hz samples"),
     # Imported results (Sani et al. 2025)
     MetricInfo("time_s", "s", "lower", "Run time", "reported run time of one run"),
     MetricInfo("gpu_util_pct", "%", "none", "GPU utilisation",

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from containertax import gpu as gpu_mod
 from containertax.thermal import Sensor
 
 COLUMNS = ["t_s", "temperature_c", "cpu_util_pct", "mem_used_mib"]
@@ -41,18 +42,26 @@ def _mem_used_mib(proc: Path) -> float | None:
 
 
 class Sampler:
-    """Samples sensor and host counters at `hz` in a thread until stopped."""
+    """Samples sensor and host counters (and the GPU through NVML, when given) at `hz` in a
+    thread until stopped; cumulative GPU counters are read before and after."""
 
-    def __init__(self, sensor: Sensor, hz: float, proc: Path = Path("/proc")) -> None:
+    def __init__(self, sensor: Sensor, hz: float, proc: Path = Path("/proc"),
+                 gpu: gpu_mod.NvmlGpu | None = None) -> None:
         self.sensor = sensor
         self.period = 1.0 / hz
         self.proc = proc
-        self.rows: list[list[float | None]] = []
+        self.gpu = gpu
+        self.columns = COLUMNS + (gpu_mod.COLUMNS if gpu else [])
+        self.rows: list[list[Any]] = []
+        self.counters_before: dict[str, Any] = {}
+        self.counters_after: dict[str, Any] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="telemetry", daemon=True)
         self._t0 = 0.0
 
     def __enter__(self) -> Sampler:
+        if self.gpu:
+            self.counters_before = self.gpu.counters()
         self._t0 = time.monotonic()
         self._thread.start()
         return self
@@ -60,6 +69,8 @@ class Sampler:
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join()
+        if self.gpu:
+            self.counters_after = self.gpu.counters()
 
     def _loop(self) -> None:
         prev = _cpu_times(self.proc)
@@ -71,21 +82,23 @@ class Sampler:
                 busy = (now[0] - prev[0]) - (now[1] - prev[1])
                 util = round(100.0 * busy / (now[0] - prev[0]), 1)
             prev = now
-            self.rows.append(
-                [
-                    round(time.monotonic() - self._t0, 4),
-                    self.sensor.temperature_c(),
-                    util,
-                    _mem_used_mib(self.proc),
-                ]
-            )
+            row: list[Any] = [
+                round(time.monotonic() - self._t0, 4),
+                self.sensor.temperature_c(),
+                util,
+                _mem_used_mib(self.proc),
+            ]
+            if self.gpu:
+                sample = self.gpu.sample()
+                row += [sample[c] for c in gpu_mod.COLUMNS]
+            self.rows.append(row)
             next_t += self.period
             self._stop.wait(max(0.0, next_t - time.monotonic()))
 
     def write_csv(self, path: Path) -> None:
         with path.open("w", newline="") as fh:
             writer = csv.writer(fh)
-            writer.writerow(COLUMNS)
+            writer.writerow(self.columns)
             writer.writerows(["" if v is None else v for v in row] for row in self.rows)
 
     def summary(self) -> dict[str, Any]:
@@ -93,7 +106,16 @@ class Sampler:
             return [r[i] for r in self.rows if r[i] is not None]  # type: ignore[misc]
 
         temps, util, mem = col(1), col(2), col(3)
+        gpu_summary: dict[str, Any] = {}
+        if self.gpu:
+            rows = [dict(zip(self.columns, r, strict=True)) for r in self.rows]
+            gpu_summary = {
+                "gpu": self.gpu.identity(),
+                **gpu_mod.summarize(rows, self.counters_before, self.counters_after,
+                                    self.period, self.gpu.max_sm_clock),
+            }
         return {
+            **gpu_summary,
             "samples": len(self.rows),
             "rate_hz": round(1.0 / self.period, 3),
             "sensor": self.sensor.name,

@@ -1,0 +1,136 @@
+"""GPU telemetry through NVML (nvidia-ml-py, import name pynvml), read on the host.
+
+One sample costs a handful of NVML calls (microseconds); every reading that a GPU does not
+support (GB10's memory info, say) is None rather than an error, and unified-memory GPUs fall
+back to MemTotal - MemAvailable from /proc/meminfo.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+# Clock-event reasons that are not throttling: the GPU is idle, or clocks are set on purpose.
+NOT_THROTTLING = 0x1 | 0x2 | 0x100  # GpuIdle, ApplicationsClocksSetting, DisplayClockSetting
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+class NvmlGpu:
+    """One NVML device: identity, per-sample readings and cumulative counters."""
+
+    def __init__(self, device: int = 0, nvml: Any = None, proc: Path = Path("/proc")) -> None:
+        if nvml is None:
+            import pynvml as nvml
+        self.nvml = nvml
+        nvml.nvmlInit()
+        self.device = device
+        self.handle = nvml.nvmlDeviceGetHandleByIndex(device)
+        self.proc = proc
+        self.max_sm_clock = self._try(nvml.nvmlDeviceGetMaxClockInfo, self.handle,
+                                      nvml.NVML_CLOCK_SM)
+
+    def _try(self, fn: Any, *args: Any) -> Any:
+        try:
+            return fn(*args)
+        except Exception:  # NVML raises NVMLError_NotSupported and friends per reading
+            return None
+
+    def identity(self) -> dict[str, Any]:
+        n, h = self.nvml, self.handle
+        limit = self._try(n.nvmlDeviceGetEnforcedPowerLimit, h)
+        cuda = self._try(n.nvmlSystemGetCudaDriverVersion)
+        persistence = self._try(n.nvmlDeviceGetPersistenceMode, h)
+        return {
+            "index": self.device,
+            "name": _text(self._try(n.nvmlDeviceGetName, h)),
+            "uuid": _text(self._try(n.nvmlDeviceGetUUID, h)),
+            "driver": _text(self._try(n.nvmlSystemGetDriverVersion)),
+            "cuda_driver": f"{cuda // 1000}.{cuda % 1000 // 10}" if cuda else None,
+            "persistence_mode": None if persistence is None else bool(persistence),
+            "power_limit_w": limit / 1000 if limit else None,
+            "max_sm_clock_mhz": self.max_sm_clock,
+            "max_mem_clock_mhz": self._try(n.nvmlDeviceGetMaxClockInfo, h, n.NVML_CLOCK_MEM),
+        }
+
+    def _mem_used_mib(self) -> float | None:
+        info = self._try(self.nvml.nvmlDeviceGetMemoryInfo, self.handle)
+        if info is not None:
+            return round(info.used / 2**20, 1)
+        try:  # unified memory (GB10): NVML says Not Supported, the system's memory is the GPU's
+            fields = dict(line.split(":", 1) for line in
+                          (self.proc / "meminfo").read_text().splitlines())
+            total = int(fields["MemTotal"].split()[0])
+            avail = int(fields["MemAvailable"].split()[0])
+            return round((total - avail) / 1024, 1)
+        except (OSError, KeyError, ValueError):
+            return None
+
+    def sample(self) -> dict[str, Any]:
+        n, h = self.nvml, self.handle
+        power = self._try(n.nvmlDeviceGetPowerUsage, h)
+        util = self._try(n.nvmlDeviceGetUtilizationRates, h)
+        return {
+            "gpu_temperature_c": self._try(n.nvmlDeviceGetTemperature, h,
+                                           n.NVML_TEMPERATURE_GPU),
+            "power_w": power / 1000 if power is not None else None,
+            "sm_clock_mhz": self._try(n.nvmlDeviceGetClockInfo, h, n.NVML_CLOCK_SM),
+            "mem_clock_mhz": self._try(n.nvmlDeviceGetClockInfo, h, n.NVML_CLOCK_MEM),
+            "gpu_util_pct": None if util is None else util.gpu,
+            "mem_util_pct": None if util is None else util.memory,
+            "gpu_mem_used_mib": self._mem_used_mib(),
+            "clock_event_reasons": self._try(n.nvmlDeviceGetCurrentClocksEventReasons, h),
+        }
+
+    def counters(self) -> dict[str, Any]:
+        """Cumulative counters, read before and after a run."""
+        n, h = self.nvml, self.handle
+        out: dict[str, Any] = {"energy_mj": self._try(n.nvmlDeviceGetTotalEnergyConsumption, h)}
+        for name in ("POWER", "THERMAL"):
+            v = self._try(n.nvmlDeviceGetViolationStatus, h, getattr(n, f"NVML_PERF_POLICY_{name}"))
+            out[f"violation_{name.lower()}_ns"] = None if v is None else v.violationTime
+        return out
+
+
+COLUMNS = ["gpu_temperature_c", "power_w", "sm_clock_mhz", "mem_clock_mhz", "gpu_util_pct",
+           "mem_util_pct", "gpu_mem_used_mib", "clock_event_reasons"]
+
+
+def summarize(rows: list[dict[str, Any]], before: dict[str, Any], after: dict[str, Any],
+              period_s: float, max_sm_clock: int | None) -> dict[str, Any]:
+    """Energy, power, utilisation, temperature, throttling and clocks of one run."""
+
+    def col(name: str) -> list[float]:
+        return [r[name] for r in rows if r.get(name) is not None]
+
+    def mean(v: list[float]) -> float | None:
+        return round(sum(v) / len(v), 3) if v else None
+
+    power, temp, util, sm = col("power_w"), col("gpu_temperature_c"), col("gpu_util_pct"), col(
+        "sm_clock_mhz")
+    reasons = col("clock_event_reasons")
+    throttled = sum(1 for r in reasons if int(r) & ~NOT_THROTTLING)
+
+    def delta(key: str) -> float | None:
+        a, b = before.get(key), after.get(key)
+        return None if a is None or b is None else b - a
+
+    energy = delta("energy_mj")
+    return {
+        "energy_j": energy / 1000 if energy is not None else None,
+        "power_mean_w": mean(power),
+        "power_peak_w": max(power) if power else None,
+        "gpu_util_mean_pct": mean(util),
+        "gpu_temperature_max_c": max(temp) if temp else None,
+        "gpu_mem_used_peak_mib": max(col("gpu_mem_used_mib"), default=None),
+        "throttled_s": round(throttled * period_s, 3),
+        "clock_event_reasons_seen": sorted({int(r) for r in reasons}),
+        "sm_clock_fraction_mean": (round(mean(sm) / max_sm_clock, 4)
+                                   if sm and max_sm_clock else None),
+        "violation_power_s": (delta("violation_power_ns") or 0) / 1e9
+        if delta("violation_power_ns") is not None else None,
+        "violation_thermal_s": (delta("violation_thermal_ns") or 0) / 1e9
+        if delta("violation_thermal_ns") is not None else None,
+    }
