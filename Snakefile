@@ -35,3 +35,10 @@ rule all:
         [] if CAMPAIGN.is_import else [at(R.SCHEDULE), at(R.SYSTEM)],
         cell_files(R.COOLDOWN),
         at("paper/paper.pdf"),
+
+
+rule cells:
+    """Only the benchmark cells (on a machine without the analysis stack or TeX)."""
+    input:
+        [] if CAMPAIGN.is_import else [at(R.SCHEDULE), at(R.SYSTEM)],
+        cell_files(R.COOLDOWN),

@@ -246,6 +246,11 @@ def docker_kwargs(options: dict[str, Any]) -> dict[str, Any]:
                 else tuple(int(v) for v in str(value).split(":"))
             )
             kw["ulimits"].append(docker.types.Ulimit(name=name, soft=soft, hard=hard))
+    if options.get("nvidia_devices"):
+        # the GPU without the NVIDIA Container Toolkit: its device nodes, as the toolkit
+        # would pass them; driver libraries and software come in through `mounts`
+        nodes = sorted(str(p) for p in Path("/dev").glob("nvidia*") if p.is_char_device())
+        kw["devices"] = list(kw.get("devices", [])) + [f"{n}:{n}:rwm" for n in nodes]
     if "gpus" in options:
         gpus = options["gpus"]
         if gpus == "all":

@@ -33,7 +33,8 @@ class Metric:
     unit: str
 
 
-MATMUL_DEFAULTS = {"warmup": 2, "repeats": 10, "dtype": "float64", "threads": 1, "seed": 0}
+MATMUL_DEFAULTS = {"warmup": 2, "repeats": 10, "dtype": "float64", "threads": 1, "seed": 0,
+                   "backend": "numpy", "device": "cuda"}
 
 
 def check_params(campaign: Campaign) -> None:
@@ -63,7 +64,7 @@ def matmul_argv(params: dict[str, Any], python: str, probe: Path, out: Path,
     p = {**MATMUL_DEFAULTS, **params}
     argv = [python, str(probe / "matmul.py"), "--out", str(out)]
     if check:
-        return [*argv, "--check"]
+        return [*argv, "--backend", str(p["backend"]), "--device", str(p["device"]), "--check"]
     return [
         *argv,
         "--size", str(p["size"]),
@@ -71,6 +72,8 @@ def matmul_argv(params: dict[str, Any], python: str, probe: Path, out: Path,
         "--repeats", str(p["repeats"]),
         "--dtype", str(p["dtype"]),
         "--seed", str(p["seed"]),
+        "--backend", str(p["backend"]),
+        "--device", str(p["device"]),
     ]
 
 
@@ -107,7 +110,8 @@ def matmul_metrics(probe: dict[str, Any], launched_unix: float, wall_s: float) -
         Metric("import_s", probe["import_s"], "s"),
         Metric("alloc_s", probe["alloc_s"], "s"),
         Metric("max_rss_mib", probe["max_rss_kib"] / 1024.0, "MiB"),
-    ]
+    ] + ([Metric("peak_memory_gib", probe["peak_device_bytes"] / 2**30, "GiB")]
+         if probe.get("peak_device_bytes") else [])
 
 
 def metrics(kind: str, probe: dict[str, Any], launched_unix: float, wall_s: float) -> list[Metric]:

@@ -69,6 +69,38 @@ def write_atomic(path: str, data: dict) -> None:
     os.replace(tmp, path)
 
 
+def torch_matmul(torch, args) -> dict:
+    """GPU products timed one by one, synchronising before and after each."""
+    dev = args.device
+    t_alloc0 = time.perf_counter()
+    gen = torch.Generator(device=dev).manual_seed(args.seed)
+    dtype = getattr(torch, args.dtype)
+    a = torch.randn(args.size, args.size, device=dev, dtype=dtype, generator=gen)
+    b = torch.randn(args.size, args.size, device=dev, dtype=dtype, generator=gen)
+    sync = torch.cuda.synchronize if dev.startswith("cuda") else (lambda: None)
+    sync()
+    alloc_s = time.perf_counter() - t_alloc0
+    for _ in range(args.warmup):
+        a @ b
+    sync()
+    times = []
+    c = None
+    for _ in range(args.repeats):
+        t0 = time.perf_counter()
+        c = a @ b
+        sync()
+        times.append(time.perf_counter() - t0)
+    peak = torch.cuda.max_memory_allocated() if dev.startswith("cuda") else 0
+    return {
+        "size": args.size, "dtype": args.dtype, "warmup": args.warmup, "repeats": args.repeats,
+        "alloc_s": alloc_s, "iteration_s": times,
+        "checksum": float(c.float().abs().sum()) if c is not None else None,
+        "max_rss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+        "peak_device_bytes": peak,
+        "t_exit_unix": time.time(),
+    }
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--out", required=True)
@@ -77,21 +109,37 @@ def main(argv=None) -> int:
     p.add_argument("--repeats", type=int, default=10)
     p.add_argument("--dtype", default="float64")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--backend", default="numpy", choices=["numpy", "torch"])
+    p.add_argument("--device", default="cuda", help="torch device (torch backend)")
     p.add_argument("--check", action="store_true", help="import and report versions only")
     args = p.parse_args(argv)
 
     t_import0 = time.perf_counter()
-    import numpy as np
+    if args.backend == "torch":
+        import torch
 
+        software = {"torch": torch.__version__, "cuda": torch.version.cuda,
+                    "device_name": torch.cuda.get_device_name(0)
+                    if args.device.startswith("cuda") and torch.cuda.is_available() else None}
+    else:
+        import numpy as np
+
+        software = {**numpy_facts(np), "libraries": loaded_libraries()}
     import_s = time.perf_counter() - t_import0
     result = {
         "probe": "matmul",
         "t_enter_unix": T_ENTER,
         "import_s": import_s,
         "environment": environment_facts(),
-        "software": {**numpy_facts(np), "libraries": loaded_libraries()},
+        "software": software,
     }
     if args.check:
+        if args.backend == "torch" and args.device.startswith("cuda"):
+            torch.zeros(1, device=args.device)  # the check must reach the GPU
+        write_atomic(args.out, result)
+        return 0
+    if args.backend == "torch":
+        result.update(torch_matmul(torch, args))
         write_atomic(args.out, result)
         return 0
 
