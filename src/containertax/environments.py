@@ -21,7 +21,7 @@ from typing import Any
 
 from containertax.config import Campaign, Environment
 
-INSIDE = Path("/opt/containertax")
+INSIDE = Path("/containertax")  # not under /opt: GPU hosts bind their /opt read-only
 BASE_ENV = {
     "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
     "LANG": "C.UTF-8",
@@ -431,7 +431,7 @@ def export_rootfs(image: str, dest: Path) -> dict[str, Any]:
     finally:
         container.remove(force=True)
     (tmp / ".dockerenv").unlink(missing_ok=True)  # docker's marker, not part of the image
-    for d in ("proc", "sys", "dev", "opt/containertax/probe", "opt/containertax/work"):
+    for d in ("proc", "sys", "dev", "containertax/probe", "containertax/work"):
         (tmp / d).mkdir(parents=True, exist_ok=True)
     facts = {"name": image, "id": img.id, "exported_unix": time.time()}
     if dest.exists():
