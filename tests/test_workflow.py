@@ -292,6 +292,22 @@ def test_imported_study_goes_to_a_paper(tmp_path):
     assert "+68.0" in text and "imported results" in text
 
 
+def test_committed_h100_campaign_rebuilds_its_paper_without_a_gpu(tmp_path):
+    """Raw records measured on the H100 (results/h100-matmul/raw, committed) -> the paper,
+    here, with no GPU, and without pulling a single cell into the DAG."""
+    root = tmp_path / "results" / "h100-matmul"
+    shutil.copytree(REPO / "results" / "h100-matmul" / "raw", root / "raw")
+    out = snakemake(tmp_path, REPO / "config" / "h100.yaml", "paper")
+    assert out.returncode == 0, out.stdout[-3000:]
+    assert not (root / "ledger.jsonl").exists(), "a benchmark cell was started"
+    assert (root / "paper" / "paper.pdf").exists()
+    comp = list(csv.DictReader((root / "stats" / "comparisons.csv").open()))
+    assert {r["model"] for r in comp} == {"mm-4096", "mm-8192"}
+    text = " ".join(subprocess.run(["pdftotext", str(root / "paper" / "paper.pdf"), "-"],
+                                   capture_output=True, text=True).stdout.split())
+    assert "NVIDIA H100" in text and "in 32 runs" in text
+
+
 def test_dgx_campaign_plans_900_runs_in_a_dry_run(tmp_path):
     t0 = time.monotonic()
     out = snakemake(tmp_path, REPO / "config" / "config.yaml", "-n", "--quiet", "rules")
