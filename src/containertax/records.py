@@ -36,8 +36,6 @@ ROOTFS = "rootfs/{image}"
 ROOTFS_MARKER = "rootfs/{image}.image.json"
 RUNS = "runs.csv"
 REQUESTS_ALL = "requests.csv"
-STATS = "stats"
-PAPER_DIR = "paper"
 WORK = "work"
 
 

@@ -7,7 +7,6 @@ this workflow did not run goes through exactly the same steps.
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
@@ -17,9 +16,6 @@ import pandas as pd
 from containertax import importer, records, tables
 from containertax.config import Campaign
 from containertax.metrics import MetricInfo, registry
-
-STATS = "stats"
-PAPER = "paper"
 
 
 def metric_registry(campaign: Campaign) -> dict[str, MetricInfo]:
@@ -366,7 +362,3 @@ def run_numbers(campaign: Campaign, kept_csv: Path, comparisons_csv: Path,
         v[f"mean/{model}/{env}/{metric}"] = tables.num(mean) if not math.isnan(mean) else "--"
     records.atomic_write_text(out_numbers, tables.macros(v))
     records.atomic_write_text(out_quality, _quality_tex(q))
-
-
-def write_json_summary(path: Path, data: dict[str, Any]) -> None:
-    path.write_text(json.dumps(data, indent=1, default=str))
