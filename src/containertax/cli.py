@@ -17,8 +17,10 @@ from containertax import (
     config,
     environments,
     importer,
+    paper,
     preflight,
     records,
+    report,
     schedule,
     status,
     thermal,
@@ -34,13 +36,9 @@ KNOWN = (
     workloads.WorkloadError,
     records.RecordExistsError,
     importer.ImportError_,
+    paper.PaperError,
+    report.AnalysisError,
 )
-
-
-def _paper_error() -> type[Exception]:
-    from containertax.paper import PaperError
-
-    return PaperError
 
 
 def load(path: str) -> config.Campaign:
@@ -135,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     _setup_logging(getattr(args, "log", None))
     try:
         return _dispatch(args)
-    except (*KNOWN, _paper_error()) as exc:
+    except KNOWN as exc:
         logging.getLogger("containertax").error("%s", exc)
         return 1
 
@@ -180,8 +178,6 @@ def _opt(value: str | None) -> Path | None:
 
 
 def _analysis(cmd: str, campaign: config.Campaign, a: argparse.Namespace) -> None:
-    from containertax import paper, report
-
     if cmd == "quality":
         report.run_quality(campaign, Path(a.runs), Path(a.out_dir))
     elif cmd == "stats":

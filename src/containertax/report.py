@@ -18,6 +18,10 @@ from containertax.config import Campaign
 from containertax.metrics import MetricInfo, registry
 
 
+class AnalysisError(RuntimeError):
+    """Nothing to analyse; the message says why."""
+
+
 def metric_registry(campaign: Campaign) -> dict[str, MetricInfo]:
     return registry(campaign.analysis.get("define_metrics"))
 
@@ -29,10 +33,16 @@ def model_sizes(campaign: Campaign) -> dict[str, float]:
     return sizes
 
 
-def load_runs(campaign: Campaign, runs_csv: Path) -> pd.DataFrame:
-    if campaign.is_import:
-        return importer.read_tidy(Path(campaign.analysis["import_csv"]))
-    return pd.read_csv(runs_csv)
+def read_table(path: Path | None) -> pd.DataFrame | None:
+    """A generated CSV, or None where it is absent or empty; model ids stay strings."""
+    if path is None or not path.exists() or path.stat().st_size <= 1:
+        return None
+    frame = pd.read_csv(path)
+    if frame.empty:
+        return None
+    if "model" in frame:
+        frame["model"] = frame["model"].astype(str)
+    return frame
 
 
 def analysed_metrics(campaign: Campaign, runs: pd.DataFrame) -> list[str]:
@@ -61,13 +71,20 @@ def environment_order(campaign: Campaign, runs: pd.DataFrame) -> list[str]:
 def run_quality(campaign: Campaign, runs_csv: Path, out_dir: Path) -> None:
     from containertax import quality
 
-    runs = quality.annotate(load_runs(campaign, runs_csv))
+    table = read_table(runs_csv)
+    if table is None:
+        raise AnalysisError(f"{runs_csv} holds no runs: there are no raw records under "
+                            f"{campaign.root / 'raw'} yet (run the campaign first).")
+    runs = quality.annotate(table)
     expected = None if campaign.is_import else campaign.repetitions
     findings = quality.check(runs, metric_registry(campaign), expected_reps=expected,
                              model_sizes=model_sizes(campaign),
                              alpha=campaign.analysis["alpha"])
     rules = campaign.analysis["exclude"]
     kept, dropped = quality.exclude(runs, rules)
+    if kept.empty:
+        raise AnalysisError(f"every value of {runs_csv} was excluded (analysis.exclude = "
+                            f"{rules}, plus non-finite values); nothing is left to analyse.")
     out_dir.mkdir(parents=True, exist_ok=True)
     records.atomic_write_text(out_dir / "annotated.csv", runs.to_csv(index=False))
     records.atomic_write_text(out_dir / "kept.csv", kept.to_csv(index=False))
@@ -90,15 +107,11 @@ def run_stats(campaign: Campaign, kept_csv: Path, requests_csv: Path | None,
     models in one process, because importing the statistics stack dominates the time."""
     from containertax import statistics as st
 
-    all_runs = pd.read_csv(kept_csv)
-    all_runs["model"] = all_runs["model"].astype(str)
-    all_requests = None
-    if requests_csv is not None and requests_csv.exists() and requests_csv.stat().st_size > 1:
-        all_requests = pd.read_csv(requests_csv)
-        all_requests["model"] = all_requests["model"].astype(str)
+    all_runs = read_table(kept_csv)
+    all_requests = read_table(requests_csv)
     settings = st.Settings.from_config(campaign.analysis, campaign.reference)
     for model, (out, out_desc) in outputs.items():
-        runs = all_runs[all_runs.model == model]
+        runs = all_runs[all_runs.model == model] if all_runs is not None else pd.DataFrame()
         requests = None if all_requests is None else all_requests[all_requests.model == model]
         metrics = analysed_metrics(campaign, runs) if not runs.empty else []
         results = st.analyse(runs, settings, metrics) if metrics else pd.DataFrame()
@@ -109,8 +122,7 @@ def run_stats(campaign: Campaign, kept_csv: Path, requests_csv: Path | None,
 
 
 def _read_all(paths: list[Path]) -> pd.DataFrame:
-    frames = [pd.read_csv(p) for p in paths if p.stat().st_size > 1]
-    frames = [f for f in frames if not f.empty]
+    frames = [f for f in map(read_table, paths) if f is not None]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
@@ -147,9 +159,8 @@ def run_figures(campaign: Campaign, kept_csv: Path, comparisons_csv: Path,
                 requests_csv: Path | None, out_dir: Path, out_tex: Path) -> None:
     from containertax import figures
 
-    runs = pd.read_csv(kept_csv)
-    runs["model"] = runs["model"].astype(str)
-    results = pd.read_csv(comparisons_csv) if comparisons_csv.stat().st_size > 1 else None
+    runs = read_table(kept_csv)
+    results = read_table(comparisons_csv)
     reg = metric_registry(campaign)
     envs = environment_order(campaign, runs)
     head = headline(campaign, runs)
@@ -167,11 +178,8 @@ def run_figures(campaign: Campaign, kept_csv: Path, comparisons_csv: Path,
     for metric in analysed_metrics(campaign, runs):
         add(f"dist-{metric}", figures.distributions(runs, metric, reg.get(metric), envs,
                                                    out_dir / f"dist-{metric}.pdf"))
-    requests = None
-    if requests_csv is not None and requests_csv.exists() and requests_csv.stat().st_size > 1:
-        requests = pd.read_csv(requests_csv)
-        requests["model"] = requests["model"].astype(str)
-    add("latency-cdf", figures.latency_cdf(requests, envs, out_dir / "latency-cdf.pdf"))
+    add("latency-cdf", figures.latency_cdf(read_table(requests_csv), envs,
+                                           out_dir / "latency-cdf.pdf"))
     trace, title = (None, "") if campaign.is_import else _longest_telemetry(campaign)
     add("telemetry", figures.telemetry_trace(trace, title, out_dir / "telemetry.pdf"), False)
     if head:
@@ -229,16 +237,12 @@ def system_facts(campaign: Campaign) -> dict[str, Any]:
 def run_tables(campaign: Campaign, kept_csv: Path, comparisons_csv: Path, desc_csv: Path,
                out_dir: Path) -> None:
     reg = metric_registry(campaign)
-    runs = pd.read_csv(kept_csv)
-    metrics = analysed_metrics(campaign, runs)
-    desc = pd.read_csv(desc_csv) if desc_csv.stat().st_size > 1 else pd.DataFrame()
-    results = pd.read_csv(comparisons_csv) if comparisons_csv.stat().st_size > 1 else None
-    for frame in (desc, results):
-        if frame is not None and not frame.empty:
-            frame["model"] = frame["model"].astype(str)
+    metrics = analysed_metrics(campaign, read_table(kept_csv))
+    desc = read_table(desc_csv)
+    results = read_table(comparisons_csv)
     out_dir.mkdir(parents=True, exist_ok=True)
     records.atomic_write_text(out_dir / "descriptives.tex",
-                              tables.descriptives_table(desc, reg, metrics) if not desc.empty
+                              tables.descriptives_table(desc, reg, metrics) if desc is not None
                               else "")
     records.atomic_write_text(out_dir / "inferential.tex",
                               tables.inferential_table(results, reg) if results is not None
@@ -279,8 +283,8 @@ def _quality_tex(q: dict[str, Any]) -> str:
 
 def run_numbers(campaign: Campaign, kept_csv: Path, comparisons_csv: Path,
                 quality_json: Path, out_numbers: Path, out_quality: Path) -> None:
-    runs = pd.read_csv(kept_csv)
-    results = pd.read_csv(comparisons_csv) if comparisons_csv.stat().st_size > 1 else None
+    runs = read_table(kept_csv)
+    results = read_table(comparisons_csv)
     q = records.read_json(quality_json)
     reg = metric_registry(campaign)
     a = campaign.analysis
@@ -340,7 +344,7 @@ def run_numbers(campaign: Campaign, kept_csv: Path, comparisons_csv: Path,
             f"after every run a cooldown of {t['cooldown_s']:g}\\,s follows. Telemetry is "
             f"sampled on the host at {campaign.telemetry['hz']:g}\\,Hz, outside the "
             "environment under test.")
-    if results is not None and not results.empty:
+    if results is not None:
         alpha = a["alpha"]
         v["family"] = int(results["p"].notna().sum())
         v["significant-bh"] = int((results["p_bh"] < alpha).sum())
