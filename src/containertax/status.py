@@ -31,14 +31,9 @@ def summarize(campaign: Campaign) -> dict[str, Any]:
     root = campaign.root
     cells = schedule.plan(campaign)
     events = records.read_ledger(root)
-    last_run: dict[tuple, dict[str, Any]] = {}
+    last_run = {(e["model"], e["environment"], e["repetition"]): e  # latest start or end
+                for e in events if e.get("step") == "run"}
     running = None
-    for e in events:
-        if e.get("step") != "run":
-            continue
-        key = (e["model"], e["environment"], e["repetition"])
-        if e["event"] == "end" or e["event"] == "start":
-            last_run[key] = e
     table: dict[tuple, dict[str, int]] = defaultdict(
         lambda: {"done": 0, "failed": 0, "remaining": 0, "total": 0})
     for c in cells:
