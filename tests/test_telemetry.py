@@ -5,6 +5,8 @@ from __future__ import annotations
 import csv
 import time
 
+import pytest
+
 from containertax.telemetry import COLUMNS, Sampler
 from containertax.thermal import NoSensor
 
@@ -34,7 +36,7 @@ class FakeNvml:
     NVML_PERF_POLICY_THERMAL = 1
 
     def __init__(self):
-        self.energy = 1_000_000  # mJ
+        self.t0 = time.monotonic()
         self.reasons = 0x4  # SwPowerCap
 
     def nvmlInit(self):
@@ -83,11 +85,10 @@ class FakeNvml:
         return self.reasons
 
     def nvmlDeviceGetTotalEnergyConsumption(self, h):
-        self.energy += 65_000
-        return self.energy
+        """mJ since some start, as the real counter: here a constant 650 W."""
+        return int(1_000_000 + 650_000 * (time.monotonic() - self.t0))
 
     def nvmlDeviceGetViolationStatus(self, h, policy):
-        self.energy += 0
         return type("V", (), {"violationTime": 2_000_000_000 if policy == 0 else 0})()
 
 
@@ -103,10 +104,16 @@ def test_gpu_telemetry_through_fake_nvml(tmp_path):
     assert sample["gpu_mem_used_mib"] == 512.0  # unified-memory fallback from meminfo
     assert sample["power_w"] == 650 and sample["sm_clock_mhz"] == 1485
     with Sampler(NoSensor(), hz=20, proc=tmp_path, gpu=gpu) as s:
+        t_start = time.time()
         time.sleep(0.3)
+        window = (t_start + 0.05, time.time() - 0.05)
+        time.sleep(0.1)
     summary = s.summary()
     assert summary["gpu"]["name"] == "NVIDIA H100 80GB HBM3"
-    assert summary["energy_j"] == 65.0  # one counter read before, one after
+    assert 650 * 0.4 <= summary["energy_j"] <= 650 * 0.6  # counter before minus after
+    # energy of a window inside the run: the sampled counter interpolated at both ends
+    assert s.window_energy_j(*window) == pytest.approx(650 * (window[1] - window[0]), rel=0.1)
+    assert s.window_energy_j(window[0] - 10, window[1]) is None  # not covered by samples
     assert summary["power_mean_w"] == 650 and summary["gpu_util_mean_pct"] == 97
     assert summary["throttled_s"] > 0 and summary["clock_event_reasons_seen"] == [4]
     assert summary["sm_clock_fraction_mean"] == round(1485 / 1980, 4)
@@ -122,3 +129,14 @@ def test_idle_reason_is_not_throttling():
     rows = [{"clock_event_reasons": 0x1}, {"clock_event_reasons": 0x0},
             {"clock_event_reasons": 0x40}]  # idle, none, HwThermalSlowdown
     assert summarize(rows, {}, {}, 0.1, 1980)["throttled_s"] == 0.1
+
+
+def test_window_energy_integrates_power_without_a_counter():
+    """GPUs without an energy counter: the power samples, trapezoid-integrated."""
+    s = Sampler(NoSensor(), hz=10)
+    s.columns = ["t_s", "power_w"]
+    s.t0_unix = 1000.0
+    s.rows = [[0.0, 100.0], [1.0, 100.0], [2.0, 300.0], [3.0, 300.0]]
+    # 1.5 -> 2.5: half a second rising 200 -> 300 W (avg 250), then 300 W for 0.5 s
+    assert s.window_energy_j(1001.5, 1002.5) == pytest.approx(0.5 * 250 + 0.5 * 300)
+    assert s.window_energy_j(999.0, 1002.0) is None

@@ -76,6 +76,24 @@ def test_gate_times_out_with_a_clear_message():
     assert clock.t <= 31
 
 
+def test_gate_stability_window_restarts_when_the_temperature_rises():
+    clock = FakeClock()
+    settings = thermal.GateSettings(threshold_c=45, min_interval_s=0, timeout_s=600, poll_s=1,
+                                    stability_s=2)
+    # below at t=1, back above at t=2: the window restarts at t=3 and holds until t=5
+    out = gate(FakeSensor([50, 44, 46, 44, 43, 42, 41]), settings, None, clock)
+    assert out["waited_s"] == pytest.approx(5) and out["temperature_c"] == 42
+    assert out["stability_s"] == 2
+
+
+def test_gate_stability_timeout_names_the_key():
+    clock = FakeClock()
+    settings = thermal.GateSettings(threshold_c=45, min_interval_s=0, timeout_s=10, poll_s=1,
+                                    stability_s=3)
+    with pytest.raises(thermal.GateTimeout, match="thermal.stability_s = 3"):
+        gate(FakeSensor([44, 46] * 20), settings, None, clock)
+
+
 def test_gate_without_sensor_is_time_only():
     clock = FakeClock()
     settings = thermal.GateSettings(threshold_c=45, min_interval_s=5, timeout_s=60, poll_s=1)

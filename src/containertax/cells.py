@@ -140,7 +140,7 @@ def _run_locked(campaign: Campaign, cell: schedule.Cell, rep: str, paths: dict[s
                 gate_path: Path, log_path: Path | None, info: dict[str, Any]) -> None:
     started = records.utc_now()
     gate_outcome = _fresh_gate(campaign, gate_path)
-    kind = campaign.workload["kind"]
+    kind = workloads.kind_of(campaign, cell.model)
     params = campaign.workload_params(cell.model)
     launcher = environments.launcher(campaign, cell.environment)
     work = (campaign.root / records.WORK / info["attempt"]).resolve()
@@ -174,6 +174,7 @@ def _run_locked(campaign: Campaign, cell: schedule.Cell, rep: str, paths: dict[s
     telemetry = sampler.summary()
     metric_rows += [workloads.Metric(name, telemetry[key], unit) for key, name, unit in GPU_METRICS
                     if telemetry.get(key) is not None]
+    metric_rows += _window_energy(kind, probe, sampler, telemetry)
     info["ledger"]["workload_s"] = round(outcome.wall_s, 4)
     record = {
         "schema_version": records.SCHEMA_VERSION,
@@ -191,6 +192,7 @@ def _run_locked(campaign: Campaign, cell: schedule.Cell, rep: str, paths: dict[s
                         "phases_s": outcome.phases_s},
         "workload": {"kind": kind, "params": params, "argv": argv, "env": env_vars},
         "metrics": [asdict(m) for m in metric_rows],
+        "detail": workloads.detail(kind, probe),
         "telemetry": telemetry,
         "inside": {"environment": probe.get("environment"), "software": probe.get("software"),
                    "checksum": probe.get("checksum")},
@@ -207,6 +209,20 @@ def _run_locked(campaign: Campaign, cell: schedule.Cell, rep: str, paths: dict[s
         shutil.copyfile(log_path, paths["run_log"])
     records.write_json(paths["raw"], record, overwrite=False)  # last: the commit point
     shutil.rmtree(work, ignore_errors=True)
+
+
+def _window_energy(kind: str, probe: dict[str, Any], sampler: Sampler,
+                   telemetry: dict[str, Any]) -> list[workloads.Metric]:
+    """GPU energy of the measured requests alone (warm-up, model build and start-up
+    excluded), from the host's NVML samples, per generated token."""
+    window = probe.get("measure_window_unix")
+    if kind != "transformers" or not window or sampler.gpu is None:
+        return []
+    energy = sampler.window_energy_j(window[0], window[1])
+    telemetry["window_energy_j"] = energy
+    if energy is None:
+        return []
+    return [workloads.Metric("energy_per_token_j", energy / workloads.output_tokens(probe), "J")]
 
 
 def cool(campaign: Campaign, model: str, env: str, rep: str, out: Path) -> None:

@@ -93,7 +93,7 @@ class Campaign:
     def workload_params(self, model_id: str) -> dict[str, Any]:
         """Workload defaults overlaid with the model's own parameters."""
         params = {k: v for k, v in self.workload.items() if k != "kind"}
-        params.update(self.model(model_id).params)
+        params.update({k: v for k, v in self.model(model_id).params.items() if k != "kind"})
         return params
 
     def config_hash(self) -> str:
@@ -159,6 +159,12 @@ def _semantic_checks(data: dict[str, Any], source: str) -> None:
             problems.append(
                 f"key 'environments.{env_id}.options' is only for kind docker; "
                 f"remove it or set kind: docker."
+            )
+        if env["kind"] != "chroot" and env.get("gpu"):
+            problems.append(
+                f"key 'environments.{env_id}.gpu' is only for kind chroot (native sees the "
+                "GPU; docker: options.nvidia_devices and options.nvidia_libraries, or "
+                "options.gpus with the NVIDIA Container Toolkit)."
             )
         if env["kind"] == "native" and env.get("mounts"):
             problems.append(

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from containertax import passthrough
 from containertax.config import Campaign, Environment
 
 INSIDE = Path("/containertax")  # not under /opt: GPU hosts bind their /opt read-only
@@ -145,7 +146,28 @@ class ChrootLauncher(Launcher):
     def rootfs(self) -> Path:
         return (self.campaign.root / "rootfs" / image_slug(self.env.image or "")).resolve()
 
-    def script(self, launch: Launch) -> str:
+    @property
+    def gpu(self) -> bool:
+        return bool(self.env.spec.get("gpu"))
+
+    def environment_vars(self, launch: Launch) -> dict[str, str]:
+        env = super().environment_vars(launch)
+        if self.gpu:
+            env["LD_LIBRARY_PATH"] = passthrough.ld_library_path(env.get("LD_LIBRARY_PATH"))
+        return env
+
+    def gpu_lines(self, libraries: dict[str, str]) -> list[str]:
+        """The host driver's libraries under their sonames in a tmpfs (gone with the mount
+        namespace); /dev, bound whole, already holds the device nodes."""
+        d = shlex.quote(str(passthrough.DRIVER_DIR))
+        lines = [f'mkdir -p "$R"{d}', f'mount -t tmpfs -o size=1m,mode=755 tmpfs "$R"{d}']
+        for soname, path in sorted(libraries.items()):
+            t = shlex.quote(f"{passthrough.DRIVER_DIR}/{soname}")
+            lines += [f'touch "$R"{t}', f'mount --bind {shlex.quote(path)} "$R"{t}',
+                      f'mount -o remount,bind,ro "$R"{t}']
+        return lines
+
+    def script(self, launch: Launch, libraries: dict[str, str] | None = None) -> str:
         root = shlex.quote(str(self.rootfs()))
         lines = [
             "set -eu",
@@ -166,6 +188,8 @@ class ChrootLauncher(Launcher):
             lines.append(f'mount --bind {h} "$R"{t}')
             if ro:
                 lines.append(f'mount -o remount,bind,ro "$R"{t}')
+        if libraries:
+            lines += self.gpu_lines(libraries)
         lines.append('exec chroot "$R" "$@"')
         return "\n".join(lines)
 
@@ -179,12 +203,17 @@ class ChrootLauncher(Launcher):
         unshare = shutil.which("unshare")
         if unshare is None:
             raise EnvironmentError_("chroot environments need unshare (util-linux).")
+        try:
+            libraries = passthrough.driver_libraries() if self.gpu else None
+        except passthrough.PassthroughError as exc:
+            raise EnvironmentError_(f"environment {self.env.id}: {exc}") from None
         argv = [unshare, "--mount", "--propagation", "private", "--", "sh", "-c",
-                self.script(launch), "containertax-chroot", *launch.argv]
+                self.script(launch, libraries), "containertax-chroot", *launch.argv]
         rc, t_in, t_out, wall, out, to = _run_process(
             argv, self.environment_vars(launch), launch.timeout_s
         )
-        resolved = {"argv": launch.argv, "rootfs": str(self.rootfs()), "wrapper": argv[:5]}
+        resolved = {"argv": launch.argv, "rootfs": str(self.rootfs()), "wrapper": argv[:5],
+                    "driver_libraries": libraries}
         marker = self.rootfs().parent / f"{self.rootfs().name}.image.json"
         if marker.exists():
             import json
@@ -248,8 +277,8 @@ def docker_kwargs(options: dict[str, Any]) -> dict[str, Any]:
             kw["ulimits"].append(docker.types.Ulimit(name=name, soft=soft, hard=hard))
     if options.get("nvidia_devices"):
         # the GPU without the NVIDIA Container Toolkit: its device nodes, as the toolkit
-        # would pass them; driver libraries and software come in through `mounts`
-        nodes = sorted(str(p) for p in Path("/dev").glob("nvidia*") if p.is_char_device())
+        # would pass them; driver libraries come with nvidia_libraries or `mounts`
+        nodes = passthrough.device_nodes()
         kw["devices"] = list(kw.get("devices", [])) + [f"{n}:{n}:rwm" for n in nodes]
     if "gpus" in options:
         gpus = options["gpus"]
@@ -350,6 +379,16 @@ class DockerLauncher(Launcher):
         for spec in self.env.spec.get("mounts", []):
             host, target, ro = _parse_mount(spec, self.env.id)
             volumes.append(f"{host}:{target}:{'ro' if ro else 'rw'}")
+        env_vars = self.environment_vars(launch)
+        if self.env.spec.get("options", {}).get("nvidia_libraries"):
+            try:
+                libraries = passthrough.driver_libraries()
+            except passthrough.PassthroughError as exc:
+                raise EnvironmentError_(f"environment {self.env.id}: {exc}") from None
+            volumes += [f"{path}:{passthrough.DRIVER_DIR / soname}:ro"
+                        for soname, path in sorted(libraries.items())]
+            env_vars["LD_LIBRARY_PATH"] = passthrough.ld_library_path(
+                env_vars.get("LD_LIBRARY_PATH"))
         image = self.image_facts()
         resolved = {
             "argv": launch.argv,
@@ -370,7 +409,7 @@ class DockerLauncher(Launcher):
         try:
             try:
                 container = client.containers.create(
-                    image["id"], command=launch.argv, environment=self.environment_vars(launch),
+                    image["id"], command=launch.argv, environment=env_vars,
                     volumes=volumes, labels=labels, detach=True, **kw,
                 )
                 t_created = time.monotonic()
@@ -431,7 +470,8 @@ def export_rootfs(image: str, dest: Path) -> dict[str, Any]:
     finally:
         container.remove(force=True)
     (tmp / ".dockerenv").unlink(missing_ok=True)  # docker's marker, not part of the image
-    for d in ("proc", "sys", "dev", "containertax/probe", "containertax/work"):
+    for d in ("proc", "sys", "dev", "containertax/probe", "containertax/work",
+              str(passthrough.DRIVER_DIR).lstrip("/")):
         (tmp / d).mkdir(parents=True, exist_ok=True)
     facts = {"name": image, "id": img.id, "exported_unix": time.time()}
     if dest.exists():

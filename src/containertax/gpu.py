@@ -82,6 +82,7 @@ class NvmlGpu:
             "mem_util_pct": None if util is None else util.memory,
             "gpu_mem_used_mib": self._mem_used_mib(),
             "clock_event_reasons": self._try(n.nvmlDeviceGetCurrentClocksEventReasons, h),
+            "energy_mj": self._try(n.nvmlDeviceGetTotalEnergyConsumption, h),
         }
 
     def counters(self) -> dict[str, Any]:
@@ -95,7 +96,7 @@ class NvmlGpu:
 
 
 COLUMNS = ["gpu_temperature_c", "power_w", "sm_clock_mhz", "mem_clock_mhz", "gpu_util_pct",
-           "mem_util_pct", "gpu_mem_used_mib", "clock_event_reasons"]
+           "mem_util_pct", "gpu_mem_used_mib", "clock_event_reasons", "energy_mj"]
 
 
 def summarize(rows: list[dict[str, Any]], before: dict[str, Any], after: dict[str, Any],

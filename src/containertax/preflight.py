@@ -70,15 +70,37 @@ def check_environment(campaign: Campaign, env_id: str) -> dict[str, Any]:
         shutil.rmtree(work)
     work.mkdir(parents=True)
     work.chmod(0o777)
+    checks = {}
+    for model in campaign.models:  # one check per workload kind the campaign uses
+        kind = workloads.kind_of(campaign, model.id)
+        if kind not in checks:
+            checks[kind] = _check_workload(campaign, env_id, launcher, work, kind, model.id,
+                                           warnings)
+    shutil.rmtree(work, ignore_errors=True)
+    first = next(iter(checks.values()))
+    facts.update({
+        "ok": True,
+        "warnings": warnings,
+        "startup_wall_s": first["wall_s"],
+        "resolved": first["resolved"],
+        "inside": first["inside"],
+        "checks": checks,
+    })
+    return facts
+
+
+def _check_workload(campaign: Campaign, env_id: str, launcher: environments.Launcher,
+                    work: Path, kind: str, model_id: str, warnings: list[str]) -> dict[str, Any]:
+    env = campaign.environment(env_id)
     probe_in, work_in = launcher.inside(workloads.PROBE_DIR, work)
-    kind = campaign.workload["kind"]
     try:
         argv, env_vars = workloads.build(
-            kind, campaign.workload_params(campaign.models[0].id), env.python, probe_in,
+            kind, campaign.workload_params(model_id), env.python, probe_in,
             work_in / "check.json", check=True,
         )
     except workloads.WorkloadError as exc:
         raise PreflightError(f"environment {env_id}: {exc}") from None
+    (work / "check.json").unlink(missing_ok=True)
     launch = environments.Launch(argv=argv, probe_dir=workloads.PROBE_DIR, work_dir=work,
                                  env=env_vars, timeout_s=300, label=f"preflight/{env_id}")
     try:
@@ -94,15 +116,8 @@ def check_environment(campaign: Campaign, env_id: str) -> dict[str, Any]:
             f"environments.{env_id}.image) in {campaign.source}."
         )
     check = records.read_json(work / "check.json")
-    shutil.rmtree(work, ignore_errors=True)
-    facts.update({
-        "ok": True,
-        "warnings": warnings,
-        "startup_wall_s": outcome.wall_s,
-        "resolved": outcome.resolved,
-        "inside": {"environment": check.get("environment"), "software": check.get("software")},
-    })
-    return facts
+    return {"kind": kind, "wall_s": outcome.wall_s, "resolved": outcome.resolved,
+            "inside": {"environment": check.get("environment"), "software": check.get("software")}}
 
 
 def system(campaign: Campaign) -> dict[str, Any]:

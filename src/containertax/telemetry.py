@@ -58,11 +58,13 @@ class Sampler:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="telemetry", daemon=True)
         self._t0 = 0.0
+        self.t0_unix = 0.0
 
     def __enter__(self) -> Sampler:
         if self.gpu:
             self.counters_before = self.gpu.counters()
         self._t0 = time.monotonic()
+        self.t0_unix = time.time()
         self._thread.start()
         return self
 
@@ -95,6 +97,24 @@ class Sampler:
             next_t += self.period
             self._stop.wait(max(0.0, next_t - time.monotonic()))
 
+    def window_energy_j(self, start_unix: float, end_unix: float) -> float | None:
+        """GPU energy between two wall-clock times: the NVML energy counter interpolated at
+        both ends, or, where a GPU has no counter, the power samples integrated."""
+        i_t = self.columns.index("t_s")
+        rows = [r for r in self.rows if r[i_t] is not None]
+        times = [self.t0_unix + r[i_t] for r in rows]
+        for column, integrate in (("energy_mj", False), ("power_w", True)):
+            if column not in self.columns:
+                continue
+            i = self.columns.index(column)
+            pts = [(t, r[i]) for t, r in zip(times, rows, strict=True) if r[i] is not None]
+            if len(pts) < 2 or pts[0][0] > start_unix or pts[-1][0] < end_unix:
+                continue  # the samples do not cover the window
+            if integrate:
+                return window_integral(pts, start_unix, end_unix)
+            return (interpolate(pts, end_unix) - interpolate(pts, start_unix)) / 1000.0
+        return None
+
     def write_csv(self, path: Path) -> None:
         with path.open("w", newline="") as fh:
             writer = csv.writer(fh)
@@ -124,3 +144,19 @@ class Sampler:
             "cpu_util_mean_pct": round(sum(util) / len(util), 1) if util else None,
             "mem_used_peak_mib": max(mem) if mem else None,
         }
+
+
+def interpolate(pts: list[tuple[float, float]], t: float) -> float:
+    """Linear interpolation in time-ordered (t, value) points that bracket t."""
+    for (t0, v0), (t1, v1) in zip(pts, pts[1:], strict=False):
+        if t0 <= t <= t1:
+            return v0 if t1 == t0 else v0 + (v1 - v0) * (t - t0) / (t1 - t0)
+    raise ValueError(f"{t} outside the samples")
+
+
+def window_integral(pts: list[tuple[float, float]], start: float, end: float) -> float:
+    """Trapezoidal integral of a sampled signal between start and end."""
+    inner = [(t, v) for t, v in pts if start < t < end]
+    knots = [(start, interpolate(pts, start)), *inner, (end, interpolate(pts, end))]
+    return sum((t1 - t0) * (v0 + v1) / 2
+               for (t0, v0), (t1, v1) in zip(knots, knots[1:], strict=False))

@@ -136,6 +136,7 @@ class GateSettings:
     min_interval_s: float
     timeout_s: float
     poll_s: float
+    stability_s: float = 0.0  # below threshold for this long without interruption
 
     @classmethod
     def from_config(cls, thermal: dict[str, Any]) -> GateSettings:
@@ -144,6 +145,7 @@ class GateSettings:
             thermal["min_interval_s"],
             thermal["timeout_s"],
             thermal["poll_s"],
+            thermal.get("stability_s", 0.0),
         )
 
 
@@ -156,16 +158,21 @@ def wait_gate(
     sleep: Callable[[float], None] = time.sleep,
     now: Callable[[], datetime] = lambda: datetime.now(UTC),
 ) -> dict[str, Any]:
-    """Block until the sensor reads below threshold AND min_interval_s has passed since
-    the last run ended; raise GateTimeout after timeout_s. Returns what was seen."""
+    """Block until the sensor has read below threshold for stability_s (every reading)
+    AND min_interval_s has passed since the last run ended; raise GateTimeout after
+    timeout_s. Returns what was seen, the temperature trace included."""
     start = clock()
     trace: list[list[float | None]] = []
+    below_since: float | None = None
     while True:
         elapsed = clock() - start
         temp = sensor.temperature_c()
         trace.append([round(elapsed, 3), temp])
         since = (now() - last_end).total_seconds() if last_end else float("inf")
-        cool = temp is None or temp < settings.threshold_c
+        below = temp is None or temp < settings.threshold_c
+        below_since = (below_since if below_since is not None else elapsed) if below else None
+        stable_for = 0.0 if below_since is None else elapsed - below_since
+        cool = below and stable_for >= settings.stability_s
         rested = since >= settings.min_interval_s
         if cool and rested:
             return {
@@ -173,6 +180,7 @@ def wait_gate(
                 "sensor": sensor.name,
                 "threshold_c": settings.threshold_c,
                 "min_interval_s": settings.min_interval_s,
+                "stability_s": settings.stability_s,
                 "temperature_c": temp,
                 "since_last_run_s": None if last_end is None else round(since, 3),
                 "waited_s": round(elapsed, 3),
@@ -182,7 +190,13 @@ def wait_gate(
                 "trace": trace,
             }
         if elapsed >= settings.timeout_s:
-            if not cool:
+            if below and not cool:
+                why = (
+                    f"temperature from sensor '{sensor.name}' did not stay below "
+                    f"thermal.threshold_c = {settings.threshold_c} C for "
+                    f"thermal.stability_s = {settings.stability_s} s"
+                )
+            elif not cool:
                 why = (
                     f"temperature {temp:.1f} C from sensor '{sensor.name}' stayed at or above "
                     f"thermal.threshold_c = {settings.threshold_c} C"
@@ -196,6 +210,8 @@ def wait_gate(
                 "and runs again on the next snakemake invocation."
             )
         wait = settings.poll_s
+        if below and not cool:
+            wait = min(wait, settings.stability_s - stable_for)
         if cool and not rested:
             wait = min(wait, settings.min_interval_s - since)
         sleep(max(0.0, min(wait, settings.timeout_s - elapsed + 1e-3)))

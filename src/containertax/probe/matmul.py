@@ -10,29 +10,17 @@ import time
 T_ENTER = time.time()  # first statement: the launcher's clock minus this is start-up latency
 
 import argparse  # noqa: E402
-import json  # noqa: E402
 import os  # noqa: E402
-import platform  # noqa: E402
-import resource  # noqa: E402
 import sys  # noqa: E402
 
-
-def environment_facts() -> dict:
-    facts = {
-        "python": sys.version.split()[0],
-        "executable": sys.executable,
-        "platform": platform.platform(),
-        "hostname": platform.node(),
-        "cpus_allowed": len(os.sched_getaffinity(0)),
-        "pid": os.getpid(),
-    }
-    try:
-        with open("/proc/self/cgroup") as fh:
-            facts["cgroup"] = fh.read().strip().splitlines()[-1]
-    except OSError:
-        facts["cgroup"] = None
-    facts["in_container_hint"] = os.path.exists("/.dockerenv")
-    return facts
+from probe_common import (  # noqa: E402
+    environment_facts,
+    max_rss_kib,
+    torch_facts,
+    torch_peak_bytes,
+    torch_sync,
+    write_atomic,
+)
 
 
 def numpy_facts(np) -> dict:
@@ -60,15 +48,6 @@ def loaded_libraries(words=("blas", "lapack", "mkl", "omp")) -> list:
     return sorted(found)
 
 
-def write_atomic(path: str, data: dict) -> None:
-    tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "w") as fh:
-        json.dump(data, fh, indent=1)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-
-
 def torch_matmul(torch, args) -> dict:
     """GPU products timed one by one, synchronising before and after each."""
     dev = args.device
@@ -77,7 +56,7 @@ def torch_matmul(torch, args) -> dict:
     dtype = getattr(torch, args.dtype)
     a = torch.randn(args.size, args.size, device=dev, dtype=dtype, generator=gen)
     b = torch.randn(args.size, args.size, device=dev, dtype=dtype, generator=gen)
-    sync = torch.cuda.synchronize if dev.startswith("cuda") else (lambda: None)
+    sync = torch_sync(torch, dev)
     sync()
     alloc_s = time.perf_counter() - t_alloc0
     for _ in range(args.warmup):
@@ -90,13 +69,12 @@ def torch_matmul(torch, args) -> dict:
         c = a @ b
         sync()
         times.append(time.perf_counter() - t0)
-    peak = torch.cuda.max_memory_allocated() if dev.startswith("cuda") else 0
     return {
         "size": args.size, "dtype": args.dtype, "warmup": args.warmup, "repeats": args.repeats,
         "alloc_s": alloc_s, "iteration_s": times,
         "checksum": float(c.float().abs().sum()) if c is not None else None,
-        "max_rss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
-        "peak_device_bytes": peak,
+        "max_rss_kib": max_rss_kib(),
+        **torch_peak_bytes(torch, dev),
         "t_exit_unix": time.time(),
     }
 
@@ -118,9 +96,7 @@ def main(argv=None) -> int:
     if args.backend == "torch":
         import torch
 
-        software = {"torch": torch.__version__, "cuda": torch.version.cuda,
-                    "device_name": torch.cuda.get_device_name(0)
-                    if args.device.startswith("cuda") and torch.cuda.is_available() else None}
+        software = torch_facts(torch, args.device)
     else:
         import numpy as np
 
@@ -167,7 +143,7 @@ def main(argv=None) -> int:
             "alloc_s": alloc_s,
             "iteration_s": times,
             "checksum": checksum,
-            "max_rss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+            "max_rss_kib": max_rss_kib(),
             "t_exit_unix": time.time(),
         }
     )

@@ -1,0 +1,59 @@
+"""What every probe reports about the environment it ran in, and how it writes its output.
+
+Probes run with the probe folder first on sys.path, in whatever interpreter the environment
+has: standard library only here.
+"""
+
+import json
+import os
+import platform
+import resource
+import sys
+
+
+def environment_facts() -> dict:
+    facts = {
+        "python": sys.version.split()[0],
+        "executable": sys.executable,
+        "platform": platform.platform(),
+        "hostname": platform.node(),
+        "cpus_allowed": len(os.sched_getaffinity(0)),
+        "pid": os.getpid(),
+    }
+    try:
+        with open("/proc/self/cgroup") as fh:
+            facts["cgroup"] = fh.read().strip().splitlines()[-1]
+    except OSError:
+        facts["cgroup"] = None
+    facts["in_container_hint"] = os.path.exists("/.dockerenv")
+    return facts
+
+
+def max_rss_kib() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
+def write_atomic(path: str, data: dict) -> None:
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w") as fh:
+        json.dump(data, fh, indent=1)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def torch_facts(torch, device: str) -> dict:
+    cuda = device.startswith("cuda") and torch.cuda.is_available()
+    return {"torch": torch.__version__, "cuda": torch.version.cuda,
+            "device_name": torch.cuda.get_device_name(0) if cuda else None}
+
+
+def torch_sync(torch, device: str):
+    return torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
+
+
+def torch_peak_bytes(torch, device: str) -> dict:
+    if not device.startswith("cuda"):
+        return {"peak_device_bytes": 0}
+    return {"peak_device_bytes": torch.cuda.max_memory_allocated(),
+            "peak_reserved_bytes": torch.cuda.max_memory_reserved()}

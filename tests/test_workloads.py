@@ -1,0 +1,129 @@
+"""Workload commands and the metrics read from probe output: transformers (LLM) and the
+GPU microbenchmarks. The probes themselves run on the GPU machine (scripts/gpu-check.sh);
+a tiny CPU model runs here when torch and transformers are importable."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from containertax import config, workloads
+
+TINY = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
+        "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+        "vocab_size": 1000}
+
+
+def probe_output(steps: list[list[float]], latencies: list[float], batch: int = 4) -> dict:
+    """LLM probe output as probe/llm.py writes it; request 0 is the warm-up."""
+    return {
+        "t_enter_unix": 100.5, "import_s": 2.0, "build_s": 3.0, "max_rss_kib": 2048,
+        "peak_device_bytes": 3 * 2**30, "peak_reserved_bytes": 4 * 2**30,
+        "measure_window_unix": [110.0, 120.0],
+        "requests": [{"index": i, "warmup": i == 0, "batch_size": batch, "input_len": 16,
+                      "output_len": len(s), "latency_s": lat, "step_s": s}
+                     for i, (s, lat) in enumerate(zip(steps, latencies, strict=True))],
+    }
+
+
+def test_transformers_metrics_from_step_times():
+    probe = probe_output([[9.0, 9.5, 9.9], [0.2, 0.3, 0.5], [0.1, 0.2, 0.3]],
+                         [10.0, 0.5, 0.3])
+    m = {x.name: x.value for x in workloads.metrics("transformers", probe, 100.0, 30.0)}
+    # warm-up (request 0) excluded: 2 requests x 4 sequences x 3 tokens in 0.8 s busy
+    assert m["token_throughput"] == pytest.approx(24 / 0.8)
+    assert m["request_throughput"] == pytest.approx(8 / 0.8)
+    assert m["ttft_s"] == pytest.approx(0.15)
+    assert m["itl_s"] == pytest.approx((0.1 + 0.2 + 0.1 + 0.1) / 4)
+    assert m["itl_p50_s"] == pytest.approx(0.1)
+    assert m["itl_p99_s"] == pytest.approx(0.1 + 0.1 * 0.97)  # linear, as numpy's default
+    assert m["request_latency_s"] == pytest.approx(0.4)
+    assert m["startup_s"] == pytest.approx(0.5) and m["process_wall_s"] == 30.0
+    assert m["peak_memory_gib"] == 3 and m["peak_reserved_gib"] == 4
+    assert workloads.output_tokens(probe) == 24
+    rows = workloads.requests_rows("transformers", probe)
+    assert [r["index"] for r in rows] == [1, 2] and rows[0]["ttft_s"] == 0.2
+
+
+def test_transformers_output_without_measured_requests_is_an_error():
+    probe = probe_output([[0.1, 0.2]], [0.3])
+    with pytest.raises(workloads.WorkloadError, match="measured no request"):
+        workloads.metrics("transformers", probe, 100.0, 1.0)
+
+
+def test_microbench_metrics_are_medians():
+    probe = {"t_enter_unix": 1.2, "import_s": 1.0, "max_rss_kib": 1024, "copy_bytes": 10**9,
+             "copy_s": {"h2d": [0.1, 0.04, 0.05], "d2h": [0.05, 0.05, 0.2]},
+             "conv_s": {"conv_7x7x512_n2_k2048_1x1_s1": [70e-6, 71e-6, 500e-6]}}
+    m = {x.name: x.value for x in workloads.metrics("microbench", probe, 1.0, 3.0)}
+    assert m["h2d_gbps"] == pytest.approx(20.0) and m["d2h_gbps"] == pytest.approx(20.0)
+    assert m["conv_7x7x512_n2_k2048_1x1_s1_us"] == pytest.approx(71.0)
+    assert workloads.requests_rows("microbench", probe) == []
+
+
+def test_commands_are_identical_but_for_paths(tmp_path):
+    params = {"model_config": TINY, "batch_size": 2, "decoding": "static"}
+    a, env = workloads.build("transformers", params, "python3", Path("/p"), Path("/w/o.json"))
+    b, _ = workloads.build("transformers", params, "python3", Path("/q"), Path("/v/o.json"))
+    assert [x for x in a if not x.startswith("/")] == [x for x in b if not x.startswith("/")]
+    assert a[a.index("--decoding") + 1] == "static" and a[a.index("--batch-size") + 1] == "2"
+    assert json.loads(a[a.index("--model-config") + 1]) == TINY
+    assert env["OMP_NUM_THREADS"] == "1"
+    check, _ = workloads.build("microbench", {}, "python3", Path("/p"), Path("/o"), check=True)
+    assert check[-1] == "--check"
+
+
+@pytest.mark.parametrize("model,fragment", [
+    ({"id": "m", "kind": "transformers"}, "needs exactly one of 'model_config'"),
+    ({"id": "m", "kind": "transformers", "model_config": {"hidden_size": 8}}, "model_type"),
+    ({"id": "m", "kind": "transformers", "model_config": TINY, "decoding": "fast"},
+     "'workload.decoding' (or 'models[0].decoding')"),
+    ({"id": "m", "kind": "transformers", "model_config": TINY, "output_len": 1},
+     "'workload.output_len' (or 'models[0].output_len')"),
+    ({"id": "m", "kind": "microbench", "repeats": 1}, "'workload.repeats'"),
+])
+def test_bad_workload_parameters_name_the_key(config_dict, model, fragment):
+    config_dict["models"] = [model]
+    with pytest.raises(ValueError) as err:
+        config.load_campaign(config_dict, "x.yaml")
+    assert fragment in str(err.value) and "x.yaml" in str(err.value)
+
+
+def test_models_of_different_kinds_in_one_campaign(config_dict):
+    config_dict["models"].append({"id": "llm", "kind": "transformers", "model_config": TINY})
+    campaign = config.load_campaign(config_dict, "x.yaml")
+    assert workloads.kind_of(campaign, "n256") == "matmul"
+    assert workloads.kind_of(campaign, "llm") == "transformers"
+    assert "kind" not in campaign.workload_params("llm")
+
+
+def torch_python() -> str | None:
+    """An interpreter with torch and transformers (CONTAINERTAX_TORCH_PYTHON, else this one)."""
+    for python in (os.environ.get("CONTAINERTAX_TORCH_PYTHON"), shutil.which("python3")):
+        if python and subprocess.run([python, "-c", "import torch, transformers"],
+                                     capture_output=True).returncode == 0:
+            return python
+    return None
+
+
+@pytest.mark.skipif(torch_python() is None, reason="no interpreter with torch + transformers "
+                    "(set CONTAINERTAX_TORCH_PYTHON); the GPU machine runs the real thing")
+def test_llm_probe_runs_a_tiny_model_on_the_cpu(tmp_path):
+    params = {"model_config": TINY, "device": "cpu", "dtype": "float32", "batch_size": 2,
+              "input_len": 8, "output_len": 5, "warmup": 1, "requests": 2}
+    out = tmp_path / "r.json"
+    argv, env = workloads.build("transformers", params, torch_python(), workloads.PROBE_DIR, out)
+    proc = subprocess.run(argv, env={**os.environ, **env}, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    probe = json.loads(out.read_text())
+    assert probe["model"]["parameters"] > 0 and probe["model"]["source"] == "config"
+    assert [len(r["step_s"]) for r in probe["requests"]] == [5, 5, 5]
+    m = {x.name: x.value for x in workloads.metrics("transformers", probe, probe["t_enter_unix"],
+                                                     1.0)}
+    assert m["token_throughput"] > 0 and 0 < m["ttft_s"] < m["request_latency_s"]
