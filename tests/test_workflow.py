@@ -297,7 +297,7 @@ def test_committed_h100_campaign_rebuilds_its_paper_without_a_gpu(tmp_path):
     here, with no GPU, and without pulling a single cell into the DAG."""
     root = tmp_path / "results" / "h100-matmul"
     shutil.copytree(REPO / "results" / "h100-matmul" / "raw", root / "raw")
-    out = snakemake(tmp_path, REPO / "config" / "h100.yaml", "paper")
+    out = snakemake(tmp_path, REPO / "config" / "h100-matmul.yaml", "paper")
     assert out.returncode == 0, out.stdout[-3000:]
     assert not (root / "ledger.jsonl").exists(), "a benchmark cell was started"
     assert (root / "paper" / "paper.pdf").exists()

@@ -125,6 +125,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", required=True)
     p.add_argument("--log")
 
+    p = sub.add_parser("host-image", help="import an image of empty folders, for running the "
+                       "host's software in a container (GPU machines without a registry)")
+    p.add_argument("tag")
+
+    p = sub.add_parser("targets", help="the files that complete some repetitions (blocks): "
+                       "one visit to a machine runs whole blocks")
+    p.add_argument("config")
+    p.add_argument("--reps", required=True, help="e.g. 1-4 or 5,6")
+
     p = sub.add_parser("status", help="progress and ETA of a campaign")
     p.add_argument("config", help="the campaign's config file (e.g. config/demo.yaml)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
@@ -143,8 +152,13 @@ def _dispatch(args: argparse.Namespace) -> int:
     if cmd == "rootfs":
         environments.export_rootfs(args.image, Path(args.out))
         return 0
+    if cmd == "host-image":
+        print(environments.host_software_image(args.tag))
+        return 0
     campaign = load(args.config)
-    if cmd == "status":
+    if cmd == "targets":
+        print("\n".join(schedule.block_targets(campaign, _rep_range(args.reps))))
+    elif cmd == "status":
         summary = status.summarize(campaign)
         print(json.dumps(summary, indent=1) if args.json else status.render(summary))
     elif cmd == "gate":
@@ -171,6 +185,17 @@ def _dispatch(args: argparse.Namespace) -> int:
     else:
         _analysis(cmd, campaign, args)
     return 0
+
+
+def _rep_range(text: str) -> set[int]:
+    reps: set[int] = set()
+    try:
+        for part in text.split(","):
+            lo, _, hi = part.partition("-")
+            reps.update(range(int(lo), int(hi or lo) + 1))
+    except ValueError:
+        raise config.ConfigError(f"--reps {text!r}: expected e.g. 1-4 or 5,6") from None
+    return reps
 
 
 def _opt(value: str | None) -> Path | None:

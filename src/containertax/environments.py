@@ -479,3 +479,32 @@ def export_rootfs(image: str, dest: Path) -> dict[str, Any]:
     tmp.rename(dest)
     (dest.parent / f"{dest.name}.image.json").write_text(json.dumps(facts, indent=2) + "\n")
     return facts
+
+
+def import_image(rootfs_tar: bytes, tag: str) -> str:
+    """`docker import` of a root filesystem tarball (no registry needed); returns the id."""
+    repo, _, version = tag.partition(":")
+    client = _docker_client()
+    client.api.import_image_from_data(rootfs_tar, repository=repo, tag=version or "latest")
+    return str(client.images.get(tag).id)
+
+
+def host_software_image(tag: str) -> str:
+    """An image of empty top-level folders, for running the host's own software in a
+    container (with /usr, /opt, /etc bound read-only): the GPU machine has no registry."""
+    import io
+    import tarfile
+
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for d in ("usr", "opt", "etc", "proc", "sys", "dev", "tmp", "root", "run", "var",
+                  "usr/local/nvidia", "containertax"):
+            info = tarfile.TarInfo(d)
+            info.type, info.mode = tarfile.DIRTYPE, 0o1777 if d == "tmp" else 0o755
+            tar.addfile(info)
+        for link, target in (("bin", "usr/bin"), ("sbin", "usr/sbin"), ("lib", "usr/lib"),
+                             ("lib64", "usr/lib64")):
+            info = tarfile.TarInfo(link)
+            info.type, info.linkname = tarfile.SYMTYPE, target
+            tar.addfile(info)
+    return import_image(buf.getvalue(), tag)
