@@ -29,7 +29,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-from containertax import config, environments  # noqa: E402
+from containertax import config, environments, passthrough  # noqa: E402
 from containertax.environments import import_image  # noqa: E402
 
 IMAGE = "containertax-cudaprobe:1"
@@ -39,9 +39,14 @@ def build_image(work: Path) -> str:
     binary = work / "cudaprobe"
     subprocess.run(["nvcc", "-O2", "-o", str(binary), str(REPO / "benchmarks/cuda/cudaprobe.cu")],
                    check=True)
-    libs = [line.split("=>")[-1].split("(")[0].strip()
-            for line in subprocess.run(["ldd", str(binary)], capture_output=True, text=True,
-                                       check=True).stdout.splitlines()]
+    # the program's C/C++ libraries, and those the driver library itself needs (libdl,
+    # libpthread, librt...): what any CUDA base image has, but not the driver
+    driver = passthrough.driver_libraries()["libcuda.so.1"]
+    libs = sorted({line.split("=>")[-1].split("(")[0].strip()
+                   for target in (str(binary), driver)
+                   for line in subprocess.run(["ldd", target], capture_output=True, text=True,
+                                              check=True).stdout.splitlines()
+                   if not passthrough._is_driver_library(Path(line.split()[0]).name)})
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tar:
         for d in ("bin", "tmp", "proc", "sys", "dev", "etc"):
