@@ -91,3 +91,18 @@ def test_unregistered_metric_is_reported():
     runs = frame(n=3)
     runs["metric"] = "bogomips"
     assert "unregistered_metric" in checks(runs)
+
+
+def test_blocks_split_between_machines_are_flagged():
+    import pandas as pd
+
+    from containertax.quality import machines
+
+    runs = pd.DataFrame({
+        "model": ["m"] * 4, "environment": ["a", "b", "a", "b"], "repetition": [1, 1, 2, 2],
+        "block": [1, 1, 2, 2], "machine": ["GPU-1", "GPU-2", "GPU-2", "GPU-2"],
+        "metric": ["t"] * 4, "value": [1.0] * 4})
+    found = {f.check: f for f in machines(runs)}
+    assert found["machines"].details["machines"] == ["GPU-1", "GPU-2"]
+    assert found["block_split"].details["blocks"] == [{"model": "m", "block": 1}]
+    assert machines(runs.assign(machine="GPU-1")) == []

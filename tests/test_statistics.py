@@ -140,3 +140,28 @@ def test_analyse_with_blocks_and_family_correction():
     b = out[out.model == "b"].iloc[0]
     assert b["p_bh"] < 0.05 and b["rel_overhead"] > 0.03
     assert (out["p_bonferroni"] >= out["p"]).all()
+
+
+def test_machine_adjusted_overhead_removes_a_faster_machine():
+    """Two GPUs, one 20 % slower, holding more of the environment's runs than of the
+    reference's: the plain ratio mixes machine and environment, the adjusted one does not."""
+    import numpy as np
+    import pandas as pd
+
+    from containertax.statistics import machine_adjusted
+
+    rng = np.random.default_rng(3)
+    rows = []
+    for env, machines in (("native", ["A"] * 6 + ["B"] * 2), ("docker", ["A"] * 2 + ["B"] * 6)):
+        for m in machines:
+            value = 1.0 * (1.05 if env == "docker" else 1.0) * (1.2 if m == "B" else 1.0)
+            rows.append({"environment": env, "machine": m,
+                         "value": value * rng.lognormal(0, 0.002)})
+    g = pd.DataFrame(rows)
+    naive = g[g.environment == "docker"].value.mean() / g[g.environment == "native"].value.mean()
+    out = machine_adjusted(g, "docker", "native", 0.05)
+    assert out["machines"] == 2 and naive - 1 > 0.12
+    assert out["machine_adjusted_rel"] == pytest.approx(0.05, abs=0.01)
+    assert out["machine_adjusted_ci_low"] < 0.05 < out["machine_adjusted_ci_high"]
+    one = machine_adjusted(g.assign(machine="A"), "docker", "native", 0.05)
+    assert one["machines"] == 1 and np.isnan(one["machine_adjusted_rel"])

@@ -292,20 +292,29 @@ def test_imported_study_goes_to_a_paper(tmp_path):
     assert "+68.0" in text and "imported results" in text
 
 
-def test_committed_h100_campaign_rebuilds_its_paper_without_a_gpu(tmp_path):
-    """Raw records measured on the H100 (results/h100-matmul/raw, committed) -> the paper,
+@pytest.mark.parametrize("campaign,models,metric", [
+    ("h100-matmul", {"mm-4096", "mm-8192"}, "compute_time_median_s"),
+    ("h100", {"qwen2-0.5b", "llama3-8b", "matmul-10k", "microbench"}, "token_throughput"),
+])
+def test_committed_h100_campaign_rebuilds_its_paper_without_a_gpu(tmp_path, campaign, models,
+                                                                  metric):
+    """Raw records measured on the H100 (results/<campaign>/raw, committed) -> the paper,
     here, with no GPU, and without pulling a single cell into the DAG."""
-    root = tmp_path / "results" / "h100-matmul"
-    shutil.copytree(REPO / "results" / "h100-matmul" / "raw", root / "raw")
-    out = snakemake(tmp_path, REPO / "config" / "h100-matmul.yaml", "paper")
+    root = tmp_path / "results" / campaign
+    shutil.copytree(REPO / "results" / campaign / "raw", root / "raw")
+    out = snakemake(tmp_path, REPO / "config" / f"{campaign}.yaml", "paper")
     assert out.returncode == 0, out.stdout[-3000:]
     assert not (root / "ledger.jsonl").exists(), "a benchmark cell was started"
     assert (root / "paper" / "paper.pdf").exists()
     comp = list(csv.DictReader((root / "stats" / "comparisons.csv").open()))
-    assert {r["model"] for r in comp} == {"mm-4096", "mm-8192"}
+    assert {r["model"] for r in comp} == models
+    assert metric in {r["metric"] for r in comp}
+    runs = list(csv.DictReader((root / "runs.csv").open()))
+    assert {r["machine"] for r in runs} == {"GPU-7f8d3bcf-2187-1e66-114d-610ac5560733"}
     text = " ".join(subprocess.run(["pdftotext", str(root / "paper" / "paper.pdf"), "-"],
                                    capture_output=True, text=True).stdout.split())
     assert "NVIDIA H100" in text and "in 32 runs" in text
+    assert "All runs were made on one machine" in text
 
 
 def test_dgx_campaign_plans_900_runs_in_a_dry_run(tmp_path):

@@ -15,8 +15,15 @@ from containertax import records
 COLUMNS = [
     "campaign", "model", "environment", "repetition", "block", "position", "sequence",
     "attempt", "started_utc", "host", "metric", "value", "unit", "gate_waited_s",
-    "temperature_max_c", "throttled_s", "sensor", "config_hash",
+    "temperature_max_c", "throttled_s", "sensor", "config_hash", "machine",
 ]
+
+
+def machine_of(rec: dict) -> str:
+    """The physical device a run measured: the GPU's UUID where NVML saw one, else the
+    host name. A campaign spread over visits may land on different GPUs."""
+    gpu = rec.get("telemetry", {}).get("gpu") or {}
+    return str(gpu.get("uuid") or rec["provenance"]["host"].get("hostname"))
 
 
 def raw_records(root: Path) -> list[Path]:
@@ -49,6 +56,7 @@ def tidy(root: Path) -> pd.DataFrame:
                 "throttled_s": rec["telemetry"].get("throttled_s"),
                 "sensor": rec["gate"].get("sensor"),
                 "config_hash": rec["provenance"].get("config_hash"),
+                "machine": machine_of(rec),
             })
     frame = pd.DataFrame(rows, columns=COLUMNS)
     return frame.sort_values(["position", "metric"], kind="stable").reset_index(drop=True)

@@ -106,9 +106,28 @@ def check(runs: pd.DataFrame, registry: dict[str, MetricInfo], *,
         f.append(Finding("throttled", "warning",
                          f"{thr[['model', 'environment', 'repetition']].drop_duplicates().shape[0]}"
                          " runs throttled during the measurement", len(thr)))
+    f += machines(runs)
     f += drift(runs, alpha)
     if model_sizes:
         f += implausible(runs, registry, model_sizes)
+    return f
+
+
+def machines(runs: pd.DataFrame) -> list[Finding]:
+    """Runs on several physical devices: say so, and flag any block split between two (a
+    block's environments must be compared on one machine)."""
+    if "machine" not in runs or runs["machine"].nunique() < 2:
+        return []
+    counts = runs.drop_duplicates(["model", "environment", "repetition"])["machine"]
+    f = [Finding("machines", "info", f"runs on {runs['machine'].nunique()} machines "
+                 f"{dict(counts.value_counts())}; the statistics add machine-adjusted "
+                 "estimates", details={"machines": sorted(runs["machine"].unique())})]
+    split = (runs.groupby(["model", "block"])["machine"].nunique() > 1)
+    if split.any():
+        blocks = [{"model": m, "block": int(b)} for m, b in split[split].index]
+        f.append(Finding("block_split", "warning", f"{len(blocks)} blocks ran on more than "
+                         "one machine: their paired comparisons mix machines", len(blocks),
+                         {"blocks": blocks[:20]}))
     return f
 
 

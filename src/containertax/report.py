@@ -218,6 +218,7 @@ def system_facts(campaign: Campaign) -> dict[str, Any]:
         note("Memory (MiB)", host.get("memory_total_mib"))
         sensor = rec["gate"].get("sensor_info", {})
         note("GPU", sensor.get("gpu_name"))
+        note("GPU UUID", (rec["telemetry"].get("gpu") or {}).get("uuid"))
         note("Temperature sensor", rec["gate"].get("sensor"))
         env = rec["environment"]
         resolved = env.get("resolved", {})
@@ -332,6 +333,19 @@ def run_numbers(campaign: Campaign, kept_csv: Path, comparisons_csv: Path,
                     f"{tables.tex('/'.join(sensors) or t['sensor'])} sensor reads below "
                     f"{t['threshold_c']:g}\\,$^\\circ$C and at least "
                     f"{t['min_interval_s']:g}\\,s have passed since the previous run")
+            if t.get("stability_s"):
+                gate += (f", every reading for the last {t['stability_s']:g}\\,s having been "
+                         "below that threshold")
+        n_machines = runs["machine"].nunique() if "machine" in runs else 1
+        split = n_machines > 1 and bool(
+            (runs.groupby(["model", "block"])["machine"].nunique() > 1).any())
+        machines_text = (
+            " All runs were made on one machine (one GPU)." if n_machines == 1 else
+            f" The runs were made on {n_machines} machines (GPU UUIDs in the system table); "
+            + ("some blocks were split between machines (see the data-quality section)"
+               if split else "every block ran on one machine")
+            + ", and a machine-adjusted relative difference (a fixed effect per machine on "
+            "log values) is in the machine-readable results beside the plain one.")
         v["repetitions"] = campaign.repetitions
         v["design"] = campaign.schedule["design"]
         v["design-text"] = (
@@ -343,7 +357,7 @@ def run_numbers(campaign: Campaign, kept_csv: Path, comparisons_csv: Path,
             f"environment. {gate}; "
             f"after every run a cooldown of {t['cooldown_s']:g}\\,s follows. Telemetry is "
             f"sampled on the host at {campaign.telemetry['hz']:g}\\,Hz, outside the "
-            "environment under test.")
+            "environment under test." + machines_text)
     if results is not None:
         alpha = a["alpha"]
         v["family"] = int(results["p"].notna().sum())

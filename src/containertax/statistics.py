@@ -182,6 +182,27 @@ def _blocks(g: pd.DataFrame, env: str, ref: str) -> tuple[np.ndarray, np.ndarray
     return (a.loc[common].to_numpy(float), b.loc[common].to_numpy(float)) if len(common) else None
 
 
+def machine_adjusted(g: pd.DataFrame, env: str, ref: str, alpha: float) -> dict[str, Any]:
+    """Relative difference with a fixed effect per machine (OLS on log values): where a
+    campaign ran on several GPUs, a machine's speed must not pass for the environment's."""
+    d = g[g.environment.isin([env, ref])]
+    n = int(d["machine"].nunique()) if "machine" in d else 1
+    out: dict[str, Any] = {"machines": n, "machine_adjusted_rel": np.nan,
+                           "machine_adjusted_ci_low": np.nan, "machine_adjusted_ci_high": np.nan}
+    if n < 2 or (d["value"] <= 0).any():
+        return out
+    import statsmodels.formula.api as smf
+
+    d = d.assign(log_value=np.log(d["value"].astype(float)),
+                 is_env=(d.environment == env).astype(int))
+    fit = smf.ols("log_value ~ is_env + C(machine)", data=d).fit()
+    low, high = fit.conf_int(alpha).loc["is_env"]
+    out.update(machine_adjusted_rel=float(np.expm1(fit.params["is_env"])),
+               machine_adjusted_ci_low=float(np.expm1(low)),
+               machine_adjusted_ci_high=float(np.expm1(high)))
+    return out
+
+
 def analyse(runs: pd.DataFrame, s: Settings, metrics: list[str]) -> pd.DataFrame:
     """All comparisons of every non-reference environment with the reference."""
     rows = []
@@ -196,5 +217,6 @@ def analyse(runs: pd.DataFrame, s: Settings, metrics: list[str]) -> pd.DataFrame
                 continue
             rows.append({"model": model, "metric": metric, "environment": env,
                          "reference": s.reference, "unit": g["unit"].iloc[0],
-                         **compare(x, y, s, _blocks(g, env, s.reference))})
+                         **compare(x, y, s, _blocks(g, env, s.reference)),
+                         **machine_adjusted(g, env, s.reference, s.alpha)})
     return correct(pd.DataFrame(rows))
