@@ -46,7 +46,7 @@ def build_image(work: Path) -> str:
                    for target in (str(binary), driver)
                    for line in subprocess.run(["ldd", target], capture_output=True, text=True,
                                               check=True).stdout.splitlines()
-                   if not passthrough._is_driver_library(Path(line.split()[0]).name)})
+                   if not passthrough.is_driver_library(Path(line.split()[0]).name)})
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tar:
         for d in ("bin", "tmp", "proc", "sys", "dev", "etc"):

@@ -32,7 +32,7 @@ class PassthroughError(RuntimeError):
     """No GPU driver to pass through; the message says what was searched."""
 
 
-def _is_driver_library(name: str) -> bool:
+def is_driver_library(name: str) -> bool:
     return any(name == lib or name.startswith(lib + ".") for lib in DRIVER_LIBRARIES)
 
 
@@ -43,7 +43,7 @@ def parse_ldconfig(text: str, machine: str = os.uname().machine) -> dict[str, st
     found: dict[str, str] = {}
     for line in text.splitlines():
         m = _LDCONFIG_LINE.match(line)
-        if m and _is_driver_library(m.group(1)) and arch in m.group(2):
+        if m and is_driver_library(m.group(1)) and arch in m.group(2):
             found.setdefault(m.group(1), m.group(3))
     return found
 
@@ -55,7 +55,7 @@ def scan_dirs(dirs: list[str]) -> dict[str, str]:
         if not base.is_dir():
             continue
         for path in sorted(base.glob("lib*.so*")):
-            if _is_driver_library(path.name) and path.exists():
+            if is_driver_library(path.name) and path.exists():
                 found.setdefault(path.name, str(path))
     return found
 

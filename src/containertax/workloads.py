@@ -12,11 +12,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from containertax import trtllm
+
 if TYPE_CHECKING:
     from containertax.config import Campaign
 
 PROBE_DIR = Path(__file__).resolve().parent / "probe"
-NOT_YET = {"trtllm": "the TensorRT-LLM issue (trtllm-bench on DGX Spark)"}
 KINDS = ("matmul", "transformers", "microbench", "trtllm")
 
 
@@ -36,16 +37,18 @@ MATMUL_DEFAULTS = {"warmup": 2, "repeats": 10, "dtype": "float64", "threads": 1,
 TRANSFORMERS_DEFAULTS = {"dtype": "bfloat16", "device": "cuda", "attn_implementation": "sdpa",
                          "batch_size": 8, "input_len": 512, "output_len": 128, "warmup": 1,
                          "requests": 5, "decoding": "plain", "seed": 0, "threads": 1}
+TRTLLM_DEFAULTS = {**trtllm.DEFAULTS, "threads": 1}
 MICROBENCH_DEFAULTS = {"copy_mib": 256, "dtype": "float32", "warmup": 10, "repeats": 100,
                        "threads": 1}
 DEFAULTS = {"matmul": MATMUL_DEFAULTS, "transformers": TRANSFORMERS_DEFAULTS,
-            "microbench": MICROBENCH_DEFAULTS}
+            "microbench": MICROBENCH_DEFAULTS, "trtllm": TRTLLM_DEFAULTS}
 # integer parameters and their minimum, per workload
 INTEGERS = {
     "matmul": {"size": 1, "warmup": 0, "repeats": 1, "threads": 1},
     "transformers": {"batch_size": 1, "input_len": 1, "output_len": 2, "warmup": 0,
                      "requests": 1, "threads": 1},
     "microbench": {"copy_mib": 1, "warmup": 0, "repeats": 2, "threads": 1},
+    "trtllm": {"num_requests": 1, "input_len": 1, "output_len": 1, "warmup": 0, "tp": 1},
 }
 DECODING = ("plain", "static", "compiled")
 
@@ -101,6 +104,14 @@ def check_params(campaign: Campaign) -> None:
                 problems.append(problem)
         if kind == "transformers":
             problems += _transformers_problems(campaign, i, model.id, params)
+        if kind == "trtllm":
+            for key in ("model", "dataset_dir"):
+                if not isinstance(params.get(key), str):
+                    problems.append(
+                        f"{campaign.source}: model {model.id} (models[{i}]) needs '{key}' "
+                        "(trtllm: 'model' = Hugging Face name or local path as trtllm-bench "
+                        "takes it; 'dataset_dir' = a folder mounted at the same path in every "
+                        "environment, where each model's dataset is prepared once).")
     if problems:
         raise WorkloadError("\n".join(problems))
 
@@ -147,8 +158,17 @@ def thread_env(params: dict[str, Any]) -> dict[str, str]:
     return {k: n for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
 
 
+def trtllm_argv(p: dict[str, Any], python: str, probe: Path, out: Path,
+                check: bool = False) -> list[str]:
+    dataset = f"{p['dataset_dir']}/{trtllm.dataset_name(p)}"
+    argv = [python, str(probe / "trtllm.py"), "--out", str(out), "--dataset", dataset,
+            "--prepare", json.dumps(trtllm.dataset_argv(p, dataset)),
+            "--bench", json.dumps(trtllm.bench_argv(p, dataset, str(out.parent / "report.json")))]
+    return [*argv, "--check"] if check else argv
+
+
 ARGV = {"matmul": matmul_argv, "transformers": transformers_argv,
-        "microbench": microbench_argv}
+        "microbench": microbench_argv, "trtllm": trtllm_argv}
 
 
 def build(kind: str, params: dict[str, Any], python: str, probe: Path, out: Path,
@@ -157,11 +177,6 @@ def build(kind: str, params: dict[str, Any], python: str, probe: Path, out: Path
     if kind in ARGV:
         p = {**DEFAULTS[kind], **params}
         return ARGV[kind](p, python, probe, out, check), thread_env(p)
-    if kind in NOT_YET:
-        raise WorkloadError(
-            f"workload '{kind}' is part of the study design but not implemented in this "
-            f"version; it arrives with {NOT_YET[kind]}."
-        )
     raise WorkloadError(f"unknown workload kind {kind!r}")
 
 
@@ -258,8 +273,19 @@ def microbench_metrics(probe: dict[str, Any], launched_unix: float,
     return out + _process_metrics(probe, launched_unix, wall_s) + _device_memory(probe)
 
 
+def trtllm_metrics(probe: dict[str, Any], launched_unix: float, wall_s: float) -> list[Metric]:
+    log = probe.get("log_tail", "")
+    values = trtllm.parse_report(probe["report"]) if probe.get("report") else trtllm.parse_log(log)
+    values.update(trtllm.kv_cache(log) or {})
+    units = {"token_throughput": "tok/s", "request_throughput": "req/s",
+             "kv_cache_gib": "GiB", "kv_cache_tokens": "tokens"}
+    return [Metric(k, v, units.get(k, "s")) for k, v in values.items()] + [
+        Metric("benchmark_s", probe["bench_s"], "s"),
+        *_process_metrics(probe, launched_unix, wall_s)]
+
+
 PARSERS = {"matmul": matmul_metrics, "transformers": transformers_metrics,
-           "microbench": microbench_metrics}
+           "microbench": microbench_metrics, "trtllm": trtllm_metrics}
 
 
 def metrics(kind: str, probe: dict[str, Any], launched_unix: float, wall_s: float) -> list[Metric]:
@@ -267,6 +293,8 @@ def metrics(kind: str, probe: dict[str, Any], launched_unix: float, wall_s: floa
         raise WorkloadError(f"no metrics parser for workload {kind!r}")
     try:
         return PARSERS[kind](probe, launched_unix, wall_s)
+    except trtllm.TrtllmOutputError as exc:
+        raise WorkloadError(str(exc)) from None
     except (KeyError, TypeError, IndexError, ZeroDivisionError,
             statistics.StatisticsError) as exc:
         raise WorkloadError(f"{kind} probe output is incomplete: {exc!r}") from None
@@ -293,6 +321,10 @@ def detail(kind: str, probe: dict[str, Any]) -> dict[str, Any]:
         return {"model": probe.get("model"), "decoding": probe.get("decoding"),
                 "measure_window_unix": probe.get("measure_window_unix"),
                 "requests": probe.get("requests")}
+    if kind == "trtllm":
+        return {"engine": trtllm.engine_facts(probe.get("report"), probe.get("log_tail", "")),
+                "report": probe.get("report"), "prepared_dataset_here":
+                probe.get("prepared_dataset_here", False)}
     if kind == "microbench":
         return {k: probe.get(k) for k in ("copy_bytes", "copy_s", "conv_s", "conv_dtype",
                                           "warmup", "repeats")}

@@ -1,0 +1,159 @@
+"""TensorRT-LLM's `trtllm-bench`: the command lines a run uses, and what its output says.
+
+No TensorRT-LLM here: the commands follow TensorRT-LLM's documentation and CLI, and the
+parsers follow its source, in the two output shapes that exist:
+
+- JSON report (`--report_json`), written by `ReportUtility.get_statistics_dict` in
+  tensorrt_llm/bench/dataclasses/reporting.py (NVIDIA/TensorRT-LLM, e.g. commit 0249976):
+  sections engine, machine, world_info, request_info, performance and, when streaming,
+  streaming_metrics; times in ms, throughputs per second.
+- Log only (early trtllm-bench, same file at commit 3856265): a "PERFORMANCE OVERVIEW"
+  block with "Token Throughput (tokens/sec)", "Request Throughput (req/sec)", "Total
+  Latency (ms)" and, when streaming, "STREAMING STATISTICS" averages.
+
+The KV-cache size comes from the log line that cpp/tensorrt_llm/batch_manager/
+kvCacheManager.cpp prints: "[MemUsageChange] Allocated %0.2f GiB for max tokens in paged
+KV cache (%d).". Percentiles are TensorRT-LLM's own (PercentileStats.from_iterable in
+tensorrt_llm/bench/dataclasses/statistics.py: sorted(values)[int(n * q)], no
+interpolation); this module reports them as they are and says so in each metric's name
+(trtllm_*).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+DEFAULTS: dict[str, Any] = {
+    "mode": "throughput", "backend": "pytorch", "num_requests": 1000, "input_len": 128,
+    "output_len": 128, "concurrency": None, "max_batch_size": None, "max_num_tokens": None,
+    "warmup": 2, "streaming": True, "kv_cache_free_gpu_mem_fraction": None,
+    "extra_llm_api_options": None, "seed": 0, "tp": 1,
+}
+KV_LINE = re.compile(r"Allocated ([0-9.]+) GiB for max tokens in paged KV cache \((\d+)\)")
+VERSION_LINE = re.compile(r"TensorRT[- ]LLM [Vv]ersion:\s*(\S+)")
+LOG_FIELDS = {
+    "token_throughput": r"Token Throughput \(tokens/sec\):\s*([0-9.]+)",
+    "request_throughput": r"Request Throughput \(req/sec\):\s*([0-9.]+)",
+    "total_latency_ms": r"Total Latency \(ms\):\s*([0-9.]+)",
+    "avg_request_latency_ms": r"Average request latency \(ms\):\s*([0-9.]+)",
+    "avg_ttft_ms": r"Average time-to-first-token (?:\[TTFT\] )?\(ms\):\s*([0-9.]+)",
+    "avg_itl_ms": r"Average inter-token latency (?:\[ITL\] )?\(ms\):\s*([0-9.]+)",
+}
+
+
+class TrtllmOutputError(ValueError):
+    """trtllm-bench output this parser does not recognise; the message says which."""
+
+
+def dataset_name(p: dict[str, Any]) -> str:
+    """One file per model and dataset parameters: a changed length or seed is a new file."""
+    p = {**DEFAULTS, **p}
+    model = re.sub(r"[^A-Za-z0-9._-]+", "_", str(p["model"])).strip("_")
+    return (f"{model}-in{p['input_len']}-out{p['output_len']}-n{p['num_requests']}"
+            f"-seed{p['seed']}.jsonl")
+
+
+def model_args(p: dict[str, Any]) -> list[str]:
+    args = ["--model", str(p["model"])]
+    if p.get("model_path"):
+        args += ["--model_path", str(p["model_path"])]
+    return args
+
+
+def dataset_argv(p: dict[str, Any], out: str) -> list[str]:
+    """A fixed-length synthetic dataset (token-norm-dist with zero spread), seeded, made
+    once per model and read by every environment."""
+    p = {**DEFAULTS, **p}
+    return ["trtllm-bench", *model_args(p), "prepare-dataset", "--output", out,
+            "--random-seed", str(p["seed"]), "token-norm-dist",
+            "--num-requests", str(p["num_requests"]),
+            "--input-mean", str(p["input_len"]), "--input-stdev", "0",
+            "--output-mean", str(p["output_len"]), "--output-stdev", "0"]
+
+
+def bench_argv(p: dict[str, Any], dataset: str, report: str) -> list[str]:
+    """`trtllm-bench ... throughput|latency` from the config's parameters."""
+    p = {**DEFAULTS, **p}
+    argv = ["trtllm-bench", *model_args(p), str(p["mode"]), "--dataset", dataset,
+            "--backend", str(p["backend"]), "--num_requests", str(p["num_requests"]),
+            "--warmup", str(p["warmup"]), "--report_json", report]
+    if p["mode"] == "throughput":
+        for key in ("max_batch_size", "max_num_tokens", "concurrency"):
+            if p.get(key) is not None:
+                argv += [f"--{key}", str(p[key])]
+        if p["streaming"]:
+            argv.append("--streaming")
+    if p["tp"] != 1:
+        argv += ["--tp", str(p["tp"])]
+    if p.get("kv_cache_free_gpu_mem_fraction") is not None:
+        argv += ["--kv_cache_free_gpu_mem_fraction", str(p["kv_cache_free_gpu_mem_fraction"])]
+    if p.get("extra_llm_api_options"):
+        argv += ["--extra_llm_api_options", str(p["extra_llm_api_options"])]
+    return argv
+
+
+def kv_cache(log: str) -> dict[str, float] | None:
+    """The last KV-cache allocation in the log (one per executor start)."""
+    found = KV_LINE.findall(log)
+    if not found:
+        return None
+    gib, tokens = found[-1]
+    return {"kv_cache_gib": float(gib), "kv_cache_tokens": float(tokens)}
+
+
+def parse_report(report: dict[str, Any]) -> dict[str, float]:
+    """Metrics of a JSON report (seconds, tokens/s, requests/s)."""
+    try:
+        perf = report["performance"]
+        out = {
+            "token_throughput": perf["system_output_throughput_tok_s"],
+            "request_throughput": perf["request_throughput_req_s"],
+            "request_latency_s": perf["avg_request_latency_ms"] / 1e3,
+            "trtllm_total_latency_s": perf["total_latency_ms"] / 1e3,
+        }
+        pct = perf.get("request_latency_percentiles_ms") or {}
+        for q in ("p50", "p99"):
+            if q in pct:
+                out[f"trtllm_request_latency_{q}_s"] = pct[q] / 1e3
+        stream = report.get("streaming_metrics")
+        if stream:
+            out["ttft_s"] = stream["avg_ttft_ms"] / 1e3
+            out["itl_s"] = stream["avg_tpot_ms"] / 1e3
+            for q in ("p50", "p99"):
+                if q in stream.get("ttft_percentiles", {}):
+                    out[f"trtllm_ttft_{q}_s"] = stream["ttft_percentiles"][q] / 1e3
+    except (KeyError, TypeError) as exc:
+        raise TrtllmOutputError(
+            f"trtllm-bench report lacks {exc}: not the report_json layout of "
+            "tensorrt_llm/bench/dataclasses/reporting.py this parser knows") from None
+    return {k: float(v) for k, v in out.items()}
+
+
+def parse_log(log: str) -> dict[str, float]:
+    """Metrics of a log-only run (early trtllm-bench without --report_json)."""
+    raw = {k: float(m.group(1)) for k, rx in LOG_FIELDS.items() if (m := re.search(rx, log))}
+    if "token_throughput" not in raw or "request_throughput" not in raw:
+        raise TrtllmOutputError("no 'PERFORMANCE OVERVIEW' throughput lines in the "
+                                "trtllm-bench log and no JSON report")
+    out = {"token_throughput": raw["token_throughput"],
+           "request_throughput": raw["request_throughput"]}
+    if "total_latency_ms" in raw:
+        out["trtllm_total_latency_s"] = raw["total_latency_ms"] / 1e3
+    if "avg_request_latency_ms" in raw:
+        out["request_latency_s"] = raw["avg_request_latency_ms"] / 1e3
+    if "avg_ttft_ms" in raw:
+        out["ttft_s"] = raw["avg_ttft_ms"] / 1e3
+    if "avg_itl_ms" in raw:
+        out["itl_s"] = raw["avg_itl_ms"] / 1e3
+    return out
+
+
+def engine_facts(report: dict[str, Any] | None, log: str) -> dict[str, Any]:
+    """Version and engine details for provenance."""
+    facts: dict[str, Any] = dict((report or {}).get("engine") or {})
+    if "version" not in facts and (m := VERSION_LINE.search(log)):
+        facts["version"] = m.group(1)
+    if report and report.get("world_info"):
+        facts["world_info"] = report["world_info"]
+    return facts
