@@ -71,6 +71,21 @@ SHOW = ("import os; d = '/usr/local/containertax-driver'; "
         "print(*sorted(os.listdir(d))); print(open(d + '/libcuda.so.1').read().strip())")
 
 
+def _run_show(launcher, tmp_path):
+    """Run SHOW in the environment: the driver folder is first on LD_LIBRARY_PATH and holds
+    the stand-ins under their sonames."""
+    (tmp_path / "probe").mkdir()
+    (tmp_path / "work").mkdir()
+    out = launcher.run(environments.Launch(
+        argv=["python3", "-c", SHOW], probe_dir=tmp_path / "probe", work_dir=tmp_path / "work",
+        timeout_s=60, label="t"))
+    assert out.returncode == 0, out.output
+    assert out.output.split("\n")[:3] == ["/usr/local/containertax-driver",
+                                          "libcuda.so.1 libnvidia-ml.so.1",
+                                          "driver libcuda.so.1"]
+    return out
+
+
 @needs_docker
 @pytest.mark.docker
 @pytest.mark.skipif(os.geteuid() != 0, reason="chroot needs root")
@@ -84,15 +99,7 @@ def test_chroot_gpu_binds_driver_libraries_and_leaves_nothing(config_dict, tmp_p
     campaign = config.load_campaign(config_dict, "test.yaml")
     launcher = environments.launcher(campaign, "chroot")
     environments.export_rootfs(DEMO_IMAGE, launcher.rootfs())
-    (tmp_path / "probe").mkdir()
-    (tmp_path / "work").mkdir()
-    out = launcher.run(environments.Launch(
-        argv=["python3", "-c", SHOW], probe_dir=tmp_path / "probe", work_dir=tmp_path / "work",
-        timeout_s=60, label="t"))
-    assert out.returncode == 0, out.output
-    assert out.output.split("\n")[:3] == ["/usr/local/containertax-driver",
-                                          "libcuda.so.1 libnvidia-ml.so.1",
-                                          "driver libcuda.so.1"]
+    out = _run_show(launcher, tmp_path)
     assert out.resolved["driver_libraries"]["libcuda.so.1"].endswith("libcuda.so.1.580.0")
     assert os.listdir(launcher.rootfs() / "usr/local/containertax-driver") == []  # a tmpfs
     assert str(launcher.rootfs()) not in Path("/proc/mounts").read_text()
@@ -105,15 +112,7 @@ def test_docker_nvidia_libraries_binds_driver_libraries(config_dict, tmp_path, m
     config_dict["results_dir"] = str(tmp_path / "results")
     config_dict["environments"]["docker"]["options"]["nvidia_libraries"] = True
     campaign = config.load_campaign(config_dict, "test.yaml")
-    (tmp_path / "probe").mkdir()
-    (tmp_path / "work").mkdir()
-    out = environments.launcher(campaign, "docker").run(environments.Launch(
-        argv=["python3", "-c", SHOW], probe_dir=tmp_path / "probe", work_dir=tmp_path / "work",
-        timeout_s=60, label="t"))
-    assert out.returncode == 0, out.output
-    assert out.output.split("\n")[:3] == ["/usr/local/containertax-driver",
-                                          "libcuda.so.1 libnvidia-ml.so.1",
-                                          "driver libcuda.so.1"]
+    _run_show(environments.launcher(campaign, "docker"), tmp_path)
 
 
 def test_gpu_key_only_for_chroot(config_dict):

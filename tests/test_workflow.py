@@ -292,12 +292,14 @@ def test_imported_study_goes_to_a_paper(tmp_path):
     assert "+68.0" in text and "imported results" in text
 
 
-@pytest.mark.parametrize("campaign,models,metric", [
-    ("h100-matmul", {"mm-4096", "mm-8192"}, "compute_time_median_s"),
-    ("h100", {"qwen2-0.5b", "llama3-8b", "matmul-10k", "microbench"}, "token_throughput"),
+@pytest.mark.parametrize("campaign,models,metric,gpu", [
+    ("h100-matmul", {"mm-4096", "mm-8192"}, "compute_time_median_s",
+     "GPU-5c467cca-87f4-4241-d9a8-2425727f43f4"),
+    ("h100", {"qwen2-0.5b", "llama3-8b", "matmul-10k", "microbench"}, "token_throughput",
+     "GPU-7f8d3bcf-2187-1e66-114d-610ac5560733"),
 ])
 def test_committed_h100_campaign_rebuilds_its_paper_without_a_gpu(tmp_path, campaign, models,
-                                                                  metric):
+                                                                  metric, gpu):
     """Raw records measured on the H100 (results/<campaign>/raw, committed) -> the paper,
     here, with no GPU, and without pulling a single cell into the DAG."""
     root = tmp_path / "results" / campaign
@@ -310,7 +312,7 @@ def test_committed_h100_campaign_rebuilds_its_paper_without_a_gpu(tmp_path, camp
     assert {r["model"] for r in comp} == models
     assert metric in {r["metric"] for r in comp}
     runs = list(csv.DictReader((root / "runs.csv").open()))
-    assert {r["machine"] for r in runs} == {"GPU-7f8d3bcf-2187-1e66-114d-610ac5560733"}
+    assert {r["machine"] for r in runs} == {gpu}  # the GPU's UUID, from the records
     text = " ".join(subprocess.run(["pdftotext", str(root / "paper" / "paper.pdf"), "-"],
                                    capture_output=True, text=True).stdout.split())
     assert "NVIDIA H100" in text and "in 32 runs" in text
