@@ -5,16 +5,15 @@
    interleaved ABAB, as a ratio of medians from one run.
 3. Temperature right after that load and the time until it falls below 45 C (and 40 C),
    then the real NVML thermal gate (containertax.thermal) against 45 C.
-4. Optional (--docker IMAGE): a container given the GPU without the NVIDIA Container
-   Toolkit, by device nodes and read-only host software mounts, runs a torch matmul.
+GPU passthrough into chroot and Docker is checked by gpu_passthrough.py, the workloads in
+every environment by gpu_workloads.py (both through the workflow's own launchers).
 
-    python3 benchmarks/gpu_check.py --out gpu_check.json [--docker IMAGE --python PATH]
+    python3 benchmarks/gpu_check.py --out gpu_check.json
 """
 
 from __future__ import annotations
 
 import argparse
-import glob
 import json
 import statistics
 import sys
@@ -77,39 +76,11 @@ def cooling(gpu: NvmlGpu, limit_s: float) -> dict:
             "trace": trace}
 
 
-def docker_gpu(image: str, python: str) -> dict:
-    import docker
-
-    client = docker.from_env()
-    devices = [f"{d}:{d}:rwm" for d in sorted(glob.glob("/dev/nvidia*"))
-               if Path(d).is_char_device()]
-    volumes = [f"{p}:{p}:ro" for p in ("/usr", "/opt", "/etc", "/usr/local/nvidia")
-               if Path(p).exists()]
-    code = ("import torch,time;a=torch.randn(8192,8192,device='cuda',dtype=torch.bfloat16);"
-            "b=a.clone();torch.cuda.synchronize();t=time.perf_counter();"
-            "[a@b for _ in range(50)];torch.cuda.synchronize();"
-            "print(torch.cuda.get_device_name(0), 2*8192**3*50/(time.perf_counter()-t)/1e12)")
-    t0 = time.monotonic()
-    c = client.containers.create(image, [python, "-c", code], devices=devices, volumes=volumes,
-                                 network_mode="none", ipc_mode="host",
-                                 environment={"PATH": "/usr/local/nvidia/bin:/usr/bin:/bin"})
-    try:
-        c.start()
-        rc = c.wait(timeout=300)["StatusCode"]
-        out = c.logs().decode(errors="replace")
-    finally:
-        c.remove(force=True)
-    return {"returncode": rc, "output": out.strip()[-2000:], "devices": devices,
-            "volumes": volumes, "wall_s": time.monotonic() - t0}
-
-
 def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--out", required=True)
     p.add_argument("--blocks", type=int, default=6)
     p.add_argument("--iters", type=int, default=400)
-    p.add_argument("--docker")
-    p.add_argument("--python", default=sys.executable)
     args = p.parse_args()
     result: dict = {}
     gpu = NvmlGpu(0)
@@ -127,11 +98,6 @@ def main() -> int:
         result["gate"] = {k: v for k, v in gate.items() if k != "trace"}
     except thermal.GateTimeout as exc:
         result["gate"] = {"timeout": str(exc)}
-    if args.docker:
-        try:
-            result["docker_gpu"] = docker_gpu(args.docker, args.python)
-        except Exception as exc:  # report, do not lose the measurements above
-            result["docker_gpu"] = {"error": f"{type(exc).__name__}: {exc}"}
     Path(args.out).write_text(json.dumps(result, indent=1, default=str))
     print(json.dumps({k: v for k, v in result.items() if k != "cooling"}, indent=1,
                      default=str)[:6000])

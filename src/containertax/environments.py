@@ -203,10 +203,7 @@ class ChrootLauncher(Launcher):
         unshare = shutil.which("unshare")
         if unshare is None:
             raise EnvironmentError_("chroot environments need unshare (util-linux).")
-        try:
-            libraries = passthrough.driver_libraries() if self.gpu else None
-        except passthrough.PassthroughError as exc:
-            raise EnvironmentError_(f"environment {self.env.id}: {exc}") from None
+        libraries = _driver_libraries(self.env) if self.gpu else None
         argv = [unshare, "--mount", "--propagation", "private", "--", "sh", "-c",
                 self.script(launch, libraries), "containertax-chroot", *launch.argv]
         rc, t_in, t_out, wall, out, to = _run_process(
@@ -220,6 +217,13 @@ class ChrootLauncher(Launcher):
 
             resolved["image"] = json.loads(marker.read_text())
         return Outcome(rc, t_in, t_out, wall, out, resolved, to)
+
+
+def _driver_libraries(env: Environment) -> dict[str, str]:
+    try:
+        return passthrough.driver_libraries()
+    except passthrough.PassthroughError as exc:
+        raise EnvironmentError_(f"environment {env.id}: {exc}") from None
 
 
 def _parse_mount(spec: str, env_id: str) -> tuple[Path, Path, bool]:
@@ -381,10 +385,7 @@ class DockerLauncher(Launcher):
             volumes.append(f"{host}:{target}:{'ro' if ro else 'rw'}")
         env_vars = self.environment_vars(launch)
         if self.env.spec.get("options", {}).get("nvidia_libraries"):
-            try:
-                libraries = passthrough.driver_libraries()
-            except passthrough.PassthroughError as exc:
-                raise EnvironmentError_(f"environment {self.env.id}: {exc}") from None
+            libraries = _driver_libraries(self.env)
             volumes += [f"{path}:{passthrough.DRIVER_DIR / soname}:ro"
                         for soname, path in sorted(libraries.items())]
             env_vars["LD_LIBRARY_PATH"] = passthrough.ld_library_path(

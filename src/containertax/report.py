@@ -13,7 +13,7 @@ from typing import Any
 
 import pandas as pd
 
-from containertax import importer, records, tables
+from containertax import importer, quality, records, tables
 from containertax.config import Campaign
 from containertax.metrics import MetricInfo, registry
 
@@ -69,7 +69,6 @@ def environment_order(campaign: Campaign, runs: pd.DataFrame) -> list[str]:
 
 
 def run_quality(campaign: Campaign, runs_csv: Path, out_dir: Path) -> None:
-    from containertax import quality
 
     table = read_table(runs_csv)
     if table is None:
@@ -337,8 +336,7 @@ def run_numbers(campaign: Campaign, kept_csv: Path, comparisons_csv: Path,
                 gate += (f", every reading for the last {t['stability_s']:g}\\,s having been "
                          "below that threshold")
         n_machines = runs["machine"].nunique() if "machine" in runs else 1
-        split = n_machines > 1 and bool(
-            (runs.groupby(["model", "block"])["machine"].nunique() > 1).any())
+        split = any(f.check == "block_split" for f in quality.machines(runs))
         machines_text = (
             " All runs were made on one machine (one GPU)." if n_machines == 1 else
             f" The runs were made on {n_machines} machines (GPU UUIDs in the system table); "

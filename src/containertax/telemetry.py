@@ -12,6 +12,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from containertax import gpu as gpu_mod
 from containertax.thermal import Sensor
 
@@ -100,19 +102,20 @@ class Sampler:
     def window_energy_j(self, start_unix: float, end_unix: float) -> float | None:
         """GPU energy between two wall-clock times: the NVML energy counter interpolated at
         both ends, or, where a GPU has no counter, the power samples integrated."""
-        i_t = self.columns.index("t_s")
-        rows = [r for r in self.rows if r[i_t] is not None]
-        times = [self.t0_unix + r[i_t] for r in rows]
-        for column, integrate in (("energy_mj", False), ("power_w", True)):
+        for column in ("energy_mj", "power_w"):
             if column not in self.columns:
                 continue
             i = self.columns.index(column)
-            pts = [(t, r[i]) for t, r in zip(times, rows, strict=True) if r[i] is not None]
-            if len(pts) < 2 or pts[0][0] > start_unix or pts[-1][0] < end_unix:
+            pts = np.array([(self.t0_unix + r[0], r[i]) for r in self.rows
+                            if r[i] is not None], dtype=float).reshape(-1, 2)
+            t, v = pts[:, 0], pts[:, 1]
+            if len(t) < 2 or t[0] > start_unix or t[-1] < end_unix:
                 continue  # the samples do not cover the window
-            if integrate:
-                return window_integral(pts, start_unix, end_unix)
-            return (interpolate(pts, end_unix) - interpolate(pts, start_unix)) / 1000.0
+            if column == "energy_mj":
+                return float(np.diff(np.interp([start_unix, end_unix], t, v))[0]) / 1000.0
+            inner = (t > start_unix) & (t < end_unix)
+            knots = np.concatenate([[start_unix], t[inner], [end_unix]])
+            return float(np.trapezoid(np.interp(knots, t, v), knots))
         return None
 
     def write_csv(self, path: Path) -> None:
@@ -145,18 +148,3 @@ class Sampler:
             "mem_used_peak_mib": max(mem) if mem else None,
         }
 
-
-def interpolate(pts: list[tuple[float, float]], t: float) -> float:
-    """Linear interpolation in time-ordered (t, value) points that bracket t."""
-    for (t0, v0), (t1, v1) in zip(pts, pts[1:], strict=False):
-        if t0 <= t <= t1:
-            return v0 if t1 == t0 else v0 + (v1 - v0) * (t - t0) / (t1 - t0)
-    raise ValueError(f"{t} outside the samples")
-
-
-def window_integral(pts: list[tuple[float, float]], start: float, end: float) -> float:
-    """Trapezoidal integral of a sampled signal between start and end."""
-    inner = [(t, v) for t, v in pts if start < t < end]
-    knots = [(start, interpolate(pts, start)), *inner, (end, interpolate(pts, end))]
-    return sum((t1 - t0) * (v0 + v1) / 2
-               for (t0, v0), (t1, v1) in zip(knots, knots[1:], strict=False))

@@ -17,7 +17,7 @@ import json  # noqa: E402
 import sys  # noqa: E402
 
 from probe_common import (  # noqa: E402
-    environment_facts,
+    header,
     max_rss_kib,
     torch_facts,
     torch_peak_bytes,
@@ -146,13 +146,8 @@ def main(argv=None) -> int:
     import transformers
 
     import_s = time.perf_counter() - t_import0
-    result = {
-        "probe": "llm",
-        "t_enter_unix": T_ENTER,
-        "import_s": import_s,
-        "environment": environment_facts(),
-        "software": {**torch_facts(torch, args.device), "transformers": transformers.__version__},
-    }
+    result = header("llm", T_ENTER, import_s, {**torch_facts(torch, args.device),
+                                               "transformers": transformers.__version__})
     if args.check:
         torch.zeros(1, device=args.device)  # the check must reach the device
         write_atomic(args.out, result)

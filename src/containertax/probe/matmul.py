@@ -14,7 +14,7 @@ import os  # noqa: E402
 import sys  # noqa: E402
 
 from probe_common import (  # noqa: E402
-    environment_facts,
+    header,
     max_rss_kib,
     torch_facts,
     torch_peak_bytes,
@@ -102,13 +102,7 @@ def main(argv=None) -> int:
 
         software = {**numpy_facts(np), "libraries": loaded_libraries()}
     import_s = time.perf_counter() - t_import0
-    result = {
-        "probe": "matmul",
-        "t_enter_unix": T_ENTER,
-        "import_s": import_s,
-        "environment": environment_facts(),
-        "software": software,
-    }
+    result = header("matmul", T_ENTER, import_s, software)
     if args.check:
         if args.backend == "torch" and args.device.startswith("cuda"):
             torch.zeros(1, device=args.device)  # the check must reach the GPU

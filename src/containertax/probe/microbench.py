@@ -16,7 +16,7 @@ import statistics  # noqa: E402
 import sys  # noqa: E402
 
 from probe_common import (  # noqa: E402
-    environment_facts,
+    header,
     max_rss_kib,
     torch_facts,
     torch_peak_bytes,
@@ -87,15 +87,9 @@ def main(argv=None) -> int:
     import torch
 
     import_s = time.perf_counter() - t_import0
-    result = {
-        "probe": "microbench",
-        "t_enter_unix": T_ENTER,
-        "import_s": import_s,
-        "environment": environment_facts(),
-        "software": {**torch_facts(torch, "cuda"),
-                     "cudnn": torch.backends.cudnn.version() if torch.cuda.is_available()
-                     else None},
-    }
+    cudnn = torch.backends.cudnn.version() if torch.cuda.is_available() else None
+    result = header("microbench", T_ENTER, import_s, {**torch_facts(torch, "cuda"),
+                                                      "cudnn": cudnn})
     if not torch.cuda.is_available():
         print("microbench needs a CUDA GPU; torch.cuda.is_available() is False", file=sys.stderr)
         return 2

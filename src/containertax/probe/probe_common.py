@@ -29,6 +29,12 @@ def environment_facts() -> dict:
     return facts
 
 
+def header(probe: str, t_enter: float, import_s: float, software: dict) -> dict:
+    """What every probe's output starts with: the host computes start-up from t_enter."""
+    return {"probe": probe, "t_enter_unix": t_enter, "import_s": import_s,
+            "environment": environment_facts(), "software": software}
+
+
 def max_rss_kib() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 

@@ -16,7 +16,7 @@ import os  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 
-from probe_common import environment_facts, max_rss_kib, write_atomic  # noqa: E402
+from probe_common import header, max_rss_kib, write_atomic  # noqa: E402
 
 
 def version() -> str | None:
@@ -50,9 +50,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     work = os.path.dirname(args.out)
     log_path = os.path.join(work, "trtllm-bench.log")
-    result = {"probe": "trtllm", "t_enter_unix": T_ENTER, "import_s": 0.0,
-              "environment": environment_facts(),
-              "software": {"tensorrt_llm": version()}}
+    result = header("trtllm", T_ENTER, 0.0, {"tensorrt_llm": version()})
     if args.check:
         rc, _ = run(["trtllm-bench", "--help"], log_path)
         if rc != 0:
