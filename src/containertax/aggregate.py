@@ -15,7 +15,7 @@ from containertax import records
 COLUMNS = [
     "campaign", "model", "environment", "repetition", "block", "position", "sequence",
     "attempt", "started_utc", "host", "metric", "value", "unit", "gate_waited_s",
-    "temperature_max_c", "throttled_s", "sensor", "config_hash", "machine",
+    "temperature_max_c", "throttled_s", "sensor", "config_hash", "machine", "page_cache",
 ]
 
 
@@ -24,6 +24,12 @@ def machine_of(rec: dict) -> str:
     host name. A campaign spread over visits may land on different GPUs."""
     gpu = rec.get("telemetry", {}).get("gpu") or {}
     return str(gpu.get("uuid") or rec["provenance"]["host"].get("hostname"))
+
+
+def page_cache_of(rec: dict) -> str:
+    """'dropped' or 'kept' before the run; '' where the record predates the memory state."""
+    drop = (rec.get("memory") or {}).get("drop")
+    return "" if drop is None else ("dropped" if drop.get("dropped") else "kept")
 
 
 def raw_records(root: Path) -> list[Path]:
@@ -57,6 +63,7 @@ def tidy(root: Path) -> pd.DataFrame:
                 "sensor": rec["gate"].get("sensor"),
                 "config_hash": rec["provenance"].get("config_hash"),
                 "machine": machine_of(rec),
+                "page_cache": page_cache_of(rec),
             })
     frame = pd.DataFrame(rows, columns=COLUMNS)
     return frame.sort_values(["position", "metric"], kind="stable").reset_index(drop=True)

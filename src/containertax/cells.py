@@ -18,7 +18,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from containertax import environments, provenance, records, schedule, thermal, workloads
+from containertax import (
+    environments,
+    hostmemory,
+    provenance,
+    records,
+    schedule,
+    thermal,
+    workloads,
+)
 from containertax.config import Campaign
 from containertax.gpu import NvmlGpu
 from containertax.telemetry import Sampler
@@ -155,9 +163,17 @@ def _run_locked(campaign: Campaign, cell: schedule.Cell, rep: str, paths: dict[s
         label=f"{cell.model}/{cell.environment}/rep{rep}",
     )
     sensor = sensor_for(campaign)
+    try:
+        memory = hostmemory.before_run(campaign.raw["memory"]["drop_page_cache"])
+    except hostmemory.PageCacheError as exc:
+        raise RunFailed(str(exc)) from None
+    log.info("page cache %s; MemAvailable %.1f GiB", "dropped" if memory["drop"]["dropped"]
+             else f"kept ({memory['drop']['reason']})",
+             memory["before_kib"].get("MemAvailable", 0) / 2**20)
     log.info("run %s in %s: %s", launch.label, cell.environment, " ".join(argv))
     with Sampler(sensor, campaign.telemetry["hz"], gpu=gpu_for(sensor)) as sampler:
         outcome = launcher.run(launch)
+    memory["after_kib"] = hostmemory.meminfo()
     log.info("process output:\n%s", outcome.output.rstrip())
     info["ledger"] = {"wall_s": round(outcome.wall_s, 4)}
     if outcome.timed_out or outcome.returncode != 0:
@@ -175,6 +191,7 @@ def _run_locked(campaign: Campaign, cell: schedule.Cell, rep: str, paths: dict[s
     metric_rows += [workloads.Metric(name, telemetry[key], unit) for key, name, unit in GPU_METRICS
                     if telemetry.get(key) is not None]
     metric_rows += _window_energy(kind, probe, sampler, telemetry)
+    metric_rows += _memory_metrics(memory, telemetry)
     info["ledger"]["workload_s"] = round(outcome.wall_s, 4)
     record = {
         "schema_version": records.SCHEMA_VERSION,
@@ -194,6 +211,7 @@ def _run_locked(campaign: Campaign, cell: schedule.Cell, rep: str, paths: dict[s
         "metrics": [asdict(m) for m in metric_rows],
         "detail": workloads.detail(kind, probe),
         "telemetry": telemetry,
+        "memory": memory,
         "inside": {"environment": probe.get("environment"), "software": probe.get("software"),
                    "checksum": probe.get("checksum")},
         "provenance": {"host": provenance.host(), "git": provenance.git(),
@@ -209,6 +227,13 @@ def _run_locked(campaign: Campaign, cell: schedule.Cell, rep: str, paths: dict[s
         shutil.copyfile(log_path, paths["run_log"])
     records.write_json(paths["raw"], record, overwrite=False)  # last: the commit point
     shutil.rmtree(work, ignore_errors=True)
+
+
+def _memory_metrics(memory: dict[str, Any], telemetry: dict[str, Any]) -> list[workloads.Metric]:
+    rows = hostmemory.metrics(memory, memory["after_kib"], telemetry.get("mem_used_peak_mib"))
+    if telemetry.get("gpu_mem_used_peak_mib") is not None:  # NVML; GB10 may not report it
+        rows.append(("gpu_mem_peak_gib", telemetry["gpu_mem_used_peak_mib"] / 1024, "GiB"))
+    return [workloads.Metric(*row) for row in rows]
 
 
 def _window_energy(kind: str, probe: dict[str, Any], sampler: Sampler,

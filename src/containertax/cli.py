@@ -17,6 +17,7 @@ from containertax import (
     config,
     environments,
     importer,
+    optimisation,
     paper,
     preflight,
     records,
@@ -36,6 +37,7 @@ KNOWN = (
     workloads.WorkloadError,
     records.RecordExistsError,
     importer.ImportError_,
+    optimisation.OptimisationError,
     paper.PaperError,
     report.AnalysisError,
 )
@@ -134,6 +136,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("config")
     p.add_argument("--reps", required=True, help="e.g. 1-4 or 5,6")
 
+    p = sub.add_parser("best-options", help="phase 2B: the Docker options whose variant beat "
+                       "the baseline, and their combination for docker_optimised")
+    p.add_argument("config", help="the phase-2B config (e.g. config/phase-2b.yaml)")
+    p.add_argument("--metric", default="token_throughput")
+
     p = sub.add_parser("status", help="progress and ETA of a campaign")
     p.add_argument("config", help="the campaign's config file (e.g. config/demo.yaml)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
@@ -158,6 +165,16 @@ def _dispatch(args: argparse.Namespace) -> int:
     campaign = load(args.config)
     if cmd == "targets":
         print("\n".join(schedule.block_targets(campaign, _rep_range(args.reps))))
+    elif cmd == "best-options":
+        comparisons = campaign.root / "stats" / "comparisons.csv"
+        if not comparisons.exists():
+            raise optimisation.OptimisationError(
+                f"{comparisons} does not exist: run the analysis of {args.config} first "
+                f"(snakemake --cores 1 paper --configfile {args.config}).")
+        import pandas as pd
+
+        verdicts = optimisation.judge(campaign, pd.read_csv(comparisons), args.metric)
+        print(optimisation.render(campaign, verdicts, args.metric))
     elif cmd == "status":
         summary = status.summarize(campaign)
         print(json.dumps(summary, indent=1) if args.json else status.render(summary))

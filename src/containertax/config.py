@@ -97,7 +97,10 @@ class Campaign:
         return params
 
     def config_hash(self) -> str:
-        text = json.dumps(self.raw, default=str)  # order matters: it sets the schedule
+        # order matters (it sets the schedule); the base-file chain does not: phase-2d.yaml
+        # and config.yaml are one campaign
+        raw = {k: v for k, v in self.raw.items() if k != "based_on"}
+        text = json.dumps(raw, default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -189,12 +192,111 @@ def _semantic_checks(data: dict[str, Any], source: str) -> None:
         raise ConfigError(f"{source}:\n" + "\n".join(f"  {p}" for p in problems))
 
 
+def merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """`over` laid on `base`: mappings merge key by key, null removes a key, anything else
+    (lists included) replaces."""
+    out = copy.deepcopy(base)
+    for key, value in over.items():
+        if value is None:
+            out.pop(key, None)
+        elif isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def _read_yaml(path: Path, named_by: str) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"{named_by}: no such config file {path}.") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: empty or not a mapping; see config/README.md.")
+    return data
+
+
+def resolve_base(data: dict[str, Any], source: str, chain: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A config with `base: FILE` is that file (itself resolved) with this one laid on it;
+    `models` may then list ids of the base's models to run a subset of them."""
+    if "base" not in data:
+        return data
+    path = (Path(source).parent / str(data["base"])).resolve()
+    if str(path) in chain:
+        raise ConfigError(f"{source}: key 'base': {path} inherits from itself "
+                          f"({' -> '.join(chain)}).")
+    base = resolve_base(_read_yaml(path, f"{source}: key 'base'"), str(path),
+                        (*chain, str(path)))
+    over = {k: v for k, v in data.items() if k != "base"}
+    models = over.pop("models", None)
+    merged = merge(base, over)
+    if models is not None:
+        merged["models"] = _select_models(models, base.get("models", []), source, path)
+    merged["based_on"] = [str(data["base"]), *base.get("based_on", [])]
+    return merged
+
+
+def _select_models(models: list[Any], base_models: list[Any], source: str,
+                   base_path: Path) -> list[Any]:
+    by_id = {m.get("id"): m for m in base_models if isinstance(m, dict)}
+    out = []
+    for i, m in enumerate(models):
+        if isinstance(m, str):
+            if m not in by_id:
+                raise ConfigError(
+                    f"{source}: key 'models[{i}]': '{m}' is not a model of {base_path}; "
+                    f"choose from {sorted(by_id)} or give the model's mapping.")
+            out.append(copy.deepcopy(by_id[m]))
+        else:
+            out.append(m)
+    return out
+
+
+def resolve_extends(envs: dict[str, Any], source: str) -> dict[str, Any]:
+    """An environment with `extends: OTHER` is OTHER's settings with its own laid on them
+    (null removes an inherited option): one variant of a baseline per environment. The
+    result keeps what it was made of as `variant_of` and `variant`."""
+    done: dict[str, Any] = {}
+
+    def resolve(env_id: str, trail: tuple[str, ...]) -> dict[str, Any]:
+        if env_id in done:
+            return done[env_id]
+        spec = envs[env_id]
+        parent = spec.get("extends") if isinstance(spec, dict) else None
+        if parent is None:
+            done[env_id] = spec
+            return spec
+        if parent not in envs:
+            raise ConfigError(f"{source}: key 'environments.{env_id}.extends': '{parent}' is "
+                              f"not an environment; choose one of {sorted(envs)}.")
+        if parent in trail:
+            raise ConfigError(f"{source}: key 'environments.{env_id}.extends': a cycle "
+                              f"({' -> '.join((*trail, parent))}).")
+        own = {k: v for k, v in spec.items() if k != "extends"}
+        base = {k: v for k, v in resolve(parent, (*trail, parent)).items()
+                if k not in ("variant_of", "variant", "description")}
+        done[env_id] = {**merge(base, own), "variant_of": parent,
+                        "variant": own.get("options", {})}
+        return done[env_id]
+
+    return {env_id: resolve(env_id, (env_id,)) for env_id in envs}
+
+
 def load_campaign(data: dict[str, Any], source: str = "<config>") -> Campaign:
     """Validate a config mapping (already parsed) and return the campaign it describes."""
     from containertax import workloads  # late: workloads import config for typing only
 
     if not isinstance(data, dict) or not data:
         raise ConfigError(f"{source}: empty or not a mapping; see config/README.md.")
+    data = resolve_base(data, source)
+    for i, m in enumerate(data.get("models") or []):
+        if isinstance(m, str):
+            raise ConfigError(f"{source}: key 'models[{i}]': '{m}' is a model id, which only "
+                              "a config with 'base' can select; give the model's mapping.")
+    if isinstance(data.get("environments"), dict):
+        data["environments"] = resolve_extends(data["environments"], source)
     data = validate_schema(data, source)
     _semantic_checks(data, source)
     environments = tuple(
@@ -219,10 +321,6 @@ def load_campaign(data: dict[str, Any], source: str = "<config>") -> Campaign:
 
 def load_file(path: str | Path) -> Campaign:
     path = Path(path)
-    try:
-        data = yaml.safe_load(path.read_text())
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such config file.") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
-    return load_campaign(data, str(path))
+    if not path.exists():
+        raise ConfigError(f"{path}: no such config file.")
+    return load_campaign(_read_yaml(path, str(path)), str(path))

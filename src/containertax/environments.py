@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from containertax import passthrough
+from containertax import hostcpus, passthrough
 from containertax.config import Campaign, Environment
 
 INSIDE = Path("/containertax")  # not under /opt: GPU hosts bind their /opt read-only
@@ -270,6 +270,11 @@ def docker_kwargs(options: dict[str, Any]) -> dict[str, Any]:
     for key, arg in simple.items():
         if key in options:
             kw[arg] = options[key]
+    if options.get("cpuset_cpus") == "performance":
+        try:
+            kw["cpuset_cpus"] = hostcpus.cpulist(hostcpus.performance_cores()[0])
+        except hostcpus.CpuTopologyError as exc:
+            raise EnvironmentError_(f"options.cpuset_cpus: {exc}") from None
     if "ulimits" in options:
         kw["ulimits"] = []
         for name, value in options["ulimits"].items():
@@ -375,7 +380,10 @@ class DockerLauncher(Launcher):
 
         client = self.client
         cleanup_stale_containers(client, self.campaign.name)
-        kw = docker_kwargs(self.env.spec.get("options", {}))
+        try:
+            kw = docker_kwargs(self.env.spec.get("options", {}))
+        except EnvironmentError_ as exc:
+            raise EnvironmentError_(f"environment {self.env.id}: {exc}") from None
         volumes = [
             f"{launch.probe_dir}:{INSIDE / 'probe'}:ro",
             f"{launch.work_dir}:{INSIDE / 'work'}:rw",

@@ -17,6 +17,7 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
 from containertax.metrics import MetricInfo  # noqa: E402
+from containertax.tables import tex  # noqa: E402
 
 WIDTH = 7.0  # inches: full text width of a two-column paper
 sns.set_theme(context="paper", style="whitegrid", font_scale=0.9)
@@ -61,7 +62,7 @@ def distributions(runs: pd.DataFrame, metric: str, info: MetricInfo | None, envs
         ax.set_ylabel(_label(info, metric) if ax in axes[:, 0] else "")
         ax.tick_params(axis="x", rotation=20)
     _save(fig, path)
-    return (f"{info.label if info else metric} per run, by model and environment: boxes show "
+    return (f"{tex(info.label if info else metric)} per run, by model and environment: boxes show "
             "quartiles, points are individual runs.")
 
 
@@ -84,7 +85,7 @@ def forest(results: pd.DataFrame, metric: str, info: MetricInfo | None, margin: 
     ax.set_yticks(y, d["row"])
     ax.set_xlabel(f"Relative difference of {info.label.lower() if info else metric} (%)")
     _save(fig, path)
-    return (f"Relative difference of {info.label.lower() if info else metric} of each "
+    return (f"Relative difference of {tex(info.label.lower() if info else metric)} of each "
             "environment against the reference (ratio of means minus one) with 95\\,\\% BCa "
             f"bootstrap intervals; the grey band is the equivalence margin of "
             f"$\\pm${100 * margin:g}~\\%.")
@@ -119,7 +120,7 @@ def telemetry_trace(trace: pd.DataFrame | None, title: str, path: Path) -> str |
         ax.set_ylabel(col.replace("_", " "))
     axes[-1, 0].set_xlabel("Time since launch (s)")
     _save(fig, path)
-    return f"Host-side telemetry during one run ({title})."
+    return f"Host-side telemetry during one run ({tex(title)})."
 
 
 def drift(runs: pd.DataFrame, metric: str, info: MetricInfo | None, envs: list[str],
@@ -137,7 +138,7 @@ def drift(runs: pd.DataFrame, metric: str, info: MetricInfo | None, envs: list[s
         ax.set_ylabel(_label(info, metric) if ax in axes[:, 0] else "")
         ax.set_xlabel("Run order" if order == "position" else "Repetition")
     _save(fig, path)
-    return (f"{info.label if info else metric} against run order: a trend would reveal drift "
+    return (f"{tex(info.label if info else metric)} against run order: a trend would reveal drift "
             "(warming, background load) that the counterbalanced order spreads over all "
             "environments.")
 

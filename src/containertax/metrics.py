@@ -73,6 +73,18 @@ _BUILTIN = [
                "peak device memory allocated by torch", "increasing"),
     MetricInfo("peak_reserved_gib", "GiB", "lower", "Peak reserved memory",
                "peak device memory reserved by torch's caching allocator", "increasing"),
+    # Memory of the host (and of the GPU, where NVML reports it) around and during a run
+    MetricInfo("mem_available_before_gib", "GiB", "none", "MemAvailable before",
+               "host MemAvailable as the run starts (after the page-cache drop, if any)"),
+    MetricInfo("mem_available_after_gib", "GiB", "none", "MemAvailable after",
+               "host MemAvailable right after the process exits"),
+    MetricInfo("host_mem_used_peak_gib", "GiB", "lower", "Peak host memory in use",
+               "peak of MemTotal - MemAvailable during the run (10 Hz); on unified memory "
+               "this includes the GPU's allocations", "increasing"),
+    MetricInfo("host_mem_rise_gib", "GiB", "lower", "Host memory taken by the run",
+               "peak in use during the run minus in use at its start", "increasing"),
+    MetricInfo("gpu_mem_peak_gib", "GiB", "lower", "Peak GPU memory (NVML)",
+               "peak device memory in use, all processes (10 Hz)", "increasing"),
     # TensorRT-LLM (trtllm-bench's own numbers; percentiles are its index-based ones)
     MetricInfo("kv_cache_gib", "GiB", "higher", "KV-cache size",
                "paged KV cache TensorRT-LLM allocated (its log line)", "increasing"),

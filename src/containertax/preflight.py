@@ -6,6 +6,7 @@ environment is checked on its own so that one broken environment blocks only its
 
 from __future__ import annotations
 
+import json
 import os
 import resource
 import shutil
@@ -100,6 +101,8 @@ def _check_workload(campaign: Campaign, env_id: str, launcher: environments.Laun
         )
     except workloads.WorkloadError as exc:
         raise PreflightError(f"environment {env_id}: {exc}") from None
+    if kind == "trtllm":  # every model's checkpoint, not only the first's
+        argv += ["--check-models", json.dumps(workloads.trtllm_check_models(campaign))]
     (work / "check.json").unlink(missing_ok=True)
     launch = environments.Launch(argv=argv, probe_dir=workloads.PROBE_DIR, work_dir=work,
                                  env=env_vars, timeout_s=300, label=f"preflight/{env_id}")
@@ -117,7 +120,8 @@ def _check_workload(campaign: Campaign, env_id: str, launcher: environments.Laun
         )
     check = records.read_json(work / "check.json")
     return {"kind": kind, "wall_s": outcome.wall_s, "resolved": outcome.resolved,
-            "inside": {"environment": check.get("environment"), "software": check.get("software")}}
+            "inside": {"environment": check.get("environment"), "software": check.get("software")},
+            **{k: check[k] for k in ("gpu", "models") if k in check}}
 
 
 def system(campaign: Campaign) -> dict[str, Any]:

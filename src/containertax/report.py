@@ -249,6 +249,28 @@ def run_tables(campaign: Campaign, kept_csv: Path, comparisons_csv: Path, desc_c
                               else "")
     records.atomic_write_text(out_dir / "system.tex",
                               tables.system_table(system_facts(campaign)))
+    records.atomic_write_text(out_dir / "memory.tex",
+                              tables.memory_table(read_table(kept_csv), reg))
+
+
+def page_cache_text(campaign: Campaign, runs: pd.DataFrame) -> str:
+    """What the page cache was before the runs: dropped, kept, or not recorded."""
+    cells = runs.drop_duplicates(["model", "environment", "repetition"])
+    states = cells["page_cache"].fillna("") if "page_cache" in cells else pd.Series(dtype=str)
+    n, dropped = len(cells), int((states == "dropped").sum())
+    kept = int((states == "kept").sum())
+    mode = tables.tex(campaign.raw.get("memory", {}).get("drop_page_cache", "auto"))
+    if dropped == n:
+        return (f"Before every run the page cache was dropped (sync, then drop\\_caches; "
+                f"memory.drop\\_page\\_cache: {mode}), so every environment started from "
+                "the same cache state; MemAvailable was recorded before and after each run.")
+    if dropped + kept == 0:
+        return ("The page-cache state before the runs was not recorded (records written "
+                "before the workflow recorded it).")
+    return (f"The page cache was dropped before {dropped} of {n} runs and could not be (or "
+            f"was not to be) dropped before {kept} (memory.drop\\_page\\_cache: {mode}; the "
+            "raw records say why), so cached files may favour later runs; MemAvailable was "
+            "recorded before and after each run.")
 
 
 def _quality_tex(q: dict[str, Any]) -> str:
@@ -344,6 +366,7 @@ def run_numbers(campaign: Campaign, kept_csv: Path, comparisons_csv: Path,
                if split else "every block ran on one machine")
             + ", and a machine-adjusted relative difference (a fixed effect per machine on "
             "log values) is in the machine-readable results beside the plain one.")
+        v["page-cache-text"] = page_cache_text(campaign, runs)
         v["repetitions"] = campaign.repetitions
         v["design"] = campaign.schedule["design"]
         v["design-text"] = (

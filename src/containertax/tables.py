@@ -100,6 +100,41 @@ def inferential_table(results: pd.DataFrame, registry: dict[str, MetricInfo]) ->
                     "effect at 80\\,\\% power.", "tab:inferential")
 
 
+MEMORY_METRICS = ("kv_cache_gib", "host_mem_used_peak_gib", "host_mem_rise_gib",
+                  "gpu_mem_peak_gib", "peak_memory_gib", "mem_available_before_gib",
+                  "mem_available_after_gib", "max_rss_mib")
+
+
+def memory_table(runs: pd.DataFrame, registry: dict[str, MetricInfo]) -> str:
+    """Memory per model and environment (mean and SD over the runs): where the reference
+    study saw 20-30 GiB between Docker and chroot on unified memory."""
+    present = [m for m in MEMORY_METRICS if m in set(runs["metric"])]
+    if not present:
+        return "No memory metrics were recorded in this campaign.\n"
+    stats = (runs[runs.metric.isin(present)].groupby(["model", "environment", "metric"])["value"]
+             .agg(["mean", "std"]))
+    rows = []
+    for (model, env), _ in runs.groupby(["model", "environment"], sort=False):
+        cells = []
+        for m in present:
+            if (model, env, m) in stats.index:
+                mean, sd = stats.loc[(model, env, m)]
+                cells.append(f"{num(mean)} $\\pm$ {num(sd, 2)}" if sd == sd else num(mean))
+            else:
+                cells.append("--")
+        rows.append([tex(model), tex(env), *cells])
+    header = ["Model", "Env."] + [
+        f"{tex(registry[m].label if m in registry else m)} ({tex(registry[m].unit)})"
+        for m in present]
+    lead = "Table~\\ref{tab:memory} shows the memory each model took in each environment.\n"
+    return lead + booktabs(header, rows, "ll" + "r" * len(present),
+                    "Memory per model and environment, mean $\\pm$ SD over the runs: KV cache "
+                    "as TensorRT-LLM reports allocating it, peak host memory in use "
+                    "(MemTotal$-$MemAvailable, 10\\,Hz; on unified memory it includes the GPU's "
+                    "allocations) and its rise over the run's start, GPU memory where NVML "
+                    "reports it, MemAvailable before and after.", "tab:memory")
+
+
 def system_table(facts: dict[str, Any]) -> str:
     rows = [[tex(k), tex(v)] for k, v in facts.items() if v not in (None, "")]
     return booktabs(["Item", "Value"], rows, "lp{0.62\\linewidth}",

@@ -61,36 +61,51 @@ def model_args(p: dict[str, Any]) -> list[str]:
     return args
 
 
-def dataset_argv(p: dict[str, Any], out: str) -> list[str]:
+def flatten(segments: list[list[str]]) -> list[str]:
+    return [word for segment in segments for word in segment]
+
+
+def dataset_segments(p: dict[str, Any], out: str) -> list[list[str]]:
     """A fixed-length synthetic dataset (token-norm-dist with zero spread), seeded, made
-    once per model and read by every environment."""
+    once per model and read by every environment. prepare-dataset takes its tokenizer from
+    --model before --model_path (tensorrt_llm/bench/dataset/prepare_dataset.py:
+    `ctx.obj.model or ctx.obj.checkpoint_path`), so a local checkpoint goes in --model: no
+    download on an offline machine."""
     p = {**DEFAULTS, **p}
-    return ["trtllm-bench", *model_args(p), "prepare-dataset", "--output", out,
-            "--random-seed", str(p["seed"]), "token-norm-dist",
-            "--num-requests", str(p["num_requests"]),
-            "--input-mean", str(p["input_len"]), "--input-stdev", "0",
-            "--output-mean", str(p["output_len"]), "--output-stdev", "0"]
+    return [["trtllm-bench", "--model", str(p.get("model_path") or p["model"])],
+            ["prepare-dataset", "--output", out, "--random-seed", str(p["seed"])],
+            ["token-norm-dist", "--num-requests", str(p["num_requests"]),
+             "--input-mean", str(p["input_len"]), "--input-stdev", "0",
+             "--output-mean", str(p["output_len"]), "--output-stdev", "0"]]
 
 
-def bench_argv(p: dict[str, Any], dataset: str, report: str) -> list[str]:
+def bench_segments(p: dict[str, Any], dataset: str, report: str) -> list[list[str]]:
     """`trtllm-bench ... throughput|latency` from the config's parameters."""
     p = {**DEFAULTS, **p}
-    argv = ["trtllm-bench", *model_args(p), str(p["mode"]), "--dataset", dataset,
-            "--backend", str(p["backend"]), "--num_requests", str(p["num_requests"]),
-            "--warmup", str(p["warmup"]), "--report_json", report]
+    sub = [str(p["mode"]), "--dataset", dataset, "--backend", str(p["backend"]),
+           "--num_requests", str(p["num_requests"]), "--warmup", str(p["warmup"]),
+           "--report_json", report]
     if p["mode"] == "throughput":
         for key in ("max_batch_size", "max_num_tokens", "concurrency"):
             if p.get(key) is not None:
-                argv += [f"--{key}", str(p[key])]
+                sub += [f"--{key}", str(p[key])]
         if p["streaming"]:
-            argv.append("--streaming")
+            sub.append("--streaming")
     if p["tp"] != 1:
-        argv += ["--tp", str(p["tp"])]
+        sub += ["--tp", str(p["tp"])]
     if p.get("kv_cache_free_gpu_mem_fraction") is not None:
-        argv += ["--kv_cache_free_gpu_mem_fraction", str(p["kv_cache_free_gpu_mem_fraction"])]
+        sub += ["--kv_cache_free_gpu_mem_fraction", str(p["kv_cache_free_gpu_mem_fraction"])]
     if p.get("extra_llm_api_options"):
-        argv += ["--extra_llm_api_options", str(p["extra_llm_api_options"])]
-    return argv
+        sub += ["--extra_llm_api_options", str(p["extra_llm_api_options"])]
+    return [["trtllm-bench", *model_args(p)], sub]
+
+
+def dataset_argv(p: dict[str, Any], out: str) -> list[str]:
+    return flatten(dataset_segments(p, out))
+
+
+def bench_argv(p: dict[str, Any], dataset: str, report: str) -> list[str]:
+    return flatten(bench_segments(p, dataset, report))
 
 
 def kv_cache(log: str) -> dict[str, float] | None:

@@ -162,9 +162,17 @@ def trtllm_argv(p: dict[str, Any], python: str, probe: Path, out: Path,
                 check: bool = False) -> list[str]:
     dataset = f"{p['dataset_dir']}/{trtllm.dataset_name(p)}"
     argv = [python, str(probe / "trtllm.py"), "--out", str(out), "--dataset", dataset,
-            "--prepare", json.dumps(trtllm.dataset_argv(p, dataset)),
-            "--bench", json.dumps(trtllm.bench_argv(p, dataset, str(out.parent / "report.json")))]
-    return [*argv, "--check"] if check else argv
+            "--prepare", json.dumps(trtllm.dataset_segments(p, dataset)),
+            "--bench", json.dumps(trtllm.bench_segments(p, dataset,
+                                                        str(out.parent / "report.json")))]
+    return [*argv, "--check", "--dataset-dir", str(p["dataset_dir"])] if check else argv
+
+
+def trtllm_check_models(campaign: Campaign) -> list[dict[str, Any]]:
+    """What preflight checks of every trtllm model inside each environment."""
+    keys = ("model", "model_path", "quantization")
+    return [{"id": m.id, **{k: v for k, v in campaign.workload_params(m.id).items() if k in keys}}
+            for m in campaign.models if kind_of(campaign, m.id) == "trtllm"]
 
 
 ARGV = {"matmul": matmul_argv, "transformers": transformers_argv,

@@ -115,6 +115,7 @@ rule tables:
         descriptives=at("paper/tables/descriptives.tex"),
         inferential=at("paper/tables/inferential.tex"),
         system=at("paper/tables/system.tex"),
+        memory=at("paper/tables/memory.tex"),
     log:
         at("logs/tables.log"),
     conda:

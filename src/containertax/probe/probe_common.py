@@ -35,8 +35,11 @@ def header(probe: str, t_enter: float, import_s: float, software: dict) -> dict:
             "environment": environment_facts(), "software": software}
 
 
-def max_rss_kib() -> int:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+def max_rss_kib(children: bool = False) -> int:
+    """Peak RSS of this process, or (children=True) of the largest finished child: the
+    benchmark itself when the probe only launches it."""
+    who = resource.RUSAGE_CHILDREN if children else resource.RUSAGE_SELF
+    return resource.getrusage(who).ru_maxrss
 
 
 def write_atomic(path: str, data: dict) -> None:

@@ -1,0 +1,100 @@
+"""Phase 2B to 2C: which single Docker options beat the baseline, and their combination.
+
+A variant (an environment with `extends: <reference>`) qualifies when, on the chosen
+metric, it is better than the reference on every model and significantly so (BH-adjusted,
+across the whole family) on at least one: an option that helps one model and hurts another
+is not one to switch on for all. Options of qualifying variants are merged; where two set
+the same option (shm 8g / 32g / 60g) the larger mean improvement wins. The decision stays
+the researcher's: this prints the evidence and a snippet, it edits no config.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from containertax.config import Campaign
+from containertax.metrics import registry
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+class OptimisationError(ValueError):
+    """No phase-2B result this can read; the message says what is missing."""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    environment: str
+    options: dict[str, Any]
+    improvement: float  # mean over models of the relative gain (positive = better)
+    per_model: dict[str, tuple[float, float]]  # model -> (relative difference, BH p)
+    qualifies: bool
+
+
+def judge(campaign: Campaign, comparisons: pd.DataFrame, metric: str) -> list[Verdict]:
+    info = registry(campaign.analysis.get("define_metrics")).get(metric)
+    if info is None or info.direction not in ("higher", "lower"):
+        raise OptimisationError(f"metric {metric!r} has no better direction in the registry; "
+                                "choose e.g. token_throughput or request_latency_s.")
+    sign = 1.0 if info.direction == "higher" else -1.0
+    alpha = campaign.analysis["alpha"]
+    variants = [e for e in campaign.environments
+                if e.spec.get("variant_of") == campaign.reference]
+    if not variants:
+        raise OptimisationError(
+            f"{campaign.source}: no environment 'extends: {campaign.reference}' (the "
+            "reference); best-options reads a phase-2B campaign such as config/phase-2b.yaml.")
+    rows = comparisons[(comparisons["metric"] == metric)
+                       & (comparisons["reference"] == campaign.reference)]
+    if rows.empty:
+        raise OptimisationError(f"no comparison of {metric} with {campaign.reference} in "
+                                f"{campaign.root / 'stats' / 'comparisons.csv'}; run the "
+                                "campaign's analysis first (snakemake paper).")
+    verdicts = []
+    for env in variants:
+        mine = rows[rows["environment"] == env.id]
+        per_model = {str(r.model): (float(r.rel_overhead), float(r.p_bh))
+                     for r in mine.itertuples()}
+        gains = [sign * rel for rel, _ in per_model.values()]
+        qualifies = bool(gains) and all(g > 0 for g in gains) and any(
+            p < alpha for _, p in per_model.values())
+        improvement = sum(gains) / len(gains) if gains else float("nan")
+        verdicts.append(Verdict(env.id, dict(env.spec.get("variant", {})), improvement,
+                                per_model, qualifies))
+    return sorted(verdicts, key=lambda v: -v.improvement if v.improvement == v.improvement
+                  else float("inf"))
+
+
+def combine(verdicts: list[Verdict]) -> dict[str, Any]:
+    """The options of the qualifying variants; the larger gain wins a shared option."""
+    options: dict[str, Any] = {}
+    for v in verdicts:  # best first
+        if v.qualifies:
+            for key, value in v.options.items():
+                options.setdefault(key, value)
+    return options
+
+
+def render(campaign: Campaign, verdicts: list[Verdict], metric: str) -> str:
+    lines = [f"{campaign.name}: single Docker options vs {campaign.reference} on {metric} "
+             f"(relative difference, BH-adjusted p; better on every model and significant on "
+             f"one at alpha = {campaign.analysis['alpha']} qualifies)", ""]
+    for v in verdicts:
+        cells = ", ".join(f"{m} {rel:+.1%} (p={p:.3g})" for m, (rel, p) in v.per_model.items())
+        mark = "yes" if v.qualifies else "no "
+        lines.append(f"  {mark} {v.environment:<28} {cells}")
+    chosen = combine(verdicts)
+    lines.append("")
+    if chosen:
+        snippet = yaml.safe_dump({"docker_optimised": {"extends": campaign.reference,
+                                                       "options": chosen}}, sort_keys=False)
+        lines += ["For config.yaml (environments:), phases 2C and 2D:", "",
+                  *("  " + s for s in snippet.splitlines())]
+    else:
+        lines.append("No single option qualifies: keep docker_optimised equal to the baseline "
+                     "(or leave it out of phases 2C and 2D).")
+    return "\n".join(lines)
