@@ -217,6 +217,26 @@ def test_broken_environment_blocks_only_its_cells(tmp_path):
     assert len(raw_records(root)) == 2
 
 
+def test_pending_cells_still_run_after_a_config_edit(tmp_path):
+    """Editing the config rewrites schedule and system; the pending cells of one visit
+    (`containertax targets`) must still run in that same invocation (regression: with
+    ancient() inputs Snakemake silently dropped them, seen on the H100)."""
+    cfg = make_campaign(tmp_path, "edit", ["native"], reps=2)
+    root = tmp_path / "results" / "edit"
+    first = snakemake(tmp_path, cfg, "results/edit/schedule.csv", "results/edit/system.json")
+    assert first.returncode == 0, first.stderr[-2000:]
+    data = yaml.safe_load(cfg.read_text())
+    data["thermal"]["cooldown_s"] = 0.3
+    cfg.write_text(yaml.safe_dump(data, sort_keys=False))
+    targets = subprocess.run([sys.executable, "-m", "containertax", "targets", str(cfg),
+                              "--reps", "1"], capture_output=True, text=True, cwd=tmp_path,
+                             check=True).stdout.split()
+    out = snakemake(tmp_path, cfg, *targets)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert len(raw_records(root)) == 1 and (root / "raw" / "n128" / "native" /
+                                            "rep01.cooldown.json").exists()
+
+
 def test_bad_config_fails_before_anything_runs(tmp_path):
     cfg = make_campaign(tmp_path, "bad", ["native", "docker"], reps=2)
     data = yaml.safe_load(cfg.read_text())

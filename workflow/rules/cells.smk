@@ -1,5 +1,9 @@
 # One cell = one run of one model in one environment: gate -> run -> cooldown.
-# Inputs are ancient(): only a missing output makes a cell run again, never a timestamp.
+# Only a missing output makes a cell run again, never a timestamp: a done cell's cooldown
+# does not depend on its run (record_if_pending), so nothing pulls it back. The gate's
+# schedule, system and preflight inputs are plain, not ancient(): Snakemake drops a job
+# whose ancient() input a job in the same DAG regenerates, so after a config edit
+# (schedule and system rewritten) the pending cells would silently not run.
 
 
 rule gate:
@@ -7,9 +11,9 @@ rule gate:
     run has passed."""
     input:
         config=ancient(RESOLVED),
-        schedule=ancient(at(R.SCHEDULE)),
-        system=ancient(at(R.SYSTEM)),
-        preflight=ancient(at(R.PREFLIGHT)),
+        schedule=at(R.SCHEDULE),
+        system=at(R.SYSTEM),
+        preflight=at(R.PREFLIGHT),
     output:
         # temp(): consumed by the run; a token left by an interrupted invocation is
         # detected as stale by the run step, which gates again
