@@ -71,6 +71,18 @@ def test_rlimit_refusal_is_explained(config_dict, tmp_path):
     assert "test.yaml" in msg
 
 
+def test_privileged_refusal_is_explained(config_dict, tmp_path):
+    """The engine's words on the lent H100, where the engine lacks capabilities."""
+    config_dict["environments"]["docker"]["options"] = {"privileged": True}
+    c = _campaign(config_dict, tmp_path)
+    msg = environments.explain_docker_error(
+        c.environment("docker"),
+        'failed to create shim task: OCI runtime create failed: runc create failed: unable to '
+        'start container process: unable to apply caps: operation not permitted: unknown',
+        "test.yaml")
+    assert "refuses --privileged" in msg and "environments.docker.options.privileged" in msg
+
+
 def _labelled(campaign_name):
     import docker
 

@@ -328,6 +328,14 @@ def explain_docker_error(env: Environment, message: str, source: str) -> str:
             f"LimitMEMLOCK=infinity in its systemd unit) or remove "
             f"environments.{env.id}.options.ulimits.{name} from {source}."
         )
+    if "apply caps" in message and env.spec.get("options", {}).get("privileged"):
+        return (
+            f"environment {env.id}: this host refuses --privileged (runc could not apply "
+            f"every capability: the Docker Engine itself runs without them, e.g. inside a "
+            f"container or a restricted VM). Fix: run this environment on a host whose engine "
+            f"has all capabilities, or remove environments.{env.id}.options.privileged from "
+            f"{source}. Engine said: {message}"
+        )
     if "No such image" in message or "not found" in message.lower() and "image" in message:
         return (
             f"environment {env.id}: image '{env.image}' is not in the local Docker Engine. "
