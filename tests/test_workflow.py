@@ -100,6 +100,8 @@ def test_campaign_runs_in_schedule_order_and_records_everything(tmp_path):
         assert names["compute_time_s"] == "s" and names["process_wall_s"] == "s"
         assert rec["gate"]["passed"] and rec["telemetry"]["samples"] >= 1
         assert rec["provenance"]["config_hash"] and rec["inside"]["software"]["numpy"]
+        assert rec["memory"]["before_kib"]["MemAvailable"] > 0 and "dropped" in rec["memory"][
+            "drop"]
         base = root / "raw" / rec["cell"]["model"] / rec["cell"]["environment"]
         rep = f"rep{rec['cell']['repetition']:02d}"
         for suffix in (".telemetry.csv", ".requests.csv", ".log", ".cooldown.json"):
@@ -114,7 +116,9 @@ def test_campaign_runs_in_schedule_order_and_records_everything(tmp_path):
 
     with (root / "runs.csv").open() as fh:
         rows = list(csv.DictReader(fh))
-    assert len(rows) == 6 * 9 and {r["unit"] for r in rows} >= {"s", "GFLOP/s", "MiB"}
+    # 9 matmul metrics and 4 of host memory (MemAvailable before/after, peak, rise)
+    assert len(rows) == 6 * 13 and {r["unit"] for r in rows} >= {"s", "GFLOP/s", "MiB", "GiB"}
+    assert {r["page_cache"] for r in rows} <= {"dropped", "kept"}
     system = json.loads((root / "system.json").read_text())
     assert system["docker"]["present"] and system["git"]["commit"]
     assert_nothing_left_behind(root, "order")
