@@ -66,15 +66,15 @@ def test_refusal_is_recorded_or_fails_when_required(tmp_path):
 
 def test_memory_metrics_of_a_run(tmp_path):
     state = hostmemory.before_run("never", fake_proc(tmp_path))
-    after = {**state["before_kib"], "MemAvailable": 100 * 2**20}
+    state["after_kib"] = {**state["before_kib"], "MemAvailable": 100 * 2**20}
     start_used_mib = (131072000 - 104857600) / 1024  # 25 GiB in use at the start
-    m = {n: v for n, v, _ in hostmemory.metrics(state, after, start_used_mib + 30 * 1024)}
+    m = {n: v for n, v, _ in hostmemory.metrics(state, start_used_mib + 30 * 1024)}
     assert m["mem_available_before_gib"] == pytest.approx(100.0)
     assert m["mem_available_after_gib"] == pytest.approx(100.0)
     assert m["host_mem_rise_gib"] == pytest.approx(30.0)
     assert m["host_mem_used_peak_gib"] == pytest.approx(55.0)
     assert "host_mem_used_peak_gib" not in dict(
-        (n, v) for n, v, _ in hostmemory.metrics(state, after, None))
+        (n, v) for n, v, _ in hostmemory.metrics(state, None))
 
 
 def fake_sys(tmp_path: Path, capacity: dict[int, int] | None, freq: dict[int, int] | None,
@@ -116,3 +116,22 @@ def test_cpuset_performance_resolves_on_this_host():
         return
     kw = environments.docker_kwargs({"cpuset_cpus": "performance"})
     assert kw["cpuset_cpus"] == hostcpus.cpulist(cores)
+
+
+@pytest.mark.parametrize("mode", ["auto", "required", "never"])
+def test_preflight_says_where_the_cache_cannot_be_dropped(config_dict, monkeypatch, mode):
+    from containertax import config, preflight
+
+    monkeypatch.setattr(hostmemory, "drop_permitted", lambda: (False, "stand-in refusal"))
+    campaign = config.load_campaign({**config_dict, "memory": {"drop_page_cache": mode}},
+                                    "x.yaml")
+    if mode == "required":
+        with pytest.raises(preflight.PreflightError,
+                           match="'required' but stand-in refusal.*x.yaml"):
+            preflight.page_cache_problems(campaign)
+    elif mode == "auto":
+        assert "stand-in refusal" in preflight.page_cache_problems(campaign)[0]
+    else:
+        assert preflight.page_cache_problems(campaign) == []
+    monkeypatch.setattr(hostmemory, "drop_permitted", lambda: (True, ""))
+    assert preflight.page_cache_problems(campaign) == []

@@ -48,19 +48,19 @@ def test_commands_from_config():
     p = {"model": "Qwen/Qwen2-1.5B", "model_path": "/models/qwen2-1.5b", "max_batch_size": 512,
          "max_num_tokens": 8192, "concurrency": 64, "kv_cache_free_gpu_mem_fraction": 0.9,
          "extra_llm_api_options": "/cfg/extra.yaml", "num_requests": 1000}
-    ds = trtllm.dataset_argv(p, "/data/qwen.jsonl")
+    ds = trtllm.flatten(trtllm.dataset_segments(p, "/data/qwen.jsonl"))
     # prepare-dataset's tokenizer comes from --model: the local checkpoint, no download
     assert ds[:4] == ["trtllm-bench", "--model", "/models/qwen2-1.5b", "prepare-dataset"]
     assert ds[ds.index("--random-seed") + 1] == "0"
     assert ds[ds.index("--output-stdev") + 1] == "0" and "token-norm-dist" in ds
-    argv = trtllm.bench_argv(p, "/data/qwen.jsonl", "/work/report.json")
+    argv = trtllm.flatten(trtllm.bench_segments(p, "/data/qwen.jsonl", "/work/report.json"))
     assert argv[5] == "throughput" and "--streaming" in argv
     for flag, value in [("--max_batch_size", "512"), ("--max_num_tokens", "8192"),
                         ("--concurrency", "64"), ("--kv_cache_free_gpu_mem_fraction", "0.9"),
                         ("--extra_llm_api_options", "/cfg/extra.yaml"),
                         ("--report_json", "/work/report.json"), ("--num_requests", "1000")]:
         assert argv[argv.index(flag) + 1] == value
-    latency = trtllm.bench_argv({**p, "mode": "latency"}, "/d", "/r")
+    latency = trtllm.flatten(trtllm.bench_segments({**p, "mode": "latency"}, "/d", "/r"))
     assert "latency" in latency and "--max_batch_size" not in latency
 
 
@@ -131,8 +131,9 @@ def test_preflight_check_passes_with_matching_checkpoints_and_flags(tmp_path):
     assert [m["checkpoint_quantization"] for m in check["models"]] == ["FP8", None]
     log = (tmp_path / "trtllm-bench.log").read_text()
     helps = [line for line in log.splitlines() if line.startswith("$ ")]
-    assert len(helps) == 5 and helps[2].endswith("--random-seed 0 token-norm-dist --help")
-    assert helps[4].endswith(" throughput --help")  # every subcommand's own help
+    # every subcommand's own help, each once (trtllm-bench --help serves both commands)
+    assert len(helps) == 4 and helps[2].endswith("--random-seed 0 token-norm-dist --help")
+    assert helps[0] == "$ trtllm-bench --help" and helps[3].endswith(" throughput --help")
 
 
 @pytest.mark.parametrize(("case", "expected"), [
@@ -141,6 +142,7 @@ def test_preflight_check_passes_with_matching_checkpoints_and_flags(tmp_path):
     ("unquantised", "is not a quantised checkpoint"),
     ("missing", "model a: no checkpoint at"),
     ("no-gpu", "no GPU visible to the image's torch"),
+    ("no-tool", "trtllm-bench is not on PATH in this environment"),
 ])
 def test_preflight_check_names_what_differs(tmp_path, case, expected):
     path = checkpoint(tmp_path / "models", "m", None if case == "unquantised" else "FP8")
@@ -153,6 +155,8 @@ def test_preflight_check_names_what_differs(tmp_path, case, expected):
         env["STANDIN_TRTLLM_WITHOUT"] = "--random-seed"
     if case == "no-gpu":
         env["PYTHONPATH"] = str(tmp_path)  # no torch at all
+    if case == "no-tool":
+        env["PATH"] = "/usr/bin:/bin"
     out, result = probe_check(tmp_path, [model], env)
     assert out.returncode != 0 and not result.exists()
     assert expected in out.stderr, out.stderr

@@ -230,7 +230,7 @@ def _run_locked(campaign: Campaign, cell: schedule.Cell, rep: str, paths: dict[s
 
 
 def _memory_metrics(memory: dict[str, Any], telemetry: dict[str, Any]) -> list[workloads.Metric]:
-    rows = hostmemory.metrics(memory, memory["after_kib"], telemetry.get("mem_used_peak_mib"))
+    rows = hostmemory.metrics(memory, telemetry.get("mem_used_peak_mib"))
     if telemetry.get("gpu_mem_used_peak_mib") is not None:  # NVML; GB10 may not report it
         rows.append(("gpu_mem_peak_gib", telemetry["gpu_mem_used_peak_mib"] / 1024, "GiB"))
     return [workloads.Metric(*row) for row in rows]

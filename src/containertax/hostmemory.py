@@ -69,11 +69,10 @@ def before_run(mode: str, proc: Path = Path("/proc")) -> dict[str, Any]:
     return {"mode": mode, "drop": state, "before_kib": meminfo(proc)}
 
 
-def metrics(state: dict[str, Any], after_kib: dict[str, int],
-            used_peak_mib: float | None) -> list[tuple[str, float, str]]:
+def metrics(state: dict[str, Any], used_peak_mib: float | None) -> list[tuple[str, float, str]]:
     """MemAvailable before and after, the peak in use during the run (10 Hz telemetry,
     MemTotal - MemAvailable) and how far it rose above the level the run started from."""
-    before = state["before_kib"]
+    before, after_kib = state["before_kib"], state["after_kib"]
     out = []
     if "MemAvailable" in before and "MemAvailable" in after_kib:
         out += [("mem_available_before_gib", before["MemAvailable"] / 2**20, "GiB"),

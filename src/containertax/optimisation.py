@@ -10,6 +10,7 @@ the researcher's: this prints the evidence and a snippet, it edits no config.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -65,8 +66,8 @@ def judge(campaign: Campaign, comparisons: pd.DataFrame, metric: str) -> list[Ve
         improvement = sum(gains) / len(gains) if gains else float("nan")
         verdicts.append(Verdict(env.id, dict(env.spec.get("variant", {})), improvement,
                                 per_model, qualifies))
-    return sorted(verdicts, key=lambda v: -v.improvement if v.improvement == v.improvement
-                  else float("inf"))
+    # best first; a variant without comparisons (nan) last
+    return sorted(verdicts, key=lambda v: (math.isnan(v.improvement), -v.improvement))
 
 
 def combine(verdicts: list[Verdict]) -> dict[str, Any]:

@@ -13,7 +13,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from containertax import environments, provenance, records, workloads
+from containertax import environments, hostmemory, provenance, records, workloads
 from containertax.config import Campaign
 
 
@@ -41,11 +41,26 @@ def host_limit_problems(campaign: Campaign, env_id: str) -> list[str]:
     return problems
 
 
+def page_cache_problems(campaign: Campaign) -> list[str]:
+    """Where the page cache cannot be dropped: a warning (auto), or no cell at all
+    (required) rather than every run failing after its gate."""
+    mode = campaign.raw["memory"]["drop_page_cache"]
+    permitted, why = hostmemory.drop_permitted()
+    if mode == "never" or permitted:
+        return []
+    if mode == "required":
+        raise PreflightError(
+            f"memory.drop_page_cache is 'required' but {why}. Fix: run the campaign as root on "
+            f"the host, or set memory.drop_page_cache: auto in {campaign.source}.")
+    return [f"the page cache cannot be dropped here ({why}); runs record their memory state"]
+
+
 def check_environment(campaign: Campaign, env_id: str) -> dict[str, Any]:
     """Start the workload's check mode in the environment; return what it reports."""
     env = campaign.environment(env_id)
     facts: dict[str, Any] = {"environment": env_id, "kind": env.kind, "utc": records.utc_now()}
     warnings = host_limit_problems(campaign, env_id) if env.kind == "docker" else []
+    warnings += page_cache_problems(campaign)
     if env.kind == "chroot":
         if os.geteuid() != 0:
             raise PreflightError(

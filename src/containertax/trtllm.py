@@ -100,14 +100,6 @@ def bench_segments(p: dict[str, Any], dataset: str, report: str) -> list[list[st
     return [["trtllm-bench", *model_args(p)], sub]
 
 
-def dataset_argv(p: dict[str, Any], out: str) -> list[str]:
-    return flatten(dataset_segments(p, out))
-
-
-def bench_argv(p: dict[str, Any], dataset: str, report: str) -> list[str]:
-    return flatten(bench_segments(p, dataset, report))
-
-
 def kv_cache(log: str) -> dict[str, float] | None:
     """The last KV-cache allocation in the log (one per executor start)."""
     found = KV_LINE.findall(log)

@@ -17,8 +17,8 @@ import json  # noqa: E402
 import sys  # noqa: E402
 
 from probe_common import (  # noqa: E402
+    finish,
     header,
-    max_rss_kib,
     torch_facts,
     torch_peak_bytes,
     torch_sync,
@@ -162,12 +162,9 @@ def main(argv=None) -> int:
         "decoding": args.decoding,
         "requests": rows,
         "measure_window_unix": window,
-        "max_rss_kib": max_rss_kib(),
         **torch_peak_bytes(torch, args.device),
-        "t_exit_unix": time.time(),
     })
-    write_atomic(args.out, result)
-    return 0
+    return finish(args.out, result)
 
 
 if __name__ == "__main__":

@@ -14,8 +14,8 @@ import os  # noqa: E402
 import sys  # noqa: E402
 
 from probe_common import (  # noqa: E402
+    finish,
     header,
-    max_rss_kib,
     torch_facts,
     torch_peak_bytes,
     torch_sync,
@@ -73,9 +73,7 @@ def torch_matmul(torch, args) -> dict:
         "size": args.size, "dtype": args.dtype, "warmup": args.warmup, "repeats": args.repeats,
         "alloc_s": alloc_s, "iteration_s": times,
         "checksum": float(c.float().abs().sum()) if c is not None else None,
-        "max_rss_kib": max_rss_kib(),
         **torch_peak_bytes(torch, dev),
-        "t_exit_unix": time.time(),
     }
 
 
@@ -110,8 +108,7 @@ def main(argv=None) -> int:
         return 0
     if args.backend == "torch":
         result.update(torch_matmul(torch, args))
-        write_atomic(args.out, result)
-        return 0
+        return finish(args.out, result)
 
     t_alloc0 = time.perf_counter()
     rng = np.random.default_rng(args.seed)
@@ -137,12 +134,9 @@ def main(argv=None) -> int:
             "alloc_s": alloc_s,
             "iteration_s": times,
             "checksum": checksum,
-            "max_rss_kib": max_rss_kib(),
-            "t_exit_unix": time.time(),
         }
     )
-    write_atomic(args.out, result)
-    return 0
+    return finish(args.out, result)
 
 
 if __name__ == "__main__":

@@ -16,8 +16,8 @@ import statistics  # noqa: E402
 import sys  # noqa: E402
 
 from probe_common import (  # noqa: E402
+    finish,
     header,
-    max_rss_kib,
     torch_facts,
     torch_peak_bytes,
     write_atomic,
@@ -108,12 +108,9 @@ def main(argv=None) -> int:
         "warmup": args.warmup,
         "repeats": args.repeats,
         "summary_median_s": {k: statistics.median(v) for k, v in {**copy_s, **conv_s}.items()},
-        "max_rss_kib": max_rss_kib(),
         **torch_peak_bytes(torch, "cuda"),
-        "t_exit_unix": time.time(),
     })
-    write_atomic(args.out, result)
-    return 0
+    return finish(args.out, result)
 
 
 if __name__ == "__main__":

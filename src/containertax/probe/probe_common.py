@@ -9,6 +9,7 @@ import os
 import platform
 import resource
 import sys
+import time
 
 
 def environment_facts() -> dict:
@@ -49,6 +50,14 @@ def write_atomic(path: str, data: dict) -> None:
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, path)
+
+
+def finish(path: str, result: dict, children: bool = False) -> int:
+    """A measured run's last step: peak RSS, exit time, the output written atomically."""
+    result["max_rss_kib"] = max_rss_kib(children)
+    result["t_exit_unix"] = time.time()
+    write_atomic(path, result)
+    return 0
 
 
 def torch_facts(torch, device: str) -> dict:

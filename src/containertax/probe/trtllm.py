@@ -17,7 +17,7 @@ import re  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 
-from probe_common import header, max_rss_kib, write_atomic  # noqa: E402
+from probe_common import finish, header, write_atomic  # noqa: E402
 
 
 def version() -> str | None:
@@ -95,24 +95,38 @@ def flatten(segments: list) -> list:
     return [word for segment in segments for word in segment]
 
 
-def unknown_flags(segments: list, log_path: str) -> list:
+def help_commands(command_lists: list) -> dict:
+    """Each (sub)command's --help (the commands before it, with their flags, then its name
+    and --help), once, with the flags to look up there."""
+    helps: dict = {}
+    for segments in command_lists:
+        for i, segment in enumerate(segments):
+            argv = (*flatten(segments[:i]), segment[0], "--help")
+            helps.setdefault(argv, []).extend(w for w in segment[1:] if w.startswith("--"))
+    return helps
+
+
+def unknown_flags(command_lists: list, log_path: str) -> list:
     """Flags of each (sub)command that its own --help does not list: a TensorRT-LLM whose
     command line differs from the one these commands were written for."""
     problems = []
-    for i, segment in enumerate(segments):
-        argv = [*flatten(segments[:i]), segment[0], "--help"] if i else [segment[0], "--help"]
+    for argv, flags in help_commands(command_lists).items():
         with open(log_path, "a") as log:
             log.write(f"$ {' '.join(argv)}\n")
-        proc = subprocess.run(argv, capture_output=True, text=True)
+        try:
+            proc = subprocess.run(list(argv), capture_output=True, text=True)
+        except FileNotFoundError:
+            return [f"{argv[0]} is not on PATH in this environment (is this the TensorRT-LLM "
+                    "image? environments.<id>.image)"]
         with open(log_path, "a") as log:
             log.write(proc.stdout + proc.stderr)
         if proc.returncode != 0:
             problems.append(f"'{' '.join(argv)}' failed ({proc.returncode}): "
                             f"{(proc.stdout + proc.stderr).strip()[-500:]}")
             continue
-        for flag in (w for w in segment[1:] if w.startswith("--")):
+        for flag in dict.fromkeys(flags):
             if not re.search(re.escape(flag) + r"(?![\w-])", proc.stdout):
-                problems.append(f"trtllm-bench {segment[0]} has no {flag} here (its --help does "
+                problems.append(f"trtllm-bench {argv[-2]} has no {flag} here (its --help does "
                                 "not list it): this TensorRT-LLM's command line differs")
     return problems
 
@@ -140,14 +154,9 @@ def main(argv=None) -> int:
     log_path = os.path.join(work, "trtllm-bench.log")
     result = header("trtllm", T_ENTER, 0.0, {"tensorrt_llm": version()})
     if args.check:
-        rc, _ = run(["trtllm-bench", "--help"], log_path)
-        if rc != 0:
-            print(read(log_path)[-3000:], file=sys.stderr)
-            return rc
         models = json.loads(args.check_models)
-        problems = check_models(models)
-        for segments in (json.loads(args.prepare), json.loads(args.bench)):
-            problems += unknown_flags(segments, log_path)
+        problems = unknown_flags([json.loads(args.prepare), json.loads(args.bench)], log_path)
+        problems += check_models(models)
         result["gpu"] = gpu_visible()
         if result["gpu"] is None:
             problems.append("no GPU visible to the image's torch (chroot: gpu: true; docker: "
@@ -172,13 +181,10 @@ def main(argv=None) -> int:
     result["log_tail"] = log[-20000:]
     report = os.path.join(work, "report.json")
     result["report"] = json.loads(read(report)) if os.path.exists(report) else None
-    result["max_rss_kib"] = max_rss_kib(children=True)
-    result["t_exit_unix"] = time.time()
     if rc != 0:
         print(log[-3000:], file=sys.stderr)
         return rc
-    write_atomic(args.out, result)
-    return 0
+    return finish(args.out, result, children=True)  # children: trtllm-bench's own RSS
 
 
 if __name__ == "__main__":
