@@ -22,9 +22,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from containertax import thermal  # noqa: E402
-from containertax.gpu import NvmlGpu  # noqa: E402
-from containertax.telemetry import Sampler  # noqa: E402
+from containertax.execution import thermal  # noqa: E402
+from containertax.execution.gpu import NvmlGpu  # noqa: E402
+from containertax.execution.telemetry import Sampler  # noqa: E402
 
 
 def matmul_loop(torch, n: int, iters: int) -> float:

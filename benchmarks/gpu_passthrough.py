@@ -29,8 +29,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-from containertax import config, environments, passthrough  # noqa: E402
-from containertax.environments import import_image  # noqa: E402
+from containertax.campaign import config  # noqa: E402
+from containertax.execution import environments, passthrough  # noqa: E402
+from containertax.execution.environments import import_image  # noqa: E402
 
 IMAGE = "containertax-cudaprobe:1"
 
@@ -93,7 +94,7 @@ def main() -> int:
                               "wall_s": round(out.wall_s, 3),
                               "driver_libraries": out.resolved.get("driver_libraries"),
                               "volumes": out.resolved.get("volumes")}
-        except environments.EnvironmentError_ as exc:
+        except environments.EnvironmentFailure as exc:
             result[env.id] = {"error": str(exc)}
     expect = {"chroot_gpu": 0, "docker_gpu": 0}
     result["passed"] = all(

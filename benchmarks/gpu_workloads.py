@@ -20,7 +20,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from containertax import config, environments, records, workloads  # noqa: E402
+from containertax import workloads  # noqa: E402
+from containertax.campaign import config  # noqa: E402
+from containertax.execution import (
+    environments,  # noqa: E402
+    records,  # noqa: E402
+)
 
 
 def run_once(campaign: config.Campaign, model: str, env: str,

@@ -14,7 +14,7 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
-from containertax.records import read_ledger
+from containertax.execution.records import read_ledger
 
 
 def overheads(root: Path) -> list[float]:

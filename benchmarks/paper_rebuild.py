@@ -27,8 +27,8 @@ MODELS = [f"n{64 * (i + 1)}" for i in range(10)]
 
 
 def synthesize(template_dir: Path, root: Path, config: dict) -> int:
-    from containertax import config as ct_config
-    from containertax import schedule
+    from containertax.campaign import config as ct_config
+    from containertax.campaign import schedule
 
     campaign = ct_config.load_campaign(config, "synthetic")
     rec0 = json.loads((template_dir / "rep01.json").read_text())

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from containertax import config
+from containertax.campaign import config
 from tests.conftest import REPO
 
 

@@ -9,7 +9,8 @@ import time
 
 import pytest
 
-from containertax import config, environments, preflight
+from containertax.campaign import config
+from containertax.execution import environments, preflight
 from tests.conftest import DEMO_IMAGE, needs_docker
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from containertax import environments, hostcpus, hostmemory
+from containertax.execution import environments, hostcpus, hostmemory
 
 MEMINFO = """MemTotal:       131072000 kB
 MemFree:         2097152 kB
@@ -111,7 +111,7 @@ def test_cpuset_performance_resolves_on_this_host():
     try:
         cores, _ = hostcpus.performance_cores()
     except hostcpus.CpuTopologyError:
-        with pytest.raises(environments.EnvironmentError_, match="options.cpuset_cpus"):
+        with pytest.raises(environments.EnvironmentFailure, match="options.cpuset_cpus"):
             environments.docker_kwargs({"cpuset_cpus": "performance"})
         return
     kw = environments.docker_kwargs({"cpuset_cpus": "performance"})
@@ -120,7 +120,8 @@ def test_cpuset_performance_resolves_on_this_host():
 
 @pytest.mark.parametrize("mode", ["auto", "required", "never"])
 def test_preflight_says_where_the_cache_cannot_be_dropped(config_dict, monkeypatch, mode):
-    from containertax import config, preflight
+    from containertax.campaign import config
+    from containertax.execution import preflight
 
     monkeypatch.setattr(hostmemory, "drop_permitted", lambda: (False, "stand-in refusal"))
     campaign = config.load_campaign({**config_dict, "memory": {"drop_page_cache": mode}},

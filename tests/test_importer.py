@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from containertax import importer
+from containertax.analysis import importer
 from tests.conftest import REPO
 
 

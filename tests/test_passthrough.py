@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from containertax import config, environments, passthrough
+from containertax.campaign import config
+from containertax.execution import environments, passthrough
 from tests.conftest import DEMO_IMAGE, needs_docker
 
 LDCONFIG = """\

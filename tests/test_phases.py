@@ -9,7 +9,9 @@ import pandas as pd
 import pytest
 import yaml
 
-from containertax import cli, config, environments, optimisation
+from containertax import cli
+from containertax.campaign import config, optimisation
+from containertax.execution import environments
 from tests.conftest import REPO
 
 PHASES = {

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from containertax import quality
-from containertax.metrics import REGISTRY
+from containertax.analysis import quality
+from containertax.analysis.metrics import REGISTRY
 
 
 def frame(n=30, seed=0, **extra):
@@ -96,7 +96,7 @@ def test_unregistered_metric_is_reported():
 def test_blocks_split_between_machines_are_flagged():
     import pandas as pd
 
-    from containertax.quality import machines
+    from containertax.analysis.quality import machines
 
     runs = pd.DataFrame({
         "model": ["m"] * 4, "environment": ["a", "b", "a", "b"], "repetition": [1, 1, 2, 2],

@@ -8,7 +8,7 @@ import multiprocessing
 
 import pytest
 
-from containertax import records
+from containertax.execution import records
 
 
 def test_atomic_write_refuses_to_overwrite(tmp_path):

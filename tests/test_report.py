@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from containertax import config, report
+from containertax.analysis import report
+from containertax.campaign import config
 from tests.conftest import demo_config
 
 

@@ -9,7 +9,7 @@ from collections import Counter
 
 import pytest
 
-from containertax import config, schedule
+from containertax.campaign import config, schedule
 from tests.conftest import REPO
 
 

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from containertax.telemetry import COLUMNS, Sampler
-from containertax.thermal import NoSensor
+from containertax.execution.telemetry import COLUMNS, Sampler
+from containertax.execution.thermal import NoSensor
 
 
 def test_sampler_writes_rows_and_summary(tmp_path):
@@ -93,7 +93,7 @@ class FakeNvml:
 
 
 def test_gpu_telemetry_through_fake_nvml(tmp_path):
-    from containertax.gpu import NvmlGpu
+    from containertax.execution.gpu import NvmlGpu
 
     meminfo = tmp_path / "meminfo"
     meminfo.write_text("MemTotal: 1048576 kB\nMemAvailable: 524288 kB\n")
@@ -124,7 +124,7 @@ def test_gpu_telemetry_through_fake_nvml(tmp_path):
 
 
 def test_idle_reason_is_not_throttling():
-    from containertax.gpu import summarize
+    from containertax.execution.gpu import summarize
 
     rows = [{"clock_event_reasons": 0x1}, {"clock_event_reasons": 0x0},
             {"clock_event_reasons": 0x40}]  # idle, none, HwThermalSlowdown

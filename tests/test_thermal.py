@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from containertax import thermal
+from containertax.execution import thermal
 
 
 class FakeSensor:
@@ -167,7 +167,7 @@ def test_nvml_sensor_through_fake_nvml():
 
 
 def test_last_run_end_reads_the_ledger(tmp_path):
-    from containertax import records
+    from containertax.execution import records
 
     assert thermal.last_run_end(tmp_path) is None
     records.append_ledger(tmp_path, {"step": "run", "event": "start"})

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from containertax import trtllm
+from containertax.workloads import trtllm
 
 DATA = Path(__file__).parent / "data" / "trtllm"
 

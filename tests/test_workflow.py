@@ -18,7 +18,7 @@ import docker
 import pytest
 import yaml
 
-from containertax import environments
+from containertax.execution import environments
 from tests.conftest import DEMO_IMAGE, REPO, demo_config, needs_docker
 
 pytestmark = [needs_docker, pytest.mark.docker, pytest.mark.slow]

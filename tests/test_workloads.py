@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from containertax import config, workloads
+from containertax import workloads
+from containertax.campaign import config
 
 TINY = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
         "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,

@@ -11,29 +11,17 @@ import logging
 import sys
 from pathlib import Path
 
-from containertax import (
-    aggregate,
-    cells,
-    config,
-    environments,
-    importer,
-    optimisation,
-    paper,
-    preflight,
-    records,
-    report,
-    schedule,
-    status,
-    thermal,
-    workloads,
-)
+from containertax import workloads
+from containertax.analysis import aggregate, importer, paper, report
+from containertax.campaign import config, optimisation, schedule, status
+from containertax.execution import cells, environments, preflight, records, thermal
 
 KNOWN = (
     config.ConfigError,
     preflight.PreflightError,
     thermal.GateTimeout,
     cells.RunFailed,
-    environments.EnvironmentError_,
+    environments.EnvironmentFailure,
     workloads.WorkloadError,
     records.RecordExistsError,
     importer.ImportError_,

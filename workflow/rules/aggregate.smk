@@ -7,7 +7,7 @@ rule aggregate:
     input:
         config=ancient(RESOLVED),
         records=record_folders,
-        code=code_files("aggregate.py"),
+        code=ANALYSIS_CODE,
     output:
         runs=at(R.RUNS),
         requests=at(R.REQUESTS_ALL),

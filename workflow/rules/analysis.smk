@@ -8,7 +8,7 @@ rule quality:
     input:
         config=RESOLVED,
         runs=at(R.RUNS),
-        code=code_files("quality.py", "importer.py"),
+        code=ANALYSIS_CODE,
     output:
         annotated=at("stats/annotated.csv"),
         kept=at("stats/kept.csv"),
@@ -32,7 +32,7 @@ rule stats:
         config=RESOLVED,
         kept=at("stats/kept.csv"),
         requests=at(R.REQUESTS_ALL),
-        code=code_files("statistics.py", "report.py", "metrics.py"),
+        code=ANALYSIS_CODE,
     output:
         comparisons=expand(at("stats/models/{model}.csv"), model=ANALYSIS_MODELS),
         descriptives=expand(
@@ -57,6 +57,7 @@ rule correct:
         config=RESOLVED,
         models=expand(at("stats/models/{model}.csv"), model=ANALYSIS_MODELS),
         descs=expand(at("stats/models/{model}.descriptives.csv"), model=ANALYSIS_MODELS),
+        code=ANALYSIS_CODE,
     output:
         comparisons=report(
             at("stats/comparisons.csv"),
@@ -82,7 +83,7 @@ rule figures:
         kept=at("stats/kept.csv"),
         comparisons=at("stats/comparisons.csv"),
         requests=at(R.REQUESTS_ALL),
-        code=code_files("figures.py"),
+        code=ANALYSIS_CODE,
     output:
         figures=report(
             directory(at("paper/figures")),
@@ -110,7 +111,7 @@ rule tables:
         comparisons=at("stats/comparisons.csv"),
         descriptives=at("stats/descriptives.csv"),
         records=record_folders_or_none,
-        code=code_files("tables.py"),
+        code=ANALYSIS_CODE,
     output:
         descriptives=at("paper/tables/descriptives.tex"),
         inferential=at("paper/tables/inferential.tex"),
@@ -136,6 +137,7 @@ rule numbers:
         kept=at("stats/kept.csv"),
         comparisons=at("stats/comparisons.csv"),
         quality=at("stats/quality.json"),
+        code=ANALYSIS_CODE,
     output:
         numbers=at("paper/numbers.tex"),
         quality=at("paper/quality.tex"),
@@ -160,6 +162,7 @@ rule paper:
         tables=rules.tables.output,
         numbers=at("paper/numbers.tex"),
         quality=at("paper/quality.tex"),
+        code=ANALYSIS_CODE,
     output:
         report(at("paper/paper.pdf"), caption="../report/paper.rst", category="Paper"),
     log:

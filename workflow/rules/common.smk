@@ -4,12 +4,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 
-from containertax import config as ct_config
-from containertax import report as ct_report
-from containertax import records as R
-from containertax import schedule as ct_schedule
+from containertax.campaign import config as ct_config
+from containertax.analysis import report as ct_report
+from containertax.execution import records as R
+from containertax.campaign import schedule as ct_schedule
 from containertax.cli import write_resolved
-from containertax.environments import image_slug
+from containertax.execution.environments import image_slug
 from snakemake.exceptions import WorkflowError
 
 # With --configfile, the profile's replace-workflow-config makes that file the whole config.
@@ -49,7 +49,7 @@ wildcard_constraints:
 
 
 def at(template, **fill):
-    """A path of this campaign, from a template in containertax.records."""
+    """A path of this campaign, from a template in containertax.execution.records."""
     return str(ROOT / template.format(**fill)) if fill else str(ROOT / template)
 
 
@@ -84,9 +84,12 @@ def rootfs_marker(wildcards):
     return []
 
 
-def code_files(*names):
-    """Package modules as inputs: editing analysis code re-runs the analysis."""
-    return [str(Path(workflow.basedir) / "src" / "containertax" / n) for n in names]
+# Every analysis rule depends on all analysis code (and the record reader): with mtime
+# rerun triggers, editing any of it rebuilds the statistics, figures, tables and paper.
+ANALYSIS_CODE = sorted(
+    str(p)
+    for p in (Path(workflow.basedir) / "src" / "containertax" / "analysis").glob("*.py")
+) + [str(Path(workflow.basedir) / "src" / "containertax" / "execution" / "records.py")]
 
 
 def record_folders(wildcards):

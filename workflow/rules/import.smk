@@ -5,7 +5,7 @@ rule import_runs:
     input:
         config=RESOLVED,
         table=CAMPAIGN.analysis.get("import_csv", []),
-        code=code_files("importer.py"),
+        code=ANALYSIS_CODE,
     output:
         runs=at(R.RUNS),
         requests=at(R.REQUESTS_ALL),

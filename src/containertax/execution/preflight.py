@@ -13,8 +13,9 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from containertax import environments, hostmemory, provenance, records, workloads
-from containertax.config import Campaign
+from containertax import workloads
+from containertax.campaign.config import Campaign
+from containertax.execution import environments, hostmemory, provenance, records
 
 
 class PreflightError(RuntimeError):
@@ -123,7 +124,7 @@ def _check_workload(campaign: Campaign, env_id: str, launcher: environments.Laun
                                  env=env_vars, timeout_s=300, label=f"preflight/{env_id}")
     try:
         outcome = launcher.run(launch)
-    except environments.EnvironmentError_ as exc:
+    except environments.EnvironmentFailure as exc:
         hint = f" ({'; '.join(warnings)})" if warnings else ""
         raise PreflightError(f"{exc}{hint}") from None
     if outcome.returncode != 0 or not (work / "check.json").exists():

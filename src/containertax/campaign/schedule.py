@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from containertax.config import Campaign, ConfigError
+from containertax.campaign.config import Campaign, ConfigError
 
 FIELDS = ["position", "model", "environment", "repetition", "block", "sequence"]
 
@@ -95,7 +95,7 @@ def plan(campaign: Campaign) -> list[Cell]:
 
 
 def write_csv(cells: Sequence[Cell], path: Path) -> None:
-    from containertax.records import atomic_write_text
+    from containertax.execution.records import atomic_write_text
 
     lines = [",".join(FIELDS)]
     lines += [",".join(str(asdict(c)[f]) for f in FIELDS) for c in cells]
@@ -126,7 +126,7 @@ def block_targets(campaign: Campaign, reps: set[int]) -> list[str]:
     """Cooldown records (the last file of a cell) of every cell of the given repetitions,
     in schedule order: as Snakemake targets they run whole blocks, so that a campaign spread
     over several visits to a machine never splits a block between two machines."""
-    from containertax import records
+    from containertax.execution import records
 
     unknown = sorted(r for r in reps if not 1 <= r <= campaign.repetitions)
     if unknown:

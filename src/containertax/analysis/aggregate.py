@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from containertax import records
+from containertax.execution import records
 
 COLUMNS = [
     "campaign", "model", "environment", "repetition", "block", "position", "sequence",

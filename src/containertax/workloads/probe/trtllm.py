@@ -3,7 +3,7 @@
 Prepares the model's dataset once (the first environment to need it writes it into the
 shared, mounted dataset folder; every later run of every environment reads that file), then
 runs the benchmark with its report written to the work folder and its log captured: the
-host parses both (containertax.trtllm).
+host parses both (containertax.workloads.trtllm).
 """
 
 import time

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from containertax import trtllm
+from containertax.workloads import trtllm
 
 if TYPE_CHECKING:
-    from containertax.config import Campaign
+    from containertax.campaign.config import Campaign
 
 PROBE_DIR = Path(__file__).resolve().parent / "probe"
 KINDS = ("matmul", "transformers", "microbench", "trtllm")

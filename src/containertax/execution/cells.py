@@ -18,18 +18,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from containertax import (
-    environments,
-    hostmemory,
-    provenance,
-    records,
-    schedule,
-    thermal,
-    workloads,
-)
-from containertax.config import Campaign
-from containertax.gpu import NvmlGpu
-from containertax.telemetry import Sampler
+from containertax import workloads
+from containertax.campaign import schedule
+from containertax.campaign.config import Campaign
+from containertax.execution import environments, hostmemory, provenance, records, thermal
+from containertax.execution.gpu import NvmlGpu
+from containertax.execution.telemetry import Sampler
 
 log = logging.getLogger("containertax")
 

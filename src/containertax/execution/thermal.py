@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from containertax.records import read_ledger
+from containertax.execution.records import read_ledger
 
 
 class GateTimeout(RuntimeError):

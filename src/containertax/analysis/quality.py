@@ -15,7 +15,7 @@ import pandas as pd
 from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
 
-from containertax.metrics import MetricInfo
+from containertax.analysis.metrics import MetricInfo
 
 KEY = ["model", "environment", "repetition", "metric"]
 

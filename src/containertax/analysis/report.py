@@ -13,9 +13,10 @@ from typing import Any
 
 import pandas as pd
 
-from containertax import importer, quality, records, tables
-from containertax.config import Campaign
-from containertax.metrics import MetricInfo, registry
+from containertax.analysis import importer, quality, tables
+from containertax.analysis.metrics import MetricInfo, registry
+from containertax.campaign.config import Campaign
+from containertax.execution import records
 
 
 class AnalysisError(RuntimeError):
@@ -104,7 +105,7 @@ def run_stats(campaign: Campaign, kept_csv: Path, requests_csv: Path | None,
               outputs: dict[str, tuple[Path, Path]]) -> None:
     """Per model: its comparisons (uncorrected) and descriptives, one file pair each; all
     models in one process, because importing the statistics stack dominates the time."""
-    from containertax import statistics as st
+    from containertax.analysis import comparisons as st
 
     all_runs = read_table(kept_csv)
     all_requests = read_table(requests_csv)
@@ -127,7 +128,7 @@ def _read_all(paths: list[Path]) -> pd.DataFrame:
 
 def run_correct(model_csvs: list[Path], desc_csvs: list[Path], out: Path,
                 out_desc: Path) -> None:
-    from containertax.correction import correct
+    from containertax.analysis.correction import correct
 
     results = _read_all(model_csvs)
     corrected = correct(results) if not results.empty else results
@@ -156,7 +157,7 @@ def _longest_telemetry(campaign: Campaign) -> tuple[pd.DataFrame | None, str]:
 
 def run_figures(campaign: Campaign, kept_csv: Path, comparisons_csv: Path,
                 requests_csv: Path | None, out_dir: Path, out_tex: Path) -> None:
-    from containertax import figures
+    from containertax.analysis import figures
 
     runs = read_table(kept_csv)
     results = read_table(comparisons_csv)
@@ -199,7 +200,7 @@ def system_facts(campaign: Campaign) -> dict[str, Any]:
     machine that rebuilds the paper)."""
     if campaign.is_import:
         return {"Source": campaign.raw.get("description", campaign.analysis["import_csv"])}
-    from containertax.aggregate import raw_records
+    from containertax.analysis.aggregate import raw_records
 
     seen: dict[str, set[str]] = {}
 

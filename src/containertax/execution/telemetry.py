@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from containertax import gpu as gpu_mod
-from containertax.thermal import Sensor
+from containertax.execution import gpu as gpu_mod
+from containertax.execution.thermal import Sensor
 
 COLUMNS = ["t_s", "temperature_c", "cpu_util_pct", "mem_used_mib"]
 

@@ -16,8 +16,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
-from containertax.metrics import MetricInfo  # noqa: E402
-from containertax.tables import tex  # noqa: E402
+from containertax.analysis.metrics import MetricInfo  # noqa: E402
+from containertax.analysis.tables import tex  # noqa: E402
 
 WIDTH = 7.0  # inches: full text width of a two-column paper
 sns.set_theme(context="paper", style="whitegrid", font_scale=0.9)

@@ -13,7 +13,7 @@ from typing import Any
 
 import pandas as pd
 
-from containertax.metrics import MetricInfo
+from containertax.analysis.metrics import MetricInfo
 
 _TEX = {"&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}",
         "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "\\": r"\textbackslash{}"}

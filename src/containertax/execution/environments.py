@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from containertax import hostcpus, passthrough
-from containertax.config import Campaign, Environment
+from containertax.campaign.config import Campaign, Environment
+from containertax.execution import hostcpus, passthrough
 
 INSIDE = Path("/containertax")  # not under /opt: GPU hosts bind their /opt read-only
 BASE_ENV = {
@@ -38,7 +38,7 @@ RLIMIT_NAMES = {
 }
 
 
-class EnvironmentError_(RuntimeError):
+class EnvironmentFailure(RuntimeError):
     """An environment that cannot launch; the message names the config key to fix."""
 
 
@@ -195,14 +195,14 @@ class ChrootLauncher(Launcher):
 
     def run(self, launch: Launch) -> Outcome:
         if not (self.rootfs() / "bin").exists():
-            raise EnvironmentError_(
+            raise EnvironmentFailure(
                 f"environment {self.env.id}: root filesystem {self.rootfs()} is missing; the "
                 "workflow's rootfs rule exports it from the image (run snakemake, not this step "
                 "alone)."
             )
         unshare = shutil.which("unshare")
         if unshare is None:
-            raise EnvironmentError_("chroot environments need unshare (util-linux).")
+            raise EnvironmentFailure("chroot environments need unshare (util-linux).")
         libraries = _driver_libraries(self.env) if self.gpu else None
         argv = [unshare, "--mount", "--propagation", "private", "--", "sh", "-c",
                 self.script(launch, libraries), "containertax-chroot", *launch.argv]
@@ -223,13 +223,13 @@ def _driver_libraries(env: Environment) -> dict[str, str]:
     try:
         return passthrough.driver_libraries()
     except passthrough.PassthroughError as exc:
-        raise EnvironmentError_(f"environment {env.id}: {exc}") from None
+        raise EnvironmentFailure(f"environment {env.id}: {exc}") from None
 
 
 def _parse_mount(spec: str, env_id: str) -> tuple[Path, Path, bool]:
     parts = spec.split(":")
     if len(parts) not in (2, 3) or (len(parts) == 3 and parts[2] not in ("ro", "rw")):
-        raise EnvironmentError_(
+        raise EnvironmentFailure(
             f"environments.{env_id}.mounts: '{spec}' is not HOST:TARGET[:ro|rw]."
         )
     return Path(parts[0]), Path(parts[1]), len(parts) == 3 and parts[2] == "ro"
@@ -242,7 +242,7 @@ def _docker_client() -> Any:
         client = docker.from_env(timeout=120)
         client.ping()
     except Exception as exc:
-        raise EnvironmentError_(
+        raise EnvironmentFailure(
             f"cannot reach the Docker Engine ({exc}); start dockerd (e.g. "
             "'systemctl start docker') or remove docker environments from the config."
         ) from None
@@ -274,7 +274,7 @@ def docker_kwargs(options: dict[str, Any]) -> dict[str, Any]:
         try:
             kw["cpuset_cpus"] = hostcpus.cpulist(hostcpus.performance_cores()[0])
         except hostcpus.CpuTopologyError as exc:
-            raise EnvironmentError_(f"options.cpuset_cpus: {exc}") from None
+            raise EnvironmentFailure(f"options.cpuset_cpus: {exc}") from None
     if "ulimits" in options:
         kw["ulimits"] = []
         for name, value in options["ulimits"].items():
@@ -376,7 +376,7 @@ class DockerLauncher(Launcher):
         try:
             img = self.client.images.get(self.env.image)
         except docker.errors.ImageNotFound:
-            raise EnvironmentError_(
+            raise EnvironmentFailure(
                 explain_docker_error(self.env, "No such image", self.campaign.source)
             ) from None
         return {"name": self.env.image, "id": img.id, "repo_digests": img.attrs.get(
@@ -390,8 +390,8 @@ class DockerLauncher(Launcher):
         cleanup_stale_containers(client, self.campaign.name)
         try:
             kw = docker_kwargs(self.env.spec.get("options", {}))
-        except EnvironmentError_ as exc:
-            raise EnvironmentError_(f"environment {self.env.id}: {exc}") from None
+        except EnvironmentFailure as exc:
+            raise EnvironmentFailure(f"environment {self.env.id}: {exc}") from None
         volumes = [
             f"{launch.probe_dir}:{INSIDE / 'probe'}:ro",
             f"{launch.work_dir}:{INSIDE / 'work'}:rw",
@@ -432,7 +432,7 @@ class DockerLauncher(Launcher):
                 t_created = time.monotonic()
                 container.start()
             except docker.errors.APIError as exc:
-                raise EnvironmentError_(
+                raise EnvironmentFailure(
                     explain_docker_error(self.env, str(exc), self.campaign.source)
                 ) from None
             t_started = time.monotonic()
@@ -483,7 +483,7 @@ def export_rootfs(image: str, dest: Path) -> dict[str, Any]:
             tar.stdin.write(chunk)
         tar.stdin.close()
         if tar.wait() != 0:
-            raise EnvironmentError_(f"tar failed while exporting {image} into {tmp}")
+            raise EnvironmentFailure(f"tar failed while exporting {image} into {tmp}")
     finally:
         container.remove(force=True)
     (tmp / ".dockerenv").unlink(missing_ok=True)  # docker's marker, not part of the image

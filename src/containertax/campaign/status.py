@@ -8,8 +8,9 @@ from collections import defaultdict
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from containertax import records, schedule
-from containertax.config import Campaign
+from containertax.campaign import schedule
+from containertax.campaign.config import Campaign
+from containertax.execution import records
 
 
 def cell_durations(events: list[dict[str, Any]]) -> list[float]:

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from containertax.config import Campaign
-from containertax.metrics import registry
+from containertax.analysis.metrics import registry
+from containertax.campaign.config import Campaign
 
 if TYPE_CHECKING:
     import pandas as pd

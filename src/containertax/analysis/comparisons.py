@@ -21,7 +21,7 @@ import pingouin as pg
 from scipy import stats as sps
 from statsmodels.stats.power import TTestIndPower
 
-from containertax.correction import correct
+from containertax.analysis.correction import correct
 
 pg.options["round"] = None
 

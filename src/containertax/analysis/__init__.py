@@ -1,0 +1,1 @@
+"""From raw records to the paper: aggregation, statistics, quality, figures, tables."""

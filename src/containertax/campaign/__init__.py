@@ -1,0 +1,1 @@
+"""Campaign definition: the config, its schedule, progress and the optimisation study."""

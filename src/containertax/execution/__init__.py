@@ -1,0 +1,1 @@
+"""Running cells on the host: environments, gates, telemetry, records."""
