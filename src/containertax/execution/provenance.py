@@ -11,7 +11,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 PACKAGES = ["containertax", "snakemake", "docker", "numpy", "pandas", "nvidia-ml-py"]
 
 
