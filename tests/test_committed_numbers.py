@@ -1,0 +1,34 @@
+"""The committed H100 campaigns' numbers.tex, rebuilt from their raw records, is what it was
+before the architecture refactor (#10): the expected files under tests/data/numbers/ were
+computed from main at commit 254387c with `snakemake <root>/paper/numbers.tex`.
+
+A deliberate change of the statistics changes these numbers: regenerate the expected file
+with the command above and say so in the commit.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import REPO
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.mark.parametrize("campaign", ["h100-matmul", "h100"])
+def test_numbers_of_committed_campaign_are_unchanged(tmp_path, campaign):
+    root = tmp_path / "results" / campaign
+    shutil.copytree(REPO / "results" / campaign / "raw", root / "raw")
+    target = f"results/{campaign}/paper/numbers.tex"
+    out = subprocess.run(
+        [sys.executable, "-m", "snakemake", target, "--cores", "1",
+         "--snakefile", str(REPO / "Snakefile"), "--directory", str(tmp_path),
+         "--configfile", str(REPO / "config" / f"{campaign}.yaml")],
+        capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    expected = (REPO / "tests" / "data" / "numbers" / f"{campaign}.tex").read_text()
+    assert (tmp_path / target).read_text() == expected
