@@ -26,19 +26,19 @@ ENVS = ["native", "chroot", "docker"]
 MODELS = [f"n{64 * (i + 1)}" for i in range(10)]
 
 
-def synthesize(template_dir: Path, root: Path, config: dict) -> int:
+def synthesize(template: Path, root: Path, config: dict) -> int:
     from containertax.campaign import config as ct_config
     from containertax.campaign import schedule
 
     campaign = ct_config.load_campaign(config, "synthetic")
-    rec0 = json.loads((template_dir / "rep01.json").read_text())
-    side = {s: template_dir / f"rep01.{s}" for s in ("telemetry.csv", "requests.csv", "log")}
+    rec0 = json.loads(template.read_text())
+    side = {s: template.with_name(f"{template.stem}.{s}")
+            for s in ("telemetry.csv", "requests.csv", "log")}
     rng = np.random.default_rng(0)
     n = 0
     for cell in schedule.plan(campaign):
-        rep = schedule.rep_label(campaign, cell.repetition)
-        out = root / "raw" / cell.model / cell.environment
-        out.mkdir(parents=True, exist_ok=True)
+        files = campaign.paths.cell(cell.model, cell.environment, cell.repetition)
+        files.raw.parent.mkdir(parents=True, exist_ok=True)
         rec = copy.deepcopy(rec0)
         rec["cell"] = {**rec["cell"], "model": cell.model, "environment": cell.environment,
                        "repetition": cell.repetition, "block": cell.block,
@@ -47,20 +47,24 @@ def synthesize(template_dir: Path, root: Path, config: dict) -> int:
         extra = 1.02 if cell.environment == "docker" else 1.0
         for m in rec["metrics"]:
             m["value"] *= scale * extra * float(rng.lognormal(0, 0.03))
-        (out / f"rep{rep}.json").write_text(json.dumps(rec))
+        files.raw.write_text(json.dumps(rec))
         for suffix, src in side.items():
-            shutil.copyfile(src, out / f"rep{rep}.{suffix}")
-        (out / f"rep{rep}.cooldown.json").write_text("{}")
+            shutil.copyfile(src, files.raw.with_name(f"{files.raw.stem}.{suffix}"))
+        files.cooldown.write_text("{}")
         n += 1
     return n
 
 
 def main() -> int:
     demo = Path(sys.argv[1] if len(sys.argv) > 1 else REPO / "results" / "demo")
-    template = demo / "raw" / "n256" / "native"
-    if not (template / "rep01.json").exists():
-        print(f"needs a finished demo campaign ({template}/rep01.json): run scripts/demo.sh")
+    from containertax.campaign.paths import CampaignPaths
+
+    found = [p for p in CampaignPaths(demo).raw_records() if p.parent.name == "native"]
+    if not found:
+        print(f"needs a finished demo campaign (a native record under {demo}/raw): run "
+              "scripts/demo.sh")
         return 1
+    template = found[0]
     cfg = yaml.safe_load((REPO / "config" / "demo.yaml").read_text())
     cfg.update(campaign="bench900", repetitions=30,
                models=[{"id": m, "size": int(m[1:])} for m in MODELS])

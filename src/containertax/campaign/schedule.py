@@ -117,21 +117,13 @@ def read_csv(path: Path) -> list[Cell]:
         ]
 
 
-def rep_label(campaign: Campaign, rep: int) -> str:
-    width = max(2, len(str(campaign.repetitions)))
-    return f"{rep:0{width}d}"
-
-
 def block_targets(campaign: Campaign, reps: set[int]) -> list[str]:
     """Cooldown records (the last file of a cell) of every cell of the given repetitions,
     in schedule order: as Snakemake targets they run whole blocks, so that a campaign spread
     over several visits to a machine never splits a block between two machines."""
-    from containertax.execution import records
-
     unknown = sorted(r for r in reps if not 1 <= r <= campaign.repetitions)
     if unknown:
         raise ConfigError(f"repetitions {unknown} are not in 1..{campaign.repetitions} "
                          f"(repetitions in {campaign.source})")
-    return [str(records.cell_paths(campaign.root, c.model, c.environment,
-                                   rep_label(campaign, c.repetition))["cooldown"])
+    return [str(campaign.paths.cell(c.model, c.environment, c.repetition).cooldown)
             for c in plan(campaign) if c.repetition in reps]

@@ -38,11 +38,10 @@ def summarize(campaign: Campaign) -> dict[str, Any]:
     table: dict[tuple, dict[str, int]] = defaultdict(
         lambda: {"done": 0, "failed": 0, "remaining": 0, "total": 0})
     for c in cells:
-        rep = schedule.rep_label(campaign, c.repetition)
         key = (c.model, c.environment, c.repetition)
         row = table[(c.model, c.environment)]
         row["total"] += 1
-        if records.cell_paths(root, c.model, c.environment, rep)["raw"].exists():
+        if campaign.paths.cell(c.model, c.environment, c.repetition).raw.exists():
             row["done"] += 1
         elif last_run.get(key, {}).get("status") == "failed":
             row["failed"] += 1

@@ -1,0 +1,168 @@
+"""Where every file of a campaign lives: one object, used by the Snakefile, every module and
+the tests, so that no location is rebuilt by hand.
+
+A cell's files are named by its repetition with a fixed width (rep001), so raising a
+campaign's repetitions renames nothing. Records written before that (rep01, rep1: the width
+once followed the repetition count) are still found: a cell whose raw record or cooldown
+exists under an older name keeps that name, and committed records are never renamed.
+
+Standard library only: the Snakefile imports this when it plans the workflow.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+REP_WIDTH = 3
+
+# Templates relative to the campaign root; the Snakefile fills them with its wildcards.
+CELL_DIR = "raw/{model}/{environment}"
+RAW = CELL_DIR + "/rep{rep}.json"
+TELEMETRY = CELL_DIR + "/rep{rep}.telemetry.csv"
+REQUESTS = CELL_DIR + "/rep{rep}.requests.csv"
+RUN_LOG = CELL_DIR + "/rep{rep}.log"
+COOLDOWN = CELL_DIR + "/rep{rep}.cooldown.json"
+GATE = "cells/{model}/{environment}/rep{rep}.gate.json"
+LOG = "logs/{step}/{model}/{environment}/rep{rep}.log"
+LEDGER = "ledger.jsonl"
+RUN_LOCK = ".run.lock"
+SCHEDULE = "schedule.csv"
+SYSTEM = "system.json"
+RESOLVED = "config.resolved.json"
+PREFLIGHT = "preflight/{environment}.json"
+ROOTFS = "rootfs/{image}"
+ROOTFS_MARKER = "rootfs/{image}.image.json"
+RUNS = "runs.csv"
+REQUESTS_ALL = "requests.csv"
+WORK = "work"
+PAPER = "paper"
+STATS = "stats"
+
+
+def rep_label(repetition: int) -> str:
+    """The repetition as new files name it: rep001 whatever the campaign's size."""
+    return f"{repetition:0{REP_WIDTH}d}"
+
+
+def legacy_labels(repetition: int) -> list[str]:
+    """Names older records may carry (width 2, as the committed H100 records, or none)."""
+    return list(dict.fromkeys([f"{repetition:02d}", str(repetition)]))
+
+
+@dataclass(frozen=True)
+class CellPaths:
+    """The files of one cell (one model, environment and repetition)."""
+
+    root: Path
+    model: str
+    environment: str
+    label: str
+
+    def _at(self, template: str) -> Path:
+        return self.root / template.format(model=self.model, environment=self.environment,
+                                           rep=self.label)
+
+    @property
+    def raw(self) -> Path:
+        return self._at(RAW)
+
+    @property
+    def telemetry(self) -> Path:
+        return self._at(TELEMETRY)
+
+    @property
+    def requests(self) -> Path:
+        return self._at(REQUESTS)
+
+    @property
+    def run_log(self) -> Path:
+        return self._at(RUN_LOG)
+
+    @property
+    def cooldown(self) -> Path:
+        return self._at(COOLDOWN)
+
+    @property
+    def gate(self) -> Path:
+        return self._at(GATE)
+
+
+@dataclass(frozen=True)
+class CampaignPaths:
+    """Every location under one campaign's root (results_dir/campaign)."""
+
+    root: Path
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "root", Path(self.root))
+
+    def at(self, template: str, **fill: str) -> Path:
+        return self.root / template.format(**fill) if fill else self.root / template
+
+    def cell(self, model: str, environment: str, repetition: int) -> CellPaths:
+        """A cell's files: under an older name where its record or cooldown already exists
+        there, else under the fixed-width name."""
+        for label in legacy_labels(repetition):
+            old = CellPaths(self.root, model, environment, label)
+            if old.raw.exists() or old.cooldown.exists():
+                return old
+        return CellPaths(self.root, model, environment, rep_label(repetition))
+
+    def cell_labelled(self, model: str, environment: str, label: str) -> CellPaths:
+        """A cell's files under the label a rule's wildcard gives (rep001 or an older name)."""
+        return CellPaths(self.root, model, environment, label)
+
+    @property
+    def raw_dir(self) -> Path:
+        return self.root / "raw"
+
+    def raw_records(self) -> list[Path]:
+        """Every raw record present, whatever its name's width."""
+        return sorted(p for p in self.raw_dir.glob("*/*/rep*.json")
+                      if p.name.count(".") == 1 and p.stem[3:].isdigit())
+
+    def telemetry_files(self, environment: str) -> list[Path]:
+        return sorted(self.raw_dir.glob(f"*/{environment}/rep*.telemetry.csv"))
+
+
+    @property
+    def ledger(self) -> Path:
+        return self.root / LEDGER
+
+    @property
+    def run_lock(self) -> Path:
+        return self.root / RUN_LOCK
+
+    @property
+    def schedule(self) -> Path:
+        return self.root / SCHEDULE
+
+    @property
+    def system(self) -> Path:
+        return self.root / SYSTEM
+
+    @property
+    def resolved(self) -> Path:
+        return self.root / RESOLVED
+
+    def preflight(self, environment: str) -> Path:
+        return self.at(PREFLIGHT, environment=environment)
+
+    def rootfs(self, image_slug: str) -> Path:
+        return self.at(ROOTFS, image=image_slug)
+
+    def rootfs_marker(self, image_slug: str) -> Path:
+        return self.at(ROOTFS_MARKER, image=image_slug)
+
+    @property
+    def runs(self) -> Path:
+        return self.root / RUNS
+
+    @property
+    def requests_all(self) -> Path:
+        return self.root / REQUESTS_ALL
+
+    def work(self, name: str) -> Path:
+        """A scratch folder of one attempt (kept when it fails, for the post-mortem)."""
+        return self.root / WORK / name
