@@ -46,7 +46,7 @@ def test_transformers_metrics_from_step_times():
     assert m["request_latency_s"] == pytest.approx(0.4)
     assert m["startup_s"] == pytest.approx(0.5) and m["process_wall_s"] == 30.0
     assert m["peak_memory_gib"] == 3 and m["peak_reserved_gib"] == 4
-    assert workloads.output_tokens(probe) == 24
+    assert workloads.get("transformers").window_tokens(probe) == 24
     rows = workloads.requests_rows("transformers", probe)
     assert [r["index"] for r in rows] == [1, 2] and rows[0]["ttft_s"] == 0.2
 
@@ -98,8 +98,8 @@ def test_bad_workload_parameters_name_the_key(config_dict, model, fragment):
 def test_models_of_different_kinds_in_one_campaign(config_dict):
     config_dict["models"].append({"id": "llm", "kind": "transformers", "model_config": TINY})
     campaign = config.load_campaign(config_dict, "x.yaml")
-    assert workloads.kind_of(campaign, "n256") == "matmul"
-    assert workloads.kind_of(campaign, "llm") == "transformers"
+    assert campaign.workload_kind("n256") == "matmul"
+    assert campaign.workload_kind("llm") == "transformers"
     assert "kind" not in campaign.workload_params("llm")
 
 

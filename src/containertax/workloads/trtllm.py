@@ -21,8 +21,20 @@ interpolation); this module reports them as they are and says so in each metric'
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 from typing import Any
+
+from containertax.workloads.base import (
+    Metric,
+    MetricInfo,
+    Probe,
+    Where,
+    Workload,
+    WorkloadError,
+    process_metrics,
+)
 
 DEFAULTS: dict[str, Any] = {
     "mode": "throughput", "backend": "pytorch", "num_requests": 1000, "input_len": 128,
@@ -164,3 +176,80 @@ def engine_facts(report: dict[str, Any] | None, log: str) -> dict[str, Any]:
     if report and report.get("world_info"):
         facts["world_info"] = report["world_info"]
     return facts
+
+
+# --- the workload kind, as the registry (containertax.workloads) lists it --------------
+
+
+def argv(p: dict[str, Any], python: str, probe: Path, out: Path, check: bool) -> list[str]:
+    dataset = f"{p['dataset_dir']}/{dataset_name(p)}"
+    cmd = [python, str(probe / "trtllm.py"), "--out", str(out), "--dataset", dataset,
+           "--prepare", json.dumps(dataset_segments(p, dataset)),
+           "--bench", json.dumps(bench_segments(p, dataset, str(out.parent / "report.json")))]
+    return [*cmd, "--check", "--dataset-dir", str(p["dataset_dir"])] if check else cmd
+
+
+def metrics(probe: Probe, launched_unix: float, wall_s: float) -> list[Metric]:
+    log = probe.get("log_tail", "")
+    try:
+        values = parse_report(probe["report"]) if probe.get("report") else parse_log(log)
+    except TrtllmOutputError as exc:
+        raise WorkloadError(str(exc)) from None
+    values.update(kv_cache(log) or {})
+    units = {"token_throughput": "tok/s", "request_throughput": "req/s",
+             "kv_cache_gib": "GiB", "kv_cache_tokens": "tokens"}
+    return [Metric(k, v, units.get(k, "s")) for k, v in values.items()] + [
+        Metric("benchmark_s", probe["bench_s"], "s"),
+        *process_metrics(probe, launched_unix, wall_s)]
+
+
+def detail(probe: Probe) -> dict[str, Any]:
+    return {"engine": engine_facts(probe.get("report"), probe.get("log_tail", "")),
+            "report": probe.get("report"),
+            "prepared_dataset_here": probe.get("prepared_dataset_here", False)}
+
+
+def problems(params: dict[str, Any], where: Where) -> list[str]:
+    return [f"{where.source}: model {where.model} (models[{where.index}]) needs '{key}' "
+            "(trtllm: 'model' = Hugging Face name or local path as trtllm-bench takes it; "
+            "'dataset_dir' = a folder mounted at the same path in every environment, where "
+            "each model's dataset is prepared once)."
+            for key in ("model", "dataset_dir") if not isinstance(params.get(key), str)]
+
+
+def check_argv(models: list[tuple[str, dict[str, Any]]]) -> list[str]:
+    """Preflight checks every trtllm model's checkpoint inside each environment, not only
+    the first's."""
+    keys = ("model", "model_path", "quantization")
+    return ["--check-models", json.dumps(
+        [{"id": model_id, **{k: v for k, v in params.items() if k in keys}}
+         for model_id, params in models])]
+
+
+WORKLOAD = Workload(
+    kind="trtllm",
+    probe="trtllm.py",
+    defaults={**DEFAULTS, "threads": 1},
+    integers={"num_requests": 1, "input_len": 1, "output_len": 1, "warmup": 0, "tp": 1},
+    argv=argv,
+    metrics=metrics,
+    detail=detail,
+    problems=problems,
+    check_argv=check_argv,
+    metric_info=(
+        MetricInfo("kv_cache_gib", "GiB", "higher", "KV-cache size",
+                   "paged KV cache TensorRT-LLM allocated (its log line)", "increasing"),
+        MetricInfo("kv_cache_tokens", "tokens", "higher", "KV-cache capacity",
+                   "tokens the paged KV cache holds (its log line)"),
+        MetricInfo("benchmark_s", "s", "lower", "Benchmark time",
+                   "trtllm-bench's run, engine start included", "increasing"),
+        MetricInfo("trtllm_total_latency_s", "s", "lower", "Total latency",
+                   "first request start to last request end (trtllm-bench)", "increasing"),
+        MetricInfo("trtllm_request_latency_p50_s", "s", "lower", "Request latency p50",
+                   "trtllm-bench's p50 (sorted(v)[int(n/2)])"),
+        MetricInfo("trtllm_request_latency_p99_s", "s", "lower", "Request latency p99",
+                   "trtllm-bench's p99 (sorted(v)[int(0.99 n)])"),
+        MetricInfo("trtllm_ttft_p50_s", "s", "lower", "TTFT p50", "trtllm-bench's p50"),
+        MetricInfo("trtllm_ttft_p99_s", "s", "lower", "TTFT p99", "trtllm-bench's p99"),
+    ),
+)

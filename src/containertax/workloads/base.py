@@ -1,0 +1,115 @@
+"""The interface every workload kind implements, and what all of them share.
+
+A workload builds the probe command (identical in every environment, only the paths of the
+probe and work folders are the environment's) and turns the probe's JSON into metrics,
+per-request rows and the detail kept in the raw record. One module per kind declares a
+Workload; the package's registry (containertax.workloads) lists them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+Probe = dict[str, Any]
+
+
+class WorkloadError(ValueError):
+    """A workload that cannot be built from the config, or output that cannot be read."""
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str
+    value: float
+    unit: str
+
+
+@dataclass(frozen=True)
+class MetricInfo:
+    """A metric's registry entry: every table and figure takes its label, unit and
+    direction here. direction says which way is better ('lower', 'higher', or 'none' for
+    descriptive metrics such as utilisation); size_trend says how a physically plausible
+    metric moves as the model (problem) grows, which the data-quality report checks."""
+
+    name: str
+    unit: str
+    direction: str
+    label: str
+    description: str
+    size_trend: str | None = None  # 'increasing', 'decreasing' or None
+
+
+@dataclass(frozen=True)
+class Where:
+    """Where a model's parameters come from, for error messages that name the key."""
+
+    source: str
+    index: int
+    model: str
+
+
+def _no_rows(probe: Probe) -> list[dict[str, Any]]:
+    return []
+
+
+def _no_detail(probe: Probe) -> dict[str, Any]:
+    return {}
+
+
+def _no_problems(params: dict[str, Any], where: Where) -> list[str]:
+    return []
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One workload kind: everything the rest of the project needs to know about it."""
+
+    kind: str
+    probe: str  # the script under workloads/probe/ that runs inside the environment
+    defaults: dict[str, Any]
+    integers: dict[str, int]  # integer parameters and their minimum
+    argv: Callable[[dict[str, Any], str, Path, Path, bool], list[str]]
+    metrics: Callable[[Probe, float, float], list[Metric]]
+    metric_info: tuple[MetricInfo, ...] = ()
+    requests_rows: Callable[[Probe], list[dict[str, Any]]] = _no_rows
+    detail: Callable[[Probe], dict[str, Any]] = _no_detail
+    problems: Callable[[dict[str, Any], Where], list[str]] = _no_problems
+    # tokens generated inside the probe's measure_window_unix (energy per token), if any
+    window_tokens: Callable[[Probe], int] | None = None
+    # extra argv of the preflight check, from every model of this kind (id, parameters)
+    check_argv: Callable[[list[tuple[str, dict[str, Any]]]], list[str]] | None = None
+
+
+def flags(p: dict[str, Any], keys: tuple[str, ...] | list[str]) -> list[str]:
+    out: list[str] = []
+    for key in keys:
+        out += [f"--{key.replace('_', '-')}", str(p[key])]
+    return out
+
+
+def thread_env(params: dict[str, Any]) -> dict[str, str]:
+    """The same CPU thread count everywhere; without it each library picks its own."""
+    n = str(params["threads"])
+    return {k: n for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
+
+
+def process_metrics(probe: Probe, launched_unix: float, wall_s: float) -> list[Metric]:
+    """What every probe measures about its own process."""
+    return [
+        Metric("process_wall_s", wall_s, "s"),
+        Metric("startup_s", probe["t_enter_unix"] - launched_unix, "s"),
+        Metric("import_s", probe["import_s"], "s"),
+        Metric("max_rss_mib", probe["max_rss_kib"] / 1024.0, "MiB"),
+    ]
+
+
+def device_memory(probe: Probe) -> list[Metric]:
+    out = []
+    if probe.get("peak_device_bytes"):
+        out.append(Metric("peak_memory_gib", probe["peak_device_bytes"] / 2**30, "GiB"))
+    if probe.get("peak_reserved_bytes"):
+        out.append(Metric("peak_reserved_gib", probe["peak_reserved_bytes"] / 2**30, "GiB"))
+    return out

@@ -1,0 +1,155 @@
+"""LLM inference with Hugging Face transformers (random-initialised or local weights):
+per-step timestamps give time to first token, inter-token latency and throughput."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+from typing import Any
+
+from containertax.workloads.base import (
+    Metric,
+    MetricInfo,
+    Probe,
+    Where,
+    Workload,
+    WorkloadError,
+    device_memory,
+    flags,
+    process_metrics,
+)
+
+DECODING = ("plain", "static", "compiled")
+
+
+def argv(p: dict[str, Any], python: str, probe: Path, out: Path, check: bool) -> list[str]:
+    cmd = [python, str(probe / "llm.py"), "--out", str(out), "--device", str(p["device"])]
+    if check:
+        return [*cmd, "--check"]
+    model = (["--model-config", json.dumps(p["model_config"], sort_keys=True)]
+             if "model_config" in p else ["--model-path", str(p["model_path"])])
+    return [*cmd, *model, *flags(p, ["dtype", "attn_implementation", "batch_size",
+                                     "input_len", "output_len", "warmup", "requests",
+                                     "decoding", "seed"])]
+
+
+def percentile(values: list[float], q: float) -> float:
+    """Linear interpolation between order statistics (numpy's default method)."""
+    v = sorted(values)
+    pos = (len(v) - 1) * q / 100.0
+    lo = int(pos)
+    hi = min(lo + 1, len(v) - 1)
+    return v[lo] + (v[hi] - v[lo]) * (pos - lo)
+
+
+def measured_requests(probe: Probe) -> list[dict[str, Any]]:
+    rows = [r for r in probe["requests"] if not r["warmup"]]
+    if not rows:
+        raise WorkloadError("the transformers probe measured no request (requests: 0?)")
+    return rows
+
+
+def request_summary(r: dict[str, Any]) -> dict[str, Any]:
+    """Time to first token, inter-token gaps and tokens of one request (a batch of
+    sequences decoded together: every sequence gets its token at the same step)."""
+    steps = r["step_s"]
+    gaps = [b - a for a, b in zip(steps, steps[1:], strict=False)]
+    return {"ttft_s": steps[0], "gaps": gaps, "tokens": r["batch_size"] * r["output_len"],
+            "sequences": r["batch_size"], "latency_s": r["latency_s"]}
+
+
+def output_tokens(probe: Probe) -> int:
+    """Tokens generated inside the measured window (energy per token divides by this)."""
+    return sum(request_summary(r)["tokens"] for r in measured_requests(probe))
+
+
+def metrics(probe: Probe, launched_unix: float, wall_s: float) -> list[Metric]:
+    summaries = [request_summary(r) for r in measured_requests(probe)]
+    busy = sum(s["latency_s"] for s in summaries)
+    gaps = [g for s in summaries for g in s["gaps"]]
+    return [
+        Metric("token_throughput", sum(s["tokens"] for s in summaries) / busy, "tok/s"),
+        Metric("request_throughput", sum(s["sequences"] for s in summaries) / busy, "req/s"),
+        Metric("ttft_s", statistics.fmean(s["ttft_s"] for s in summaries), "s"),
+        Metric("itl_s", statistics.fmean(gaps), "s"),
+        Metric("itl_p50_s", percentile(gaps, 50), "s"),
+        Metric("itl_p99_s", percentile(gaps, 99), "s"),
+        Metric("request_latency_s", busy / len(summaries), "s"),
+        Metric("model_build_s", probe["build_s"], "s"),
+        *process_metrics(probe, launched_unix, wall_s),
+        *device_memory(probe),
+    ]
+
+
+def requests_rows(probe: Probe) -> list[dict[str, Any]]:
+    rows = []
+    for r in measured_requests(probe):
+        s = request_summary(r)
+        rows.append({"index": r["index"], "latency_s": r["latency_s"], "ttft_s": s["ttft_s"],
+                     "itl_mean_s": statistics.fmean(s["gaps"]) if s["gaps"] else "",
+                     "tokens": s["tokens"]})
+    return rows
+
+
+def detail(probe: Probe) -> dict[str, Any]:
+    return {"model": probe.get("model"), "decoding": probe.get("decoding"),
+            "measure_window_unix": probe.get("measure_window_unix"),
+            "requests": probe.get("requests")}
+
+
+def problems(params: dict[str, Any], where: Where) -> list[str]:
+    out = []
+    has_config, has_path = "model_config" in params, "model_path" in params
+    if has_config == has_path:
+        out.append(
+            f"{where.source}: model {where.model} (models[{where.index}]) needs exactly one of "
+            "'model_config' (a mapping with model_type and config fields: random weights, "
+            "nothing downloaded) and 'model_path' (a local checkpoint folder).")
+    elif has_config and not (isinstance(params["model_config"], dict)
+                             and isinstance(params["model_config"].get("model_type"), str)):
+        out.append(
+            f"{where.source}: key 'models[{where.index}].model_config' (model {where.model}) "
+            "must be a mapping with a 'model_type' (e.g. llama, qwen2) and that model's "
+            "config fields.")
+    if params.get("decoding", "plain") not in DECODING:
+        out.append(
+            f"{where.source}: key 'workload.decoding' (or 'models[{where.index}].decoding') "
+            f"must be one of {list(DECODING)}, got {params['decoding']!r}.")
+    return out
+
+
+WORKLOAD = Workload(
+    kind="transformers",
+    probe="llm.py",
+    defaults={"dtype": "bfloat16", "device": "cuda", "attn_implementation": "sdpa",
+              "batch_size": 8, "input_len": 512, "output_len": 128, "warmup": 1,
+              "requests": 5, "decoding": "plain", "seed": 0, "threads": 1},
+    integers={"batch_size": 1, "input_len": 1, "output_len": 2, "warmup": 0, "requests": 1,
+              "threads": 1},
+    argv=argv,
+    metrics=metrics,
+    requests_rows=requests_rows,
+    detail=detail,
+    problems=problems,
+    window_tokens=output_tokens,
+    metric_info=(
+        MetricInfo("token_throughput", "tok/s", "higher", "Token throughput",
+                   "output tokens per second of busy time", "decreasing"),
+        MetricInfo("request_throughput", "req/s", "higher", "Request throughput",
+                   "sequences completed per second of busy time", "decreasing"),
+        MetricInfo("ttft_s", "s", "lower", "Time to first token", "mean time to first token"),
+        MetricInfo("itl_s", "s", "lower", "Inter-token latency", "mean inter-token latency"),
+        MetricInfo("itl_p50_s", "s", "lower", "Inter-token latency p50",
+                   "median gap between decoding steps"),
+        MetricInfo("itl_p99_s", "s", "lower", "Inter-token latency p99",
+                   "99th percentile gap between decoding steps (linear interpolation)"),
+        MetricInfo("request_latency_s", "s", "lower", "Request latency",
+                   "mean time of one request (a batch decoded together)", "increasing"),
+        MetricInfo("model_build_s", "s", "lower", "Model build time",
+                   "building (random weights) or loading the model onto the device",
+                   "increasing"),
+        MetricInfo("energy_per_token_j", "J", "lower", "Energy per token",
+                   "GPU energy over the measured requests / tokens generated", "increasing"),
+    ),
+)
