@@ -40,15 +40,6 @@ def load(path: str) -> config.Campaign:
     return config.load_file(p)
 
 
-def write_resolved(campaign: config.Campaign, path: Path) -> None:
-    """The validated config the steps read; rewritten only when it changes."""
-    # key order is meaningful (environment order feeds the schedule): never sort keys
-    text = json.dumps({"source": campaign.source, "config": campaign.raw}, indent=1,
-                      default=str) + "\n"
-    if not path.exists() or path.read_text() != text:
-        records.atomic_write_text(path, text)
-
-
 def _setup_logging(log_path: str | None) -> None:
     handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
     if log_path:

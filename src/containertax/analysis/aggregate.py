@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from containertax.campaign.paths import CampaignPaths
 from containertax.execution import records
+from containertax.execution.rawrecord import RawRecord, read_record
 
 COLUMNS = [
     "campaign", "model", "environment", "repetition", "block", "position", "sequence",
@@ -19,49 +21,48 @@ COLUMNS = [
 ]
 
 
-def machine_of(rec: dict) -> str:
+def machine_of(rec: RawRecord) -> str:
     """The physical device a run measured: the GPU's UUID where NVML saw one, else the
     host name. A campaign spread over visits may land on different GPUs."""
-    gpu = rec.get("telemetry", {}).get("gpu") or {}
-    return str(gpu.get("uuid") or rec["provenance"]["host"].get("hostname"))
+    gpu = rec.telemetry.get("gpu") or {}
+    return str(gpu.get("uuid") or rec.hostname)
 
 
-def page_cache_of(rec: dict) -> str:
+def page_cache_of(rec: RawRecord) -> str:
     """'dropped' or 'kept' before the run; '' where the record predates the memory state."""
-    drop = (rec.get("memory") or {}).get("drop")
+    drop = (rec.memory or {}).get("drop")
     return "" if drop is None else ("dropped" if drop.get("dropped") else "kept")
 
 
-def raw_records(root: Path) -> list[Path]:
-    return sorted(p for p in (Path(root) / "raw").glob("*/*/rep*.json")
-                  if not p.name.endswith(".cooldown.json"))
+def read_records(root: Path) -> list[tuple[Path, RawRecord]]:
+    """Every raw record of a campaign, validated (containertax.execution.rawrecord)."""
+    return [(path, read_record(path)) for path in CampaignPaths(root).raw_records()]
 
 
 def tidy(root: Path) -> pd.DataFrame:
     rows = []
-    for path in raw_records(root):
-        rec = records.read_json(path)
-        cell = rec["cell"]
-        for m in rec["metrics"]:
+    for _, rec in read_records(root):
+        cell = rec.cell
+        for m in rec.metrics:
             rows.append({
-                "campaign": rec["campaign"],
-                "model": cell["model"],
-                "environment": cell["environment"],
-                "repetition": cell["repetition"],
-                "block": cell["block"],
-                "position": cell["position"],
-                "sequence": cell["sequence"],
-                "attempt": rec["attempt"],
-                "started_utc": rec["started_utc"],
-                "host": rec["provenance"]["host"]["hostname"],
-                "metric": m["name"],
-                "value": m["value"],
-                "unit": m["unit"],
-                "gate_waited_s": rec["gate"].get("waited_s"),
-                "temperature_max_c": rec["telemetry"].get("temperature_max_c"),
-                "throttled_s": rec["telemetry"].get("throttled_s"),
-                "sensor": rec["gate"].get("sensor"),
-                "config_hash": rec["provenance"].get("config_hash"),
+                "campaign": rec.campaign,
+                "model": cell.model,
+                "environment": cell.environment,
+                "repetition": cell.repetition,
+                "block": cell.block,
+                "position": cell.position,
+                "sequence": cell.sequence,
+                "attempt": rec.attempt,
+                "started_utc": rec.started_utc,
+                "host": rec.hostname,
+                "metric": m.name,
+                "value": m.value,
+                "unit": m.unit,
+                "gate_waited_s": rec.gate.get("waited_s"),
+                "temperature_max_c": rec.telemetry.get("temperature_max_c"),
+                "throttled_s": rec.telemetry.get("throttled_s"),
+                "sensor": rec.gate.get("sensor"),
+                "config_hash": rec.provenance.get("config_hash"),
                 "machine": machine_of(rec),
                 "page_cache": page_cache_of(rec),
             })
@@ -72,14 +73,13 @@ def tidy(root: Path) -> pd.DataFrame:
 def requests_tidy(root: Path) -> pd.DataFrame:
     """Per-request rows of every run, for percentiles from the raw values."""
     frames = []
-    for path in raw_records(root):
-        req = path.with_name(path.name.replace(".json", ".requests.csv"))
+    for path, rec in read_records(root):
+        req = path.with_name(rec.files["requests"])
         if req.exists() and req.stat().st_size:
-            rec = records.read_json(path)
             f = pd.read_csv(req)
-            f.insert(0, "repetition", rec["cell"]["repetition"])
-            f.insert(0, "environment", rec["cell"]["environment"])
-            f.insert(0, "model", rec["cell"]["model"])
+            f.insert(0, "repetition", rec.cell.repetition)
+            f.insert(0, "environment", rec.cell.environment)
+            f.insert(0, "model", rec.cell.model)
             frames.append(f)
     cols = ["model", "environment", "repetition", "index", "latency_s"]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=cols)

@@ -17,7 +17,7 @@ def build(source: Path, build_dir: Path, out: Path) -> None:
     numbers.tex, quality.tex and figures.tex were generated, and run latexmk there."""
     if shutil.which("latexmk") is None:
         raise PaperError("latexmk is missing: apt-get install latexmk texlive-latex-recommended "
-                         "texlive-latex-extra texlive-fonts-recommended (scripts/setup.sh does).")
+                         "texlive-fonts-recommended (scripts/setup.sh does).")
     for f in list(source.glob("*.tex")) + list(source.glob("*.bib")):
         shutil.copyfile(f, build_dir / f.name)
     proc = subprocess.run(

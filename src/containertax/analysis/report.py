@@ -13,7 +13,7 @@ from typing import Any
 
 import pandas as pd
 
-from containertax.analysis import importer, quality, tables
+from containertax.analysis import quality, tables
 from containertax.analysis.metrics import MetricInfo, registry
 from containertax.campaign.config import Campaign
 from containertax.execution import records
@@ -51,14 +51,6 @@ def analysed_metrics(campaign: Campaign, runs: pd.DataFrame) -> list[str]:
     wanted = campaign.analysis.get("metrics")
     present = set(runs["metric"])
     return [m for m in (wanted or list(reg)) if m in reg and m in present]
-
-
-def model_ids(campaign: Campaign) -> list[str]:
-    """Models of the analysis, known when the workflow is planned."""
-    if campaign.is_import:
-        frame = importer.read_tidy(Path(campaign.analysis["import_csv"]))
-        return list(dict.fromkeys(frame["model"]))
-    return [m.id for m in campaign.models]
 
 
 def environment_order(campaign: Campaign, runs: pd.DataFrame) -> list[str]:
@@ -147,7 +139,7 @@ def headline(campaign: Campaign, runs: pd.DataFrame) -> str | None:
 
 def _longest_telemetry(campaign: Campaign) -> tuple[pd.DataFrame | None, str]:
     """The reference environment's longest run: the most telling trace."""
-    files = sorted((campaign.root / "raw").glob(f"*/{campaign.reference}/rep*.telemetry.csv"))
+    files = campaign.paths.telemetry_files(campaign.reference)
     if not files:
         return None, ""
     best = max(files, key=lambda p: p.stat().st_size)
@@ -200,7 +192,7 @@ def system_facts(campaign: Campaign) -> dict[str, Any]:
     machine that rebuilds the paper)."""
     if campaign.is_import:
         return {"Source": campaign.raw.get("description", campaign.analysis["import_csv"])}
-    from containertax.analysis.aggregate import raw_records
+    from containertax.analysis.aggregate import read_records
 
     seen: dict[str, set[str]] = {}
 
@@ -208,30 +200,29 @@ def system_facts(campaign: Campaign) -> dict[str, Any]:
         if value not in (None, ""):
             seen.setdefault(key, set()).add(str(value))
 
-    for path in raw_records(campaign.root):
-        rec = records.read_json(path)
-        host = rec["provenance"]["host"]
+    for _, rec in read_records(campaign.root):
+        host = rec.provenance["host"]
         note("Host", host.get("hostname"))
         note("Kernel", host.get("kernel"))
         note("CPU", f"{host.get('cpu_model')} ({host.get('cpu_count')} logical)"
              if host.get("cpu_model") else None)
         note("Memory (MiB)", host.get("memory_total_mib"))
-        sensor = rec["gate"].get("sensor_info", {})
+        sensor = rec.gate.get("sensor_info", {})
         note("GPU", sensor.get("gpu_name"))
-        note("GPU UUID", (rec["telemetry"].get("gpu") or {}).get("uuid"))
-        note("Temperature sensor", rec["gate"].get("sensor"))
-        env = rec["environment"]
+        note("GPU UUID", (rec.telemetry.get("gpu") or {}).get("uuid"))
+        note("Temperature sensor", rec.gate.get("sensor"))
+        env = rec.environment
         resolved = env.get("resolved", {})
         note("Docker Engine", resolved.get("engine_version"))
         image = resolved.get("image") or {}
         note("Image", f"{image.get('name')} ({str(image.get('id', ''))[7:19]})"
              if image.get("id") else None)
-        inside = rec.get("inside", {}).get("software") or {}
+        inside = rec.inside.get("software") or {}
         note(f"Software in {env['id']}", ", ".join(
             f"{k} {v}" for k, v in inside.items() if isinstance(v, str)))
         note("Snakemake", host.get("packages", {}).get("snakemake"))
-        note("Git commit", (rec["provenance"].get("git", {}).get("commit") or "")[:12])
-        note("Config hash", rec["provenance"].get("config_hash"))
+        note("Git commit", (rec.provenance.get("git", {}).get("commit") or "")[:12])
+        note("Config hash", rec.provenance.get("config_hash"))
     return {k: "; ".join(sorted(v)) for k, v in seen.items()}
 
 

@@ -7,6 +7,7 @@ reads the same everywhere: it names the file, the key and the fix.
 from __future__ import annotations
 
 import copy
+import csv
 import hashlib
 import json
 from dataclasses import dataclass, field
@@ -16,6 +17,9 @@ from typing import Any
 
 import jsonschema
 import yaml
+
+from containertax import workloads
+from containertax.campaign.paths import CampaignPaths
 
 SCHEMA_PATH = Path(__file__).resolve().parents[3] / "workflow" / "schemas" / "config.schema.yaml"
 
@@ -60,6 +64,11 @@ class Campaign:
         return Path(self.raw["results_dir"]) / self.name
 
     @property
+    def paths(self) -> CampaignPaths:
+        """Every location of this campaign's files."""
+        return CampaignPaths(self.root)
+
+    @property
     def workload(self) -> dict[str, Any]:
         return self.raw.get("workload", {})
 
@@ -89,6 +98,28 @@ class Campaign:
 
     def model(self, model_id: str) -> Model:
         return next(m for m in self.models if m.id == model_id)
+
+    def analysis_models(self) -> list[str]:
+        """Models of the analysis, known when the workflow is planned: the config's, or
+        those of an imported table (read with the standard library: planning imports no
+        pandas; the import rule checks the table in full)."""
+        if not self.is_import:
+            return [m.id for m in self.models]
+        path = Path(self.analysis["import_csv"])
+        if not path.exists():
+            raise ConfigError(f"{self.source}: key 'analysis.import_csv': {path} does not "
+                              "exist.")
+        with path.open(newline="") as fh:
+            lines = (line for line in fh if not line.lstrip().startswith("#"))
+            rows = csv.DictReader(lines, skipinitialspace=True)
+            if "model" not in (rows.fieldnames or []):
+                raise ConfigError(f"{path}: no 'model' column (analysis.import_csv in "
+                                  f"{self.source}); see containertax.analysis.importer.")
+            return list(dict.fromkeys(str(r["model"]).strip() for r in rows if r["model"]))
+
+    def workload_kind(self, model_id: str) -> str:
+        """A model's workload kind: its own 'kind' key, else workload.kind."""
+        return str(self.model(model_id).params.get("kind", self.workload["kind"]))
 
     def workload_params(self, model_id: str) -> dict[str, Any]:
         """Workload defaults overlaid with the model's own parameters."""
@@ -286,8 +317,6 @@ def resolve_extends(envs: dict[str, Any], source: str) -> dict[str, Any]:
 
 def load_campaign(data: dict[str, Any], source: str = "<config>") -> Campaign:
     """Validate a config mapping (already parsed) and return the campaign it describes."""
-    from containertax import workloads  # late: workloads import config for typing only
-
     if not isinstance(data, dict) or not data:
         raise ConfigError(f"{source}: empty or not a mapping; see config/README.md.")
     data = resolve_base(data, source)
@@ -315,8 +344,20 @@ def load_campaign(data: dict[str, Any], source: str = "<config>") -> Campaign:
         reference=data.get("reference_environment") or environments[0].id,
     )
     if not campaign.is_import:
-        workloads.check_params(campaign)
+        _workload_checks(campaign)
     return campaign
+
+
+def _workload_checks(campaign: Campaign) -> None:
+    """Each model's parameters, checked by its workload kind's module, named by key."""
+    problems: list[str] = []
+    for i, model in enumerate(campaign.models):
+        kind = campaign.workload_kind(model.id)
+        if kind in workloads.REGISTRY:  # else the schema's enum has already refused it
+            problems += workloads.problems(kind, campaign.workload_params(model.id),
+                                           workloads.Where(campaign.source, i, model.id))
+    if problems:
+        raise ConfigError("\n".join(problems))
 
 
 def load_file(path: str | Path) -> Campaign:
@@ -324,3 +365,14 @@ def load_file(path: str | Path) -> Campaign:
     if not path.exists():
         raise ConfigError(f"{path}: no such config file.")
     return load_campaign(_read_yaml(path, str(path)), str(path))
+
+
+def write_resolved(campaign: Campaign, path: Path) -> None:
+    """The validated config the steps read; rewritten only when it changes."""
+    from containertax.execution.records import atomic_write_text
+
+    # key order is meaningful (environment order feeds the schedule): never sort keys
+    text = json.dumps({"source": campaign.source, "config": campaign.raw}, indent=1,
+                      default=str) + "\n"
+    if not path.exists() or path.read_text() != text:
+        atomic_write_text(path, text)

@@ -21,9 +21,11 @@ from typing import Any
 from containertax import workloads
 from containertax.campaign import schedule
 from containertax.campaign.config import Campaign
-from containertax.execution import environments, hostmemory, provenance, records, thermal
+from containertax.campaign.paths import CellPaths
+from containertax.execution import hostmemory, probing, provenance, rawrecord, records, thermal
 from containertax.execution.gpu import NvmlGpu
 from containertax.execution.telemetry import Sampler
+from containertax.workloads.base import Metric
 
 log = logging.getLogger("containertax")
 
@@ -125,37 +127,29 @@ def _write_csv_text(rows: list[dict[str, Any]]) -> str:
 def run(campaign: Campaign, model: str, env: str, rep: str, gate_path: Path,
         log_path: Path | None = None) -> None:
     cell = find_cell(campaign, model, env, rep)
-    paths = records.cell_paths(campaign.root, model, env, rep)
-    if paths["raw"].exists():
+    paths = campaign.paths.cell_labelled(model, env, rep)
+    if paths.raw.exists():
         raise records.RecordExistsError(
-            f"{paths['raw']} already exists; raw records are never overwritten."
+            f"{paths.raw} already exists; raw records are never overwritten."
         )
     try:
-        with records.locked(campaign.root / ".run.lock"), ledgered(campaign, "run", cell) as info:
-            _run_locked(campaign, cell, rep, paths, gate_path, log_path, info)
+        with records.locked(campaign.paths.run_lock), ledgered(campaign, "run", cell) as info:
+            _run_locked(campaign, cell, paths, gate_path, log_path, info)
     except BaseException:
         gate_path.unlink(missing_ok=True)
         raise
 
 
-def _run_locked(campaign: Campaign, cell: schedule.Cell, rep: str, paths: dict[str, Path],
-                gate_path: Path, log_path: Path | None, info: dict[str, Any]) -> None:
+def _run_locked(campaign: Campaign, cell: schedule.Cell, paths: CellPaths, gate_path: Path,
+                log_path: Path | None, info: dict[str, Any]) -> None:
     started = records.utc_now()
     gate_outcome = _fresh_gate(campaign, gate_path)
-    kind = workloads.kind_of(campaign, cell.model)
+    kind = campaign.workload_kind(cell.model)
+    workload = workloads.get(kind)
     params = campaign.workload_params(cell.model)
-    launcher = environments.launcher(campaign, cell.environment)
-    work = (campaign.root / records.WORK / info["attempt"]).resolve()
-    work.mkdir(parents=True, exist_ok=True)
-    work.chmod(0o777)
-    probe_in, work_in = launcher.inside(workloads.PROBE_DIR, work)
-    argv, env_vars = workloads.build(kind, params, launcher.env.python, probe_in,
-                                     work_in / "result.json")
-    launch = environments.Launch(
-        argv=argv, probe_dir=workloads.PROBE_DIR, work_dir=work, env=env_vars,
-        timeout_s=campaign.workload["timeout_s"],
-        label=f"{cell.model}/{cell.environment}/rep{rep}",
-    )
+    work = campaign.paths.work(info["attempt"]).resolve()
+    label = f"{cell.model}/{cell.environment}/rep{paths.label}"
+    timeout_s = campaign.workload["timeout_s"]
     sensor = sensor_for(campaign)
     try:
         memory = hostmemory.before_run(campaign.raw["memory"]["drop_page_cache"])
@@ -164,84 +158,86 @@ def _run_locked(campaign: Campaign, cell: schedule.Cell, rep: str, paths: dict[s
     log.info("page cache %s; MemAvailable %.1f GiB", "dropped" if memory["drop"]["dropped"]
              else f"kept ({memory['drop']['reason']})",
              memory["before_kib"].get("MemAvailable", 0) / 2**20)
-    log.info("run %s in %s: %s", launch.label, cell.environment, " ".join(argv))
     with Sampler(sensor, campaign.telemetry["hz"], gpu=gpu_for(sensor)) as sampler:
-        outcome = launcher.run(launch)
+        launched = probing.launch_probe(campaign, cell.environment, kind, params, work,
+                                        label=label, timeout_s=timeout_s)
+    outcome = launched.outcome
     memory["after_kib"] = hostmemory.meminfo()
     log.info("process output:\n%s", outcome.output.rstrip())
     info["ledger"] = {"wall_s": round(outcome.wall_s, 4)}
     if outcome.timed_out or outcome.returncode != 0:
         tail = "\n".join(outcome.output.strip().splitlines()[-15:])
-        why = (f"timed out after workload.timeout_s = {launch.timeout_s} s" if outcome.timed_out
+        why = (f"timed out after workload.timeout_s = {timeout_s} s" if outcome.timed_out
                else f"exited with status {outcome.returncode}")
-        raise RunFailed(f"{launch.label} in environment {cell.environment} {why}; "
+        raise RunFailed(f"{label} in environment {cell.environment} {why}; "
                         f"work folder kept at {work}. Last output:\n{tail}")
-    result = work / "result.json"
-    if not result.exists():
-        raise RunFailed(f"{launch.label}: the probe wrote no {result}; output:\n{outcome.output}")
-    probe = records.read_json(result)
+    probe = launched.result
+    if probe is None:
+        raise RunFailed(f"{label}: the probe wrote no {work / 'result.json'}; output:\n"
+                        f"{outcome.output}")
     metric_rows = workloads.metrics(kind, probe, outcome.launched_unix, outcome.wall_s)
     telemetry = sampler.summary()
-    metric_rows += [workloads.Metric(name, telemetry[key], unit) for key, name, unit in GPU_METRICS
+    metric_rows += [Metric(name, telemetry[key], unit) for key, name, unit in GPU_METRICS
                     if telemetry.get(key) is not None]
-    metric_rows += _window_energy(kind, probe, sampler, telemetry)
+    metric_rows += _window_energy(workload, probe, sampler, telemetry)
     metric_rows += _memory_metrics(memory, telemetry)
     info["ledger"]["workload_s"] = round(outcome.wall_s, 4)
-    record = {
-        "schema_version": records.SCHEMA_VERSION,
-        "campaign": campaign.name,
-        "cell": asdict(cell),
-        "attempt": info["attempt"],
-        "status": "ok",
-        "started_utc": started,
-        "ended_utc": records.utc_now(),
-        "launched_unix": outcome.launched_unix,
-        "exited_unix": outcome.exited_unix,
-        "gate": {k: v for k, v in gate_outcome.items() if k != "trace"},
-        "gate_trace": gate_outcome.get("trace", []),
-        "environment": {**launcher.describe(), "resolved": outcome.resolved,
-                        "phases_s": outcome.phases_s},
-        "workload": {"kind": kind, "params": params, "argv": argv, "env": env_vars},
-        "metrics": [asdict(m) for m in metric_rows],
-        "detail": workloads.detail(kind, probe),
-        "telemetry": telemetry,
-        "memory": memory,
-        "inside": {"environment": probe.get("environment"), "software": probe.get("software"),
-                   "checksum": probe.get("checksum")},
-        "provenance": {"host": provenance.host(), "git": provenance.git(),
-                       "config_hash": campaign.config_hash(), "config_source": campaign.source},
-        "files": {k: paths[k].name for k in ("telemetry", "requests", "run_log")},
-    }
-    telemetry_tmp = paths["telemetry"].with_name(paths["telemetry"].name + ".partial")
+    record = rawrecord.RawRecord(
+        campaign=campaign.name,
+        cell=cell,
+        attempt=info["attempt"],
+        status="ok",
+        started_utc=started,
+        ended_utc=records.utc_now(),
+        launched_unix=outcome.launched_unix,
+        exited_unix=outcome.exited_unix,
+        gate={k: v for k, v in gate_outcome.items() if k != "trace"},
+        gate_trace=gate_outcome.get("trace", []),
+        environment={**launched.launcher.describe(), "resolved": outcome.resolved,
+                     "phases_s": outcome.phases_s},
+        workload={"kind": kind, "params": params, "argv": launched.argv, "env": launched.env},
+        metrics=metric_rows,
+        detail=workloads.detail(kind, probe),
+        telemetry=telemetry,
+        memory=memory,
+        inside={"environment": probe.get("environment"), "software": probe.get("software"),
+                "checksum": probe.get("checksum")},
+        provenance={"host": provenance.host(), "git": provenance.git(),
+                    "config_hash": campaign.config_hash(), "config_source": campaign.source},
+        files={"telemetry": paths.telemetry.name, "requests": paths.requests.name,
+               "run_log": paths.run_log.name},
+    )
+    telemetry_tmp = paths.telemetry.with_name(paths.telemetry.name + ".partial")
     sampler.write_csv(telemetry_tmp)
-    records.atomic_write_text(paths["requests"],
+    records.atomic_write_text(paths.requests,
                               _write_csv_text(workloads.requests_rows(kind, probe)))
-    telemetry_tmp.replace(paths["telemetry"])
+    telemetry_tmp.replace(paths.telemetry)
     if log_path is not None and log_path.exists():
-        shutil.copyfile(log_path, paths["run_log"])
-    records.write_json(paths["raw"], record, overwrite=False)  # last: the commit point
+        shutil.copyfile(log_path, paths.run_log)
+    rawrecord.write_record(paths.raw, record)  # last: the commit point
     shutil.rmtree(work, ignore_errors=True)
 
 
-def _memory_metrics(memory: dict[str, Any], telemetry: dict[str, Any]) -> list[workloads.Metric]:
+def _memory_metrics(memory: dict[str, Any], telemetry: dict[str, Any]) -> list[Metric]:
     rows = hostmemory.metrics(memory, telemetry.get("mem_used_peak_mib"))
     if telemetry.get("gpu_mem_used_peak_mib") is not None:  # NVML; GB10 may not report it
         rows.append(("gpu_mem_peak_gib", telemetry["gpu_mem_used_peak_mib"] / 1024, "GiB"))
-    return [workloads.Metric(*row) for row in rows]
+    return [Metric(*row) for row in rows]
 
 
-def _window_energy(kind: str, probe: dict[str, Any], sampler: Sampler,
-                   telemetry: dict[str, Any]) -> list[workloads.Metric]:
+def _window_energy(workload: workloads.Workload, probe: dict[str, Any], sampler: Sampler,
+                   telemetry: dict[str, Any]) -> list[Metric]:
     """GPU energy of the measured requests alone (warm-up, model build and start-up
-    excluded), from the host's NVML samples, per generated token."""
+    excluded), from the host's NVML samples, per generated token, for workloads that
+    count the tokens of their measured window."""
     window = probe.get("measure_window_unix")
-    if kind != "transformers" or not window or sampler.gpu is None:
+    if workload.window_tokens is None or not window or sampler.gpu is None:
         return []
     energy = sampler.window_energy_j(window[0], window[1])
     telemetry["window_energy_j"] = energy
     if energy is None:
         return []
-    return [workloads.Metric("energy_per_token_j", energy / workloads.output_tokens(probe), "J")]
+    return [Metric("energy_per_token_j", energy / workload.window_tokens(probe), "J")]
 
 
 def cool(campaign: Campaign, model: str, env: str, rep: str, out: Path) -> None:

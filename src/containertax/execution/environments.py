@@ -144,7 +144,11 @@ class ChrootLauncher(Launcher):
     kind = "chroot"
 
     def rootfs(self) -> Path:
-        return (self.campaign.root / "rootfs" / image_slug(self.env.image or "")).resolve()
+        return self.campaign.paths.rootfs(image_slug(self.env.image or "")).resolve()
+
+    def rootfs_marker(self) -> Path:
+        """The exported image's facts, written beside its root filesystem."""
+        return self.campaign.paths.rootfs_marker(image_slug(self.env.image or "")).resolve()
 
     @property
     def gpu(self) -> bool:
@@ -211,7 +215,7 @@ class ChrootLauncher(Launcher):
         )
         resolved = {"argv": launch.argv, "rootfs": str(self.rootfs()), "wrapper": argv[:5],
                     "driver_libraries": libraries}
-        marker = self.rootfs().parent / f"{self.rootfs().name}.image.json"
+        marker = self.rootfs_marker()
         if marker.exists():
             import json
 
@@ -339,8 +343,8 @@ def explain_docker_error(env: Environment, message: str, source: str) -> str:
     if "No such image" in message or "not found" in message.lower() and "image" in message:
         return (
             f"environment {env.id}: image '{env.image}' is not in the local Docker Engine. "
-            f"Fix: build or load it (the demo: scripts/build-demo-image.sh), or correct "
-            f"environments.{env.id}.image in {source}."
+            "Fix: build or load it (the demo: envs/demo-image/build.sh, which "
+            f"scripts/setup.sh runs), or correct environments.{env.id}.image in {source}."
         )
     return f"environment {env.id}: Docker refused to run the container: {message}"
 

@@ -6,7 +6,6 @@ environment is checked on its own so that one broken environment blocks only its
 
 from __future__ import annotations
 
-import json
 import os
 import resource
 import shutil
@@ -15,7 +14,7 @@ from typing import Any
 
 from containertax import workloads
 from containertax.campaign.config import Campaign
-from containertax.execution import environments, hostmemory, provenance, records
+from containertax.execution import environments, hostmemory, probing, provenance, records
 
 
 class PreflightError(RuntimeError):
@@ -72,8 +71,7 @@ def check_environment(campaign: Campaign, env_id: str) -> dict[str, Any]:
             raise PreflightError(f"environment {env_id}: chroot needs unshare (util-linux).")
     launcher = environments.launcher(campaign, env_id)
     if isinstance(launcher, environments.ChrootLauncher):
-        marker = launcher.rootfs().parent / f"{launcher.rootfs().name}.image.json"
-        exported = records.read_json(marker)
+        exported = records.read_json(launcher.rootfs_marker())
         facts["rootfs"] = exported
         current = environments.DockerLauncher(campaign, env).image_facts()["id"]
         if current != exported["id"]:
@@ -82,17 +80,14 @@ def check_environment(campaign: Campaign, env_id: str) -> dict[str, Any]:
                 f"{exported['id']}, but '{env.image}' is now {current}. Delete that folder and "
                 "its .image.json to export the current image."
             )
-    work = (campaign.root / records.WORK / f"preflight-{env_id}").resolve()
+    work = campaign.paths.work(f"preflight-{env_id}").resolve()
     if work.exists():
         shutil.rmtree(work)
-    work.mkdir(parents=True)
-    work.chmod(0o777)
     checks = {}
     for model in campaign.models:  # one check per workload kind the campaign uses
-        kind = workloads.kind_of(campaign, model.id)
+        kind = campaign.workload_kind(model.id)
         if kind not in checks:
-            checks[kind] = _check_workload(campaign, env_id, launcher, work, kind, model.id,
-                                           warnings)
+            checks[kind] = _check_workload(campaign, env_id, work, kind, model.id, warnings)
     shutil.rmtree(work, ignore_errors=True)
     first = next(iter(checks.values()))
     facts.update({
@@ -106,35 +101,30 @@ def check_environment(campaign: Campaign, env_id: str) -> dict[str, Any]:
     return facts
 
 
-def _check_workload(campaign: Campaign, env_id: str, launcher: environments.Launcher,
-                    work: Path, kind: str, model_id: str, warnings: list[str]) -> dict[str, Any]:
-    env = campaign.environment(env_id)
-    probe_in, work_in = launcher.inside(workloads.PROBE_DIR, work)
+def _check_workload(campaign: Campaign, env_id: str, work: Path, kind: str, model_id: str,
+                    warnings: list[str]) -> dict[str, Any]:
+    workload = workloads.get(kind)
+    extra = workload.check_argv(
+        [(m.id, campaign.workload_params(m.id)) for m in campaign.models
+         if campaign.workload_kind(m.id) == kind]) if workload.check_argv else []
     try:
-        argv, env_vars = workloads.build(
-            kind, campaign.workload_params(model_id), env.python, probe_in,
-            work_in / "check.json", check=True,
-        )
+        launched = probing.launch_probe(
+            campaign, env_id, kind, campaign.workload_params(model_id), work,
+            label=f"preflight/{env_id}", timeout_s=300, check=True, extra_argv=extra,
+            out_name="check.json")
     except workloads.WorkloadError as exc:
         raise PreflightError(f"environment {env_id}: {exc}") from None
-    if kind == "trtllm":  # every model's checkpoint, not only the first's
-        argv += ["--check-models", json.dumps(workloads.trtllm_check_models(campaign))]
-    (work / "check.json").unlink(missing_ok=True)
-    launch = environments.Launch(argv=argv, probe_dir=workloads.PROBE_DIR, work_dir=work,
-                                 env=env_vars, timeout_s=300, label=f"preflight/{env_id}")
-    try:
-        outcome = launcher.run(launch)
     except environments.EnvironmentFailure as exc:
         hint = f" ({'; '.join(warnings)})" if warnings else ""
         raise PreflightError(f"{exc}{hint}") from None
-    if outcome.returncode != 0 or not (work / "check.json").exists():
+    outcome, check = launched.outcome, launched.result
+    if outcome.returncode != 0 or check is None:
         raise PreflightError(
-            f"environment {env_id}: the workload check '{' '.join(argv)}' failed with status "
-            f"{outcome.returncode}. Output:\n{outcome.output.strip()[-2000:]}\nFix the "
+            f"environment {env_id}: the workload check '{' '.join(launched.argv)}' failed with "
+            f"status {outcome.returncode}. Output:\n{outcome.output.strip()[-2000:]}\nFix the "
             f"environment (interpreter: environments.{env_id}.python; image: "
             f"environments.{env_id}.image) in {campaign.source}."
         )
-    check = records.read_json(work / "check.json")
     return {"kind": kind, "wall_s": outcome.wall_s, "resolved": outcome.resolved,
             "inside": {"environment": check.get("environment"), "software": check.get("software")},
             **{k: check[k] for k in ("gpu", "models") if k in check}}

@@ -1,4 +1,5 @@
-"""Where a campaign's files live, and how they are written without ever losing one.
+"""How a campaign's files are written without ever losing one (where they live:
+containertax.campaign.paths).
 
 Raw records are the campaign's only irreplaceable output: they are written to a
 temporary name and linked into place (which fails rather than overwrite), so a killed
@@ -18,25 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-SCHEMA_VERSION = 1
-
-# Path templates relative to the campaign root; the Snakefile fills them with wildcards.
-RAW = "raw/{model}/{environment}/rep{rep}.json"
-TELEMETRY = "raw/{model}/{environment}/rep{rep}.telemetry.csv"
-REQUESTS = "raw/{model}/{environment}/rep{rep}.requests.csv"
-RUN_LOG = "raw/{model}/{environment}/rep{rep}.log"
-COOLDOWN = "raw/{model}/{environment}/rep{rep}.cooldown.json"
-GATE = "cells/{model}/{environment}/rep{rep}.gate.json"
-LOG = "logs/{step}/{model}/{environment}/rep{rep}.log"
-LEDGER = "ledger.jsonl"
-SCHEDULE = "schedule.csv"
-SYSTEM = "system.json"
-PREFLIGHT = "preflight/{environment}.json"
-ROOTFS = "rootfs/{image}"
-ROOTFS_MARKER = "rootfs/{image}.image.json"
-RUNS = "runs.csv"
-REQUESTS_ALL = "requests.csv"
-WORK = "work"
+from containertax.campaign.paths import LEDGER
 
 
 class RecordExistsError(FileExistsError):
@@ -130,15 +113,3 @@ def read_ledger(root: Path) -> list[dict[str, Any]]:
             except json.JSONDecodeError:
                 continue  # a line cut by a crash of another writer; the rest stays usable
     return events
-
-
-def cell_paths(root: Path, model: str, environment: str, rep: str) -> dict[str, Path]:
-    fill = {"model": model, "environment": environment, "rep": rep}
-    return {
-        "raw": root / RAW.format(**fill),
-        "telemetry": root / TELEMETRY.format(**fill),
-        "requests": root / REQUESTS.format(**fill),
-        "run_log": root / RUN_LOG.format(**fill),
-        "cooldown": root / COOLDOWN.format(**fill),
-        "gate": root / GATE.format(**fill),
-    }
