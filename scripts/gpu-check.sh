@@ -15,9 +15,9 @@ source scripts/gpu-machine.sh
 export PYTHONUNBUFFERED=1
 status=0
 if [ -z "${SKIP_SAMPLER_CHECK:-}" ]; then
-  python3 benchmarks/gpu_check.py --out "$out/gpu_check.json" || status=1
+  python3 tools/gpu/gpu_check.py --out "$out/gpu_check.json" || status=1
 fi
-python3 benchmarks/gpu_passthrough.py --out "$out/passthrough.json" || status=1
-python3 benchmarks/gpu_workloads.py config/h100.yaml --out "$out/workloads.json" \
+python3 tools/gpu/gpu_passthrough.py --out "$out/passthrough.json" || status=1
+python3 tools/gpu/gpu_workloads.py config/h100.yaml --out "$out/workloads.json" \
   --decoding-model qwen2-0.5b ${DOCKER_MODELS:+--docker-models $DOCKER_MODELS} || status=1
 exit $status

@@ -3,7 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-.venv/bin/ruff check src tests benchmarks
+.venv/bin/ruff check src tests benchmarks tools
 .venv/bin/snakefmt --check Snakefile workflow/rules
 .venv/bin/snakemake --lint --configfile config/demo.yaml
 .venv/bin/python -m pytest -q "$@"

@@ -8,7 +8,7 @@
 GPU passthrough into chroot and Docker is checked by gpu_passthrough.py, the workloads in
 every environment by gpu_workloads.py (both through the workflow's own launchers).
 
-    python3 benchmarks/gpu_check.py --out gpu_check.json
+    python3 tools/gpu/gpu_check.py --out gpu_check.json
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 
 from containertax.execution import thermal  # noqa: E402
 from containertax.execution.gpu import NvmlGpu  # noqa: E402

@@ -1,6 +1,6 @@
 """The GPU in a chroot and in a container without the NVIDIA Container Toolkit (GPU machine).
 
-Builds benchmarks/cuda/cudaprobe.cu (CUDA runtime linked statically, so the program
+Builds tools/gpu/cuda/cudaprobe.cu (CUDA runtime linked statically, so the program
 carries no driver), makes an image holding only that program and its C/C++ libraries
 (`docker import`), exports its root filesystem as the workflow's rootfs rule does, and runs
 the program through the workflow's own launchers:
@@ -11,7 +11,7 @@ the program through the workflow's own launchers:
 Passing means: it finds and uses the GPU exactly where the driver was passed in, and fails
 where it was not (so the image really has no driver of its own).
 
-    python3 benchmarks/gpu_passthrough.py --out passthrough.json
+    python3 tools/gpu/gpu_passthrough.py --out passthrough.json
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "src"))
 
 from containertax.campaign import config  # noqa: E402
@@ -38,7 +38,7 @@ IMAGE = "containertax-cudaprobe:1"
 
 def build_image(work: Path) -> str:
     binary = work / "cudaprobe"
-    subprocess.run(["nvcc", "-O2", "-o", str(binary), str(REPO / "benchmarks/cuda/cudaprobe.cu")],
+    subprocess.run(["nvcc", "-O2", "-o", str(binary), str(REPO / "tools/gpu/cuda/cudaprobe.cu")],
                    check=True)
     # the program's C/C++ libraries, and those the driver library itself needs (libdl,
     # libpthread, librt...): what any CUDA base image has, but not the driver

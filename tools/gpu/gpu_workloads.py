@@ -3,7 +3,7 @@ machine): do they run natively and in Docker, what do they measure, how long doe
 take (to size the campaign), and how much do LLM requests spread with plain, static-cache
 and compiled decoding.
 
-    python3 benchmarks/gpu_workloads.py config/h100.yaml --out workloads.json \
+    python3 tools/gpu/gpu_workloads.py config/h100.yaml --out workloads.json \
         [--decoding-model qwen2-0.5b --decoding-requests 10]
 """
 
@@ -18,37 +18,28 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 
 from containertax import workloads  # noqa: E402
 from containertax.campaign import config  # noqa: E402
-from containertax.execution import (
-    environments,  # noqa: E402
-    records,  # noqa: E402
-)
+from containertax.execution import probing  # noqa: E402
 
 
 def run_once(campaign: config.Campaign, model: str, env: str,
              overrides: dict | None = None) -> dict:
-    kind = workloads.kind_of(campaign, model)
+    kind = campaign.workload_kind(model)
     params = {**campaign.workload_params(model), **(overrides or {})}
-    launcher = environments.launcher(campaign, env)
     work = Path(tempfile.mkdtemp(prefix="gpu-workloads-"))
-    work.chmod(0o777)
-    probe_in, work_in = launcher.inside(workloads.PROBE_DIR, work)
-    argv, env_vars = workloads.build(kind, params, campaign.environment(env).python, probe_in,
-                                     work_in / "result.json")
     t0 = time.monotonic()
-    out = launcher.run(environments.Launch(argv=argv, probe_dir=workloads.PROBE_DIR,
-                                           work_dir=work, env=env_vars,
-                                           timeout_s=params.get("timeout_s", 600),
-                                           label=f"{model}/{env}"))
+    launched = probing.launch_probe(campaign, env, kind, params, work, label=f"{model}/{env}",
+                                    timeout_s=params.get("timeout_s", 600))
+    out = launched.outcome
     row: dict = {"model": model, "environment": env, "overrides": overrides or {},
                  "returncode": out.returncode, "wall_s": round(time.monotonic() - t0, 3)}
-    if out.returncode != 0 or not (work / "result.json").exists():
+    probe = launched.result
+    if probe is None:
         row["output"] = out.output[-3000:]
         return row
-    probe = records.read_json(work / "result.json")
     row["metrics"] = {m.name: m.value for m in
                       workloads.metrics(kind, probe, out.launched_unix, out.wall_s)}
     if kind == "transformers":

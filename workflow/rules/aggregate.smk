@@ -14,8 +14,6 @@ rule aggregate:
     log:
         at("logs/aggregate.log"),
     priority: 0
-    conda:
-        "../../envs/workflow.yaml"
     params:
         ct=CT,
     shell:

@@ -15,8 +15,6 @@ rule quality:
         report=at("stats/quality.json"),
     log:
         at("logs/quality.log"),
-    conda:
-        "../../envs/workflow.yaml"
     params:
         ct=CT,
         out_dir=lambda wildcards, output: str(Path(output.report).parent),
@@ -40,8 +38,6 @@ rule stats:
         ),
     log:
         at("logs/stats.log"),
-    conda:
-        "../../envs/workflow.yaml"
     params:
         ct=CT,
         models=ANALYSIS_MODELS,
@@ -67,8 +63,6 @@ rule correct:
         descriptives=at("stats/descriptives.csv"),
     log:
         at("logs/correct.log"),
-    conda:
-        "../../envs/workflow.yaml"
     params:
         ct=CT,
     shell:
@@ -94,8 +88,6 @@ rule figures:
         tex=at("paper/figures.tex"),
     log:
         at("logs/figures.log"),
-    conda:
-        "../../envs/workflow.yaml"
     params:
         ct=CT,
     shell:
@@ -119,8 +111,6 @@ rule tables:
         memory=at("paper/tables/memory.tex"),
     log:
         at("logs/tables.log"),
-    conda:
-        "../../envs/workflow.yaml"
     params:
         ct=CT,
         out_dir=lambda wildcards, output: str(Path(output.descriptives).parent),
@@ -143,8 +133,6 @@ rule numbers:
         quality=at("paper/quality.tex"),
     log:
         at("logs/numbers.log"),
-    conda:
-        "../../envs/workflow.yaml"
     params:
         ct=CT,
     shell:
@@ -167,8 +155,6 @@ rule paper:
         report(at("paper/paper.pdf"), caption="../report/paper.rst", category="Paper"),
     log:
         at("logs/paper.log"),
-    conda:
-        "../../envs/workflow.yaml"
     params:
         ct=CT,
         source=lambda wildcards, input: str(Path(input.source[0]).parent),

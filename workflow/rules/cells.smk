@@ -27,8 +27,6 @@ rule gate:
             rep="{rep}",
         ),
     priority: cell_priority
-    conda:
-        "../../envs/workflow.yaml"
     params:
         ct=CT,
         cell=cell_args,
@@ -50,8 +48,6 @@ rule run:
     log:
         at(R.LOG, step="run", model="{model}", environment="{environment}", rep="{rep}"),
     priority: cell_priority
-    conda:
-        "../../envs/workflow.yaml"
     params:
         ct=CT,
         cell=cell_args,
@@ -75,8 +71,6 @@ rule cooldown:
             rep="{rep}",
         ),
     priority: cell_priority
-    conda:
-        "../../envs/workflow.yaml"
     params:
         ct=CT,
         cell=cell_args,

@@ -4,11 +4,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 
+# Planning needs only the campaign layer (config, schedule, paths): no analysis stack.
 from containertax.campaign import config as ct_config
-from containertax.analysis import report as ct_report
-from containertax.execution import records as R
+from containertax.campaign import paths as R
 from containertax.campaign import schedule as ct_schedule
-from containertax.cli import write_resolved
 from containertax.execution.environments import image_slug
 from snakemake.exceptions import WorkflowError
 
@@ -21,9 +20,10 @@ except ct_config.ConfigError as exc:
     raise WorkflowError(str(exc)) from None
 
 ROOT = CAMPAIGN.root
+PATHS = CAMPAIGN.paths
 CELLS = ct_schedule.plan(CAMPAIGN)
-RESOLVED = str(ROOT / "config.resolved.json")
-write_resolved(CAMPAIGN, Path(RESOLVED))
+RESOLVED = str(PATHS.resolved)
+ct_config.write_resolved(CAMPAIGN, PATHS.resolved)
 CT = f"{sys.executable} -m containertax"
 ENVS = {e.id: e for e in CAMPAIGN.environments}
 IMAGES = {
@@ -33,10 +33,10 @@ IMAGES = {
 # Execution order: the cell at schedule position p gets priority N - p for its gate, run
 # and cooldown; with --cores 1 Snakemake then runs the cells in schedule order. Cells are
 # never chained through files, so one failed cell blocks nothing else.
+CELL_PATHS = [PATHS.cell(c.model, c.environment, c.repetition) for c in CELLS]
 PRIORITY = {
-    (c.model, c.environment, ct_schedule.rep_label(CAMPAIGN, c.repetition)): len(CELLS)
-    - c.position
-    for c in CELLS
+    (p.model, p.environment, p.label): len(CELLS) - c.position
+    for c, p in zip(CELLS, CELL_PATHS)
 }
 FIRST = len(CELLS) + 1
 
@@ -49,8 +49,8 @@ wildcard_constraints:
 
 
 def at(template, **fill):
-    """A path of this campaign, from a template in containertax.execution.records."""
-    return str(ROOT / template.format(**fill)) if fill else str(ROOT / template)
+    """A path of this campaign, from a template in containertax.campaign.paths."""
+    return str(PATHS.at(template, **fill))
 
 
 def cell_priority(wildcards):
@@ -58,14 +58,11 @@ def cell_priority(wildcards):
 
 
 def cell_files(template):
+    """One file per cell, under the name its records already have (rep01 in campaigns
+    recorded before the fixed width) or rep001."""
     return [
-        at(
-            template,
-            model=c.model,
-            environment=c.environment,
-            rep=ct_schedule.rep_label(CAMPAIGN, c.repetition),
-        )
-        for c in CELLS
+        at(template, model=p.model, environment=p.environment, rep=p.label)
+        for p in CELL_PATHS
     ]
 
 
@@ -84,12 +81,20 @@ def rootfs_marker(wildcards):
     return []
 
 
-# Every analysis rule depends on all analysis code (and the record reader): with mtime
-# rerun triggers, editing any of it rebuilds the statistics, figures, tables and paper.
+# Every analysis rule depends on all analysis code, the record reader and its schema, the
+# paths and the workloads' metric registry entries: with mtime rerun triggers, editing any
+# of it rebuilds the statistics, figures, tables and paper.
+PKG = Path(workflow.basedir) / "src" / "containertax"
 ANALYSIS_CODE = sorted(
-    str(p)
-    for p in (Path(workflow.basedir) / "src" / "containertax" / "analysis").glob("*.py")
-) + [str(Path(workflow.basedir) / "src" / "containertax" / "execution" / "records.py")]
+    [str(p) for p in (PKG / "analysis").glob("*.py")]
+    + [str(p) for p in (PKG / "workloads").glob("*.py")]
+    + [
+        str(PKG / "execution" / "records.py"),
+        str(PKG / "execution" / "rawrecord.py"),
+        str(PKG / "campaign" / "paths.py"),
+        str(Path(workflow.basedir) / "workflow" / "schemas" / "record.schema.yaml"),
+    ]
+)
 
 
 def record_folders(wildcards):
@@ -106,7 +111,10 @@ def record_if_pending(wildcards):
     return [] if Path(raw).exists() else [ancient(raw)]
 
 
-ANALYSIS_MODELS = ct_report.model_ids(CAMPAIGN)
+try:
+    ANALYSIS_MODELS = CAMPAIGN.analysis_models()
+except ct_config.ConfigError as exc:
+    raise WorkflowError(str(exc)) from None
 
 
 def record_folders_or_none(wildcards):

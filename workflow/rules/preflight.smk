@@ -9,8 +9,6 @@ rule schedule:
     log:
         at("logs/schedule.log"),
     priority: FIRST
-    conda:
-        "../../envs/workflow.yaml"
     params:
         ct=CT,
     shell:
@@ -25,8 +23,6 @@ rule system:
     log:
         at("logs/system.log"),
     priority: FIRST
-    conda:
-        "../../envs/workflow.yaml"
     params:
         ct=CT,
     shell:
@@ -41,8 +37,6 @@ rule rootfs:
     log:
         at("logs/rootfs/{image}.log"),
     priority: FIRST
-    conda:
-        "../../envs/workflow.yaml"
     params:
         ct=CT,
         image=lambda wc: IMAGES[wc.image],
@@ -61,8 +55,6 @@ rule preflight:
     log:
         at("logs/preflight/{environment}.log"),
     priority: FIRST
-    conda:
-        "../../envs/workflow.yaml"
     params:
         ct=CT,
     shell:
