@@ -29,6 +29,18 @@ else:
 include: "workflow/rules/analysis.smk"
 
 
+rule resolved_config:
+    """The validated config every step reads: written before the DAG is built when jobs
+    run (workflow/rules/common.smk); this job stands for it in a plan of a fresh folder.
+    """
+    output:
+        RESOLVED,
+    log:
+        at("logs/resolved_config.log"),
+    run:
+        ct_config.write_resolved(CAMPAIGN, Path(output[0]))
+
+
 rule all:
     default_target: True
     input:

@@ -14,6 +14,8 @@ rule aggregate:
     log:
         at("logs/aggregate.log"),
     priority: 0
+    conda:
+        "../../envs/workflow.yaml"
     params:
         ct=CT,
     shell:

@@ -15,6 +15,8 @@ rule quality:
         report=at("stats/quality.json"),
     log:
         at("logs/quality.log"),
+    conda:
+        "../../envs/workflow.yaml"
     params:
         ct=CT,
         out_dir=lambda wildcards, output: str(Path(output.report).parent),
@@ -38,6 +40,8 @@ rule stats:
         ),
     log:
         at("logs/stats.log"),
+    conda:
+        "../../envs/workflow.yaml"
     params:
         ct=CT,
         models=ANALYSIS_MODELS,
@@ -63,6 +67,8 @@ rule correct:
         descriptives=at("stats/descriptives.csv"),
     log:
         at("logs/correct.log"),
+    conda:
+        "../../envs/workflow.yaml"
     params:
         ct=CT,
     shell:
@@ -88,6 +94,8 @@ rule figures:
         tex=at("paper/figures.tex"),
     log:
         at("logs/figures.log"),
+    conda:
+        "../../envs/workflow.yaml"
     params:
         ct=CT,
     shell:
@@ -111,6 +119,8 @@ rule tables:
         memory=at("paper/tables/memory.tex"),
     log:
         at("logs/tables.log"),
+    conda:
+        "../../envs/workflow.yaml"
     params:
         ct=CT,
         out_dir=lambda wildcards, output: str(Path(output.descriptives).parent),
@@ -133,6 +143,8 @@ rule numbers:
         quality=at("paper/quality.tex"),
     log:
         at("logs/numbers.log"),
+    conda:
+        "../../envs/workflow.yaml"
     params:
         ct=CT,
     shell:
@@ -155,6 +167,8 @@ rule paper:
         report(at("paper/paper.pdf"), caption="../report/paper.rst", category="Paper"),
     log:
         at("logs/paper.log"),
+    conda:
+        "../../envs/workflow.yaml"
     params:
         ct=CT,
         source=lambda wildcards, input: str(Path(input.source[0]).parent),

@@ -27,6 +27,8 @@ rule gate:
             rep="{rep}",
         ),
     priority: cell_priority
+    conda:
+        "../../envs/workflow.yaml"
     params:
         ct=CT,
         cell=cell_args,
@@ -48,6 +50,8 @@ rule run:
     log:
         at(R.LOG, step="run", model="{model}", environment="{environment}", rep="{rep}"),
     priority: cell_priority
+    conda:
+        "../../envs/workflow.yaml"
     params:
         ct=CT,
         cell=cell_args,
@@ -71,6 +75,8 @@ rule cooldown:
             rep="{rep}",
         ),
     priority: cell_priority
+    conda:
+        "../../envs/workflow.yaml"
     params:
         ct=CT,
         cell=cell_args,

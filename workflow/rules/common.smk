@@ -23,8 +23,39 @@ ROOT = CAMPAIGN.root
 PATHS = CAMPAIGN.paths
 CELLS = ct_schedule.plan(CAMPAIGN)
 RESOLVED = str(PATHS.resolved)
-ct_config.write_resolved(CAMPAIGN, PATHS.resolved)
-CT = f"{sys.executable} -m containertax"
+
+
+def planning_only():
+    """Whether this invocation only plans (-n, --lint, --list-rules, --dag, --summary...),
+    as Snakemake's own argument parser reads the command line: then nothing is written.
+    """
+    from snakemake.cli import get_argument_parser
+
+    args, _ = get_argument_parser().parse_known_args(sys.argv[1:])
+    return bool(
+        args.dryrun
+        or args.lint
+        or args.list_rules
+        or args.list_target_rules
+        or args.dag
+        or args.rulegraph
+        or args.filegraph
+        or args.summary
+        or args.detailed_summary
+    )
+
+
+# The validated config every step reads, rewritten before the DAG is built whenever its
+# content changed (its mtime then reruns what depends on it); not while only planning,
+# where the resolved_config rule stands for it on a fresh results folder.
+if not planning_only():
+    ct_config.write_resolved(CAMPAIGN, PATHS.resolved)
+# The steps run from the Python that runs Snakemake, or under --sdm conda from the rules'
+# environment (envs/workflow.yaml installs this package into it).
+USE_CONDA = "conda" in {
+    str(m).lower() for m in workflow.deployment_settings.deployment_method
+}
+CT = "python -m containertax" if USE_CONDA else f"{sys.executable} -m containertax"
 ENVS = {e.id: e for e in CAMPAIGN.environments}
 IMAGES = {
     image_slug(e.image): e.image for e in CAMPAIGN.environments if e.kind == "chroot"

@@ -11,6 +11,8 @@ rule import_runs:
         requests=at(R.REQUESTS_ALL),
     log:
         at("logs/import.log"),
+    conda:
+        "../../envs/workflow.yaml"
     params:
         ct=CT,
     shell:

@@ -9,6 +9,8 @@ rule schedule:
     log:
         at("logs/schedule.log"),
     priority: FIRST
+    conda:
+        "../../envs/workflow.yaml"
     params:
         ct=CT,
     shell:
@@ -23,6 +25,8 @@ rule system:
     log:
         at("logs/system.log"),
     priority: FIRST
+    conda:
+        "../../envs/workflow.yaml"
     params:
         ct=CT,
     shell:
@@ -37,6 +41,8 @@ rule rootfs:
     log:
         at("logs/rootfs/{image}.log"),
     priority: FIRST
+    conda:
+        "../../envs/workflow.yaml"
     params:
         ct=CT,
         image=lambda wc: IMAGES[wc.image],
@@ -55,6 +61,8 @@ rule preflight:
     log:
         at("logs/preflight/{environment}.log"),
     priority: FIRST
+    conda:
+        "../../envs/workflow.yaml"
     params:
         ct=CT,
     shell:

@@ -1,0 +1,181 @@
+"""The architecture's contracts (#10): the raw-record schema, the campaign paths, the
+workload registry, and what planning imports and writes."""
+
+from __future__ import annotations
+
+import ast
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from containertax import workloads
+from containertax.campaign import config
+from containertax.campaign.paths import CampaignPaths
+from containertax.execution import rawrecord
+from tests.conftest import REPO
+
+COMMITTED = sorted(p.parent for p in (REPO / "results").glob("*/raw"))
+
+
+def snakemake(workdir: Path, cfg: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "snakemake", *args, "--snakefile", str(REPO / "Snakefile"),
+         "--directory", str(workdir), "--configfile", str(cfg)],
+        capture_output=True, text=True, timeout=300)
+
+
+def test_every_committed_record_loads_and_validates():
+    records = [p for root in COMMITTED for p in CampaignPaths(root).raw_records()]
+    assert len(records) == 75  # h100 32, h100-matmul 32, h100-variants 11
+    versions = {json.loads(p.read_text())["schema_version"] for p in records}
+    assert versions == {1}  # migrated on read, never rewritten
+    for path in records:
+        rec = rawrecord.read_record(path)
+        assert rec.schema_version == rawrecord.SCHEMA_VERSION and rec.metrics
+
+
+@pytest.mark.parametrize("damage,key", [
+    (lambda r: r["metrics"][2].update(value="fast"), "metrics[2].value"),
+    (lambda r: r["cell"].pop("repetition"), "cell"),
+    (lambda r: r.update(schema_version=7), "schema_version"),
+    (lambda r: r["workload"].update(argv="python probe.py"), "workload.argv"),
+])
+def test_malformed_record_names_file_and_key(tmp_path, damage, key):
+    src = CampaignPaths(REPO / "results" / "h100").raw_records()[0]
+    data = json.loads(src.read_text())
+    damage(data)
+    bad = tmp_path / "rep001.json"
+    bad.write_text(json.dumps(data))
+    with pytest.raises(rawrecord.RecordError) as err:
+        rawrecord.read_record(bad)
+    assert str(bad) in str(err.value) and f"'{key}'" in str(err.value)
+
+
+def test_a_record_that_breaks_the_schema_is_never_written(tmp_path):
+    rec = rawrecord.read_record(CampaignPaths(REPO / "results" / "h100").raw_records()[0])
+    broken = rawrecord.RawRecord(**{**rec.__dict__, "status": "failed"})
+    with pytest.raises(rawrecord.RecordError, match="'status'"):
+        rawrecord.write_record(tmp_path / "rep001.json", broken)
+    assert not (tmp_path / "rep001.json").exists()
+    rawrecord.write_record(tmp_path / "rep001.json", rec)  # the valid one round-trips
+    assert rawrecord.read_record(tmp_path / "rep001.json") == rec
+
+
+def test_fixed_width_names_and_older_names_still_found(tmp_path):
+    paths = CampaignPaths(tmp_path)
+    assert paths.cell("m", "docker", 7).raw.name == "rep007.json"
+    old = paths.cell_labelled("m", "docker", "01").raw
+    old.parent.mkdir(parents=True)
+    old.write_text("{}")
+    assert paths.cell("m", "docker", 1).label == "01"
+    assert paths.cell("m", "docker", 2).label == "002"
+
+
+def test_raising_repetitions_keeps_committed_records(tmp_path):
+    """h100-matmul (8 repetitions, records named rep01..rep08) raised to 100: the plan
+    runs only the 92 new repetitions of each model and environment, none of the 32 done."""
+    shutil.copytree(REPO / "results" / "h100-matmul" / "raw",
+                    tmp_path / "results" / "h100-matmul" / "raw")
+    data = yaml.safe_load((REPO / "config" / "h100-matmul.yaml").read_text())
+    data["repetitions"] = 100
+    cfg = tmp_path / "more.yaml"
+    cfg.write_text(yaml.safe_dump(data, sort_keys=False))
+    out = snakemake(tmp_path, cfg, "cells", "-n", "--quiet", "rules")
+    assert out.returncode == 0, out.stderr[-3000:]
+    counts = {line.split()[0]: int(line.split()[1]) for line in out.stdout.splitlines()
+              if len(line.split()) == 2 and line.split()[1].isdigit()}
+    assert counts["run"] == 2 * 2 * 92
+    assert not (tmp_path / "results" / "h100-matmul" / "raw" / "mm-4096" / "docker" /
+                "rep001.json").exists()
+
+
+def test_config_kind_enum_is_the_workload_registry():
+    schema = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())
+    enums = []
+
+    def walk(node: object) -> None:
+        if isinstance(node, dict):
+            if node.get("kind", {}).get("enum") and "matmul" in node["kind"]["enum"]:
+                enums.append(node["kind"]["enum"])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(schema)
+    assert len(enums) == 2  # workload.kind and models[].kind
+    assert all(sorted(e) == sorted(workloads.KINDS) for e in enums)
+
+
+def probe_defaults(script: Path) -> dict[str, object]:
+    """argparse defaults of a probe, read from its source (probes run elsewhere)."""
+    found = {}
+    for node in ast.walk(ast.parse(script.read_text())):
+        if (isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "add_argument"
+                and node.args and isinstance(node.args[0], ast.Constant)):
+            for kw in node.keywords:
+                if kw.arg == "default" and isinstance(kw.value, ast.Constant):
+                    found[node.args[0].value.lstrip("-").replace("-", "_")] = kw.value.value
+    return found
+
+
+@pytest.mark.parametrize("kind", workloads.KINDS)
+def test_probe_defaults_agree_with_the_workload_module(kind):
+    w = workloads.get(kind)
+    script = workloads.PROBE_DIR / w.probe
+    assert script.exists()
+    for key, value in probe_defaults(script).items():
+        if key in w.defaults:
+            assert w.defaults[key] == value, f"{w.probe} --{key} default differs from {kind}"
+
+
+def test_every_metric_a_workload_can_report_is_in_the_registry():
+    from containertax.analysis.metrics import REGISTRY
+
+    declared = [m.name for m in workloads.metric_info()]
+    assert len(declared) == len(set(declared))
+    assert set(declared) <= set(REGISTRY)
+
+
+def test_bad_kind_parameters_through_the_registry_name_the_key(config_dict):
+    config_dict["models"] = [{"id": "m", "size": 0}]
+    with pytest.raises(config.ConfigError, match=r"x.yaml: key 'models\[0\].size'"):
+        config.load_campaign(config_dict, "x.yaml")
+
+
+def test_planning_imports_no_analysis_stack():
+    """What workflow/rules/common.smk imports, in a fresh interpreter."""
+    code = ("import sys; sys.path.insert(0, 'src')\n"
+            "from containertax.campaign import config, paths, schedule\n"
+            "from containertax.execution.environments import image_slug\n"
+            "heavy = [m for m in ('pandas', 'scipy', 'statsmodels', 'matplotlib', 'pingouin')"
+            " if m in sys.modules]\n"
+            "print(','.join(heavy))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
+                         text=True, check=True)
+    assert out.stdout.strip() == ""
+
+
+def test_common_smk_imports_only_the_planning_modules():
+    text = (REPO / "workflow" / "rules" / "common.smk").read_text()
+    imported = {line.split()[1] for line in text.splitlines()
+                if line.startswith(("from containertax", "import containertax"))}
+    assert imported <= {"containertax.campaign", "containertax.execution.environments"}
+
+
+@pytest.mark.parametrize("flag", ["-n", "--lint"])
+def test_planning_writes_nothing(tmp_path, flag):
+    cfg = tmp_path / "demo.yaml"
+    cfg.write_text((REPO / "config" / "demo.yaml").read_text())
+    work = tmp_path / "run"
+    work.mkdir()
+    out = snakemake(work, cfg, flag)
+    assert out.returncode == 0, out.stderr[-3000:]
+    written = [p for p in work.rglob("*") if ".snakemake" not in p.parts]
+    assert written == []
