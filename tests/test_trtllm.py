@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from containertax.campaign.paths import CampaignPaths
+from containertax.execution import rawrecord
 from containertax.workloads import trtllm
 
 DATA = Path(__file__).parent / "data" / "trtllm"
@@ -192,8 +194,8 @@ def test_trtllm_campaign_end_to_end_with_the_standin(tmp_path):
                          timeout=900)
     assert out.returncode == 0, out.stderr[-4000:]
     root = tmp_path / "results" / "trt"
-    recs = [json.loads(p.read_text()) for p in sorted((root / "raw").glob("qwen/*/rep*.json"))
-            if not p.name.endswith(".cooldown.json")]
+    recs = [rawrecord.read_record(p).to_dict() for p in CampaignPaths(root).raw_records()
+            if p.parent.parent.name == "qwen"]
     assert len(recs) == 4
     assert sum(r["detail"]["prepared_dataset_here"] for r in recs) == 1  # once, then shared
     assert len(list((tmp_path / "datasets").iterdir())) == 1

@@ -18,7 +18,8 @@ import docker
 import pytest
 import yaml
 
-from containertax.execution import environments
+from containertax.campaign.paths import CampaignPaths
+from containertax.execution import environments, rawrecord
 from tests.conftest import DEMO_IMAGE, REPO, demo_config, needs_docker
 
 pytestmark = [needs_docker, pytest.mark.docker, pytest.mark.slow]
@@ -67,8 +68,7 @@ def schedule_order(root: Path) -> list[tuple]:
 
 
 def raw_records(root: Path) -> list[Path]:
-    return sorted(p for p in (root / "raw").glob("*/*/rep*.json")
-                  if not p.name.endswith(".cooldown.json"))
+    return CampaignPaths(root).raw_records()
 
 
 def assert_nothing_left_behind(root: Path, campaign: str) -> None:
@@ -94,18 +94,20 @@ def test_campaign_runs_in_schedule_order_and_records_everything(tmp_path):
 
     recs = [json.loads(p.read_text()) for p in raw_records(root)]
     assert len(recs) == 6
-    for rec in recs:
-        assert rec["schema_version"] == 1 and rec["status"] == "ok"
+    for path, rec in zip(raw_records(root), recs, strict=True):
+        assert rawrecord.read_record(path).schema_version == 2  # valid as written
+        assert rec["schema_version"] == 2 and rec["status"] == "ok"
         names = {m["name"]: m["unit"] for m in rec["metrics"]}
         assert names["compute_time_s"] == "s" and names["process_wall_s"] == "s"
         assert rec["gate"]["passed"] and rec["telemetry"]["samples"] >= 1
         assert rec["provenance"]["config_hash"] and rec["inside"]["software"]["numpy"]
         assert rec["memory"]["before_kib"]["MemAvailable"] > 0 and "dropped" in rec["memory"][
             "drop"]
-        base = root / "raw" / rec["cell"]["model"] / rec["cell"]["environment"]
-        rep = f"rep{rec['cell']['repetition']:02d}"
-        for suffix in (".telemetry.csv", ".requests.csv", ".log", ".cooldown.json"):
-            assert (base / f"{rep}{suffix}").exists()
+        cell = CampaignPaths(root).cell(rec["cell"]["model"], rec["cell"]["environment"],
+                                        rec["cell"]["repetition"])
+        assert cell.label == f"{rec['cell']['repetition']:03d}"  # fixed width: rep001
+        for path in (cell.telemetry, cell.requests, cell.run_log, cell.cooldown):
+            assert path.exists()
     kinds = {r["environment"]["kind"] for r in recs}
     assert kinds == {"native", "chroot", "docker"}
     docker_rec = next(r for r in recs if r["environment"]["kind"] == "docker")
@@ -237,8 +239,8 @@ def test_pending_cells_still_run_after_a_config_edit(tmp_path):
                              check=True).stdout.split()
     out = snakemake(tmp_path, cfg, *targets)
     assert out.returncode == 0, out.stderr[-2000:]
-    assert len(raw_records(root)) == 1 and (root / "raw" / "n128" / "native" /
-                                            "rep01.cooldown.json").exists()
+    assert len(raw_records(root)) == 1 and CampaignPaths(root).cell("n128", "native",
+                                                                    1).cooldown.exists()
 
 
 def test_bad_config_fails_before_anything_runs(tmp_path):
