@@ -145,7 +145,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     if cmd == "targets":
         print("\n".join(schedule.block_targets(campaign, _rep_range(args.reps))))
     elif cmd == "best-options":
-        comparisons = campaign.root / "stats" / "comparisons.csv"
+        comparisons = campaign.paths.comparisons
         if not comparisons.exists():
             raise optimisation.OptimisationError(
                 f"{comparisons} does not exist: run the analysis of {args.config} first "

@@ -60,7 +60,7 @@ rule correct:
         code=ANALYSIS_CODE,
     output:
         comparisons=report(
-            at("stats/comparisons.csv"),
+            at(R.COMPARISONS),
             caption="../report/table.rst",
             category="Statistics",
         ),
@@ -81,7 +81,7 @@ rule figures:
     input:
         config=RESOLVED,
         kept=at("stats/kept.csv"),
-        comparisons=at("stats/comparisons.csv"),
+        comparisons=at(R.COMPARISONS),
         requests=at(R.REQUESTS_ALL),
         code=ANALYSIS_CODE,
     output:
@@ -108,7 +108,7 @@ rule tables:
     input:
         config=RESOLVED,
         kept=at("stats/kept.csv"),
-        comparisons=at("stats/comparisons.csv"),
+        comparisons=at(R.COMPARISONS),
         descriptives=at("stats/descriptives.csv"),
         records=record_folders_or_none,
         code=ANALYSIS_CODE,
@@ -135,7 +135,7 @@ rule numbers:
     input:
         config=RESOLVED,
         kept=at("stats/kept.csv"),
-        comparisons=at("stats/comparisons.csv"),
+        comparisons=at(R.COMPARISONS),
         quality=at("stats/quality.json"),
         code=ANALYSIS_CODE,
     output:

@@ -66,7 +66,7 @@ def run_quality(campaign: Campaign, runs_csv: Path, out_dir: Path) -> None:
     table = read_table(runs_csv)
     if table is None:
         raise AnalysisError(f"{runs_csv} holds no runs: there are no raw records under "
-                            f"{campaign.root / 'raw'} yet (run the campaign first).")
+                            f"{campaign.paths.raw_dir} yet (run the campaign first).")
     runs = quality.annotate(table)
     expected = None if campaign.is_import else campaign.repetitions
     findings = quality.check(runs, metric_registry(campaign), expected_reps=expected,

@@ -53,7 +53,7 @@ def judge(campaign: Campaign, comparisons: pd.DataFrame, metric: str) -> list[Ve
                        & (comparisons["reference"] == campaign.reference)]
     if rows.empty:
         raise OptimisationError(f"no comparison of {metric} with {campaign.reference} in "
-                                f"{campaign.root / 'stats' / 'comparisons.csv'}; run the "
+                                f"{campaign.paths.comparisons}; run the "
                                 "campaign's analysis first (snakemake paper).")
     verdicts = []
     for env in variants:

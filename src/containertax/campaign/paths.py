@@ -36,8 +36,7 @@ ROOTFS_MARKER = "rootfs/{image}.image.json"
 RUNS = "runs.csv"
 REQUESTS_ALL = "requests.csv"
 WORK = "work"
-PAPER = "paper"
-STATS = "stats"
+COMPARISONS = "stats/comparisons.csv"
 
 
 def rep_label(repetition: int) -> str:
@@ -162,6 +161,11 @@ class CampaignPaths:
     @property
     def requests_all(self) -> Path:
         return self.root / REQUESTS_ALL
+
+    @property
+    def comparisons(self) -> Path:
+        """Every comparison after correction across the family (the correct rule)."""
+        return self.root / COMPARISONS
 
     def work(self, name: str) -> Path:
         """A scratch folder of one attempt (kept when it fails, for the post-mortem)."""
