@@ -179,3 +179,23 @@ def test_planning_writes_nothing(tmp_path, flag):
     assert out.returncode == 0, out.stderr[-3000:]
     written = [p for p in work.rglob("*") if ".snakemake" not in p.parts]
     assert written == []
+
+
+def test_aggregate_stops_at_a_malformed_record_with_its_file_and_key(tmp_path, config_dict):
+    """The step exits 1 with the file and key, no traceback, and writes no runs.csv."""
+    config_dict["results_dir"] = str(tmp_path / "results")
+    campaign = config.load_campaign(config_dict, "demo.yaml")
+    config.write_resolved(campaign, campaign.paths.resolved)
+    data = json.loads(CampaignPaths(REPO / "results" / "h100").raw_records()[0].read_text())
+    data["metrics"][0]["unit"] = 3
+    bad = campaign.paths.cell("n256", "native", 1).raw
+    bad.parent.mkdir(parents=True)
+    bad.write_text(json.dumps(data))
+    out = subprocess.run(
+        [sys.executable, "-m", "containertax", "aggregate", "--config",
+         str(campaign.paths.resolved), "--out", str(campaign.paths.runs),
+         "--requests-out", str(campaign.paths.requests_all)],
+        cwd=REPO, capture_output=True, text=True)
+    assert out.returncode == 1
+    assert str(bad) in out.stderr and "'metrics[0].unit'" in out.stderr
+    assert "Traceback" not in out.stderr and not campaign.paths.runs.exists()

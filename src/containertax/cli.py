@@ -14,7 +14,7 @@ from pathlib import Path
 from containertax import workloads
 from containertax.analysis import aggregate, importer, paper, report
 from containertax.campaign import config, optimisation, schedule, status
-from containertax.execution import cells, environments, preflight, records, thermal
+from containertax.execution import cells, environments, preflight, rawrecord, records, thermal
 
 KNOWN = (
     config.ConfigError,
@@ -24,6 +24,7 @@ KNOWN = (
     environments.EnvironmentFailure,
     workloads.WorkloadError,
     records.RecordExistsError,
+    rawrecord.RecordError,
     importer.ImportError_,
     optimisation.OptimisationError,
     paper.PaperError,
