@@ -17,7 +17,7 @@ sm=(python3 -m snakemake --cores 1 --snakefile "$PWD/Snakefile" --directory "$wo
 "${sm[@]}" --unlock "${targets[@]}" --configfile "$cfg" >/dev/null 2>&1 || true
 status=0
 "${sm[@]}" "${targets[@]}" --configfile "$cfg" || status=$?
-root=$(cd "$workdir" && python3 -c "import sys; from containertax import config; print(config.load_file(sys.argv[1]).root.resolve())" "$cfg")
+root=$(cd "$workdir" && python3 -c "import sys; from containertax.campaign import config; print(config.load_file(sys.argv[1]).root.resolve())" "$cfg")
 visit="$root/raw/visits/$(date -u +%Y%m%dT%H%M%SZ)"
 mkdir -p "$visit"
 for f in ledger.jsonl schedule.csv system.json; do

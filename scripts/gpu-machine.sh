@@ -2,7 +2,7 @@
 # Python (the one with torch), starts a Docker Engine where none runs, and imports the
 # image of empty folders that the GPU configs' docker environments use.
 #   - .whl/    wheels of what the machine lacks (snakemake and its needs), if carried
-#   - .devkit/ the Docker Engine kit of ../shared/device (make-docker-kit.sh), if carried
+#   - .devkit/ a Docker Engine kit (its start-docker.sh), if carried
 _repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 if [ -d "$_repo/.whl" ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
