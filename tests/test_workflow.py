@@ -53,7 +53,7 @@ def snakemake(tmp_path: Path, cfg: Path, *args: str, timeout: float = 600,
 
 
 def ledger(root: Path) -> list[dict]:
-    path = root / "ledger.jsonl"
+    path = CampaignPaths(root).ledger
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
@@ -63,7 +63,7 @@ def steps(events: list[dict], step: str, event: str = "start") -> list[tuple]:
 
 
 def schedule_order(root: Path) -> list[tuple]:
-    with (root / "schedule.csv").open() as fh:
+    with CampaignPaths(root).schedule.open() as fh:
         return [(r["model"], r["environment"], int(r["repetition"])) for r in csv.DictReader(fh)]
 
 
@@ -72,8 +72,8 @@ def raw_records(root: Path) -> list[Path]:
 
 
 def assert_nothing_left_behind(root: Path, campaign: str) -> None:
-    assert not list((root / "raw").rglob("*.tmp")), "temporary files left in raw/"
-    assert not list((root / "raw").rglob("*.partial"))
+    assert not list(CampaignPaths(root).raw_dir.rglob("*.tmp")), "temporary files left in raw/"
+    assert not list(CampaignPaths(root).raw_dir.rglob("*.partial"))
     left = docker.from_env().containers.list(
         all=True, filters={"label": f"{environments.LABEL}={campaign}"})
     assert left == [], f"containers left behind: {left}"
@@ -116,12 +116,12 @@ def test_campaign_runs_in_schedule_order_and_records_everything(tmp_path):
     assert docker_rec["environment"]["resolved"]["image"]["id"] == \
         chroot_rec["environment"]["resolved"]["image"]["id"]
 
-    with (root / "runs.csv").open() as fh:
+    with CampaignPaths(root).runs.open() as fh:
         rows = list(csv.DictReader(fh))
     # 9 matmul metrics and 4 of host memory (MemAvailable before/after, peak, rise)
     assert len(rows) == 6 * 13 and {r["unit"] for r in rows} >= {"s", "GFLOP/s", "MiB", "GiB"}
     assert {r["page_cache"] for r in rows} <= {"dropped", "kept"}
-    system = json.loads((root / "system.json").read_text())
+    system = json.loads(CampaignPaths(root).system.read_text())
     assert system["docker"]["present"] and system["git"]["commit"]
     assert_nothing_left_behind(root, "order")
 
@@ -252,7 +252,7 @@ def test_bad_config_fails_before_anything_runs(tmp_path):
     assert out.returncode != 0
     text = out.stdout + out.stderr
     assert str(cfg) in text and "key 'repetitions'" in text and "minimum of 2" in text
-    assert not (tmp_path / "results" / "bad" / "ledger.jsonl").exists()
+    assert not CampaignPaths(tmp_path / "results" / "bad").ledger.exists()
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL], ids=["SIGINT", "SIGKILL"])
@@ -308,7 +308,7 @@ def test_imported_study_goes_to_a_paper(tmp_path):
     out = snakemake(tmp_path, cfg)
     assert out.returncode == 0, out.stdout[-3000:]
     root = tmp_path / "results" / "sani2025"
-    comp = {r["metric"]: r for r in csv.DictReader((root / "stats" / "comparisons.csv").open())}
+    comp = {r["metric"]: r for r in csv.DictReader(CampaignPaths(root).comparisons.open())}
     assert round(float(comp["time_s"]["mean_ref"]), 2) == 1.52
     assert round(float(comp["time_s"]["mean_env"]), 2) == 2.55
     assert 0.66 < float(comp["time_s"]["rel_ci_low"]) < 0.68 < float(
@@ -332,12 +332,12 @@ def test_committed_h100_campaign_rebuilds_its_paper_without_a_gpu(tmp_path, camp
     shutil.copytree(REPO / "results" / campaign / "raw", root / "raw")
     out = snakemake(tmp_path, REPO / "config" / f"{campaign}.yaml", "paper")
     assert out.returncode == 0, out.stdout[-3000:]
-    assert not (root / "ledger.jsonl").exists(), "a benchmark cell was started"
+    assert not CampaignPaths(root).ledger.exists(), "a benchmark cell was started"
     assert (root / "paper" / "paper.pdf").exists()
-    comp = list(csv.DictReader((root / "stats" / "comparisons.csv").open()))
+    comp = list(csv.DictReader(CampaignPaths(root).comparisons.open()))
     assert {r["model"] for r in comp} == models
     assert metric in {r["metric"] for r in comp}
-    runs = list(csv.DictReader((root / "runs.csv").open()))
+    runs = list(csv.DictReader(CampaignPaths(root).runs.open()))
     assert {r["machine"] for r in runs} == {gpu}  # the GPU's UUID, from the records
     text = " ".join(subprocess.run(["pdftotext", str(root / "paper" / "paper.pdf"), "-"],
                                    capture_output=True, text=True).stdout.split())
