@@ -31,7 +31,9 @@ def snakemake(workdir: Path, cfg: Path, *args: str) -> subprocess.CompletedProce
 
 def test_every_committed_record_loads_and_validates():
     records = [p for root in COMMITTED for p in CampaignPaths(root).raw_records()]
-    assert len(records) == 75  # h100 32, h100-matmul 32, h100-variants 11
+    every_json = [p for p in (REPO / "results").glob("*/raw/*/*/rep*.json")
+                  if not p.name.endswith(".cooldown.json")]
+    assert len(records) == len(every_json) >= 75  # h100 32, h100-matmul 32, h100-variants 11
     versions = {json.loads(p.read_text())["schema_version"] for p in records}
     assert versions == {1}  # migrated on read, never rewritten
     for path in records:
