@@ -196,7 +196,7 @@ def _run_locked(campaign: Campaign, cell: schedule.Cell, paths: CellPaths, gate_
         environment={**launched.launcher.describe(), "resolved": outcome.resolved,
                      "phases_s": outcome.phases_s},
         workload={"kind": kind, "params": params, "argv": launched.argv, "env": launched.env},
-        metrics=metric_rows,
+        metrics=[Metric(m.name, float(m.value), m.unit) for m in metric_rows],  # numpy -> JSON
         detail=workloads.detail(kind, probe),
         telemetry=telemetry,
         memory=memory,
