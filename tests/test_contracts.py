@@ -164,6 +164,32 @@ def test_planning_imports_no_analysis_stack():
     assert out.stdout.strip() == ""
 
 
+def test_cell_steps_import_no_analysis_stack():
+    """`containertax gate|run|cooldown|preflight` on a GPU machine without pandas or TeX."""
+    code = ("import sys; sys.path.insert(0, 'src')\n"
+            "import containertax.cli, containertax.execution.cells\n"
+            "import containertax.execution.preflight\n"
+            "heavy = [m for m in ('pandas', 'scipy', 'statsmodels', 'matplotlib', 'pingouin')"
+            " if m in sys.modules]\n"
+            "print(','.join(heavy))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
+                         text=True, check=True)
+    assert out.stdout.strip() == ""
+
+
+def test_an_analysis_failure_is_still_one_clear_line(tmp_path, config_dict):
+    config_dict["results_dir"] = str(tmp_path / "results")
+    campaign = config.load_campaign(config_dict, "demo.yaml")
+    config.write_resolved(campaign, campaign.paths.resolved)
+    campaign.paths.runs.write_text("")
+    out = subprocess.run(
+        [sys.executable, "-m", "containertax", "quality", "--config",
+         str(campaign.paths.resolved), "--runs", str(campaign.paths.runs), "--out-dir",
+         str(tmp_path / "stats")], cwd=REPO, capture_output=True, text=True)
+    assert out.returncode == 1 and "holds no runs" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
 def test_common_smk_imports_only_the_planning_modules():
     text = (REPO / "workflow" / "rules" / "common.smk").read_text()
     imported = {line.split()[1] for line in text.splitlines()

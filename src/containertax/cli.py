@@ -12,7 +12,6 @@ import sys
 from pathlib import Path
 
 from containertax import workloads
-from containertax.analysis import aggregate, importer, paper, report
 from containertax.campaign import config, optimisation, schedule, status
 from containertax.execution import cells, environments, preflight, rawrecord, records, thermal
 
@@ -25,11 +24,18 @@ KNOWN = (
     workloads.WorkloadError,
     records.RecordExistsError,
     rawrecord.RecordError,
-    importer.ImportError_,
     optimisation.OptimisationError,
-    paper.PaperError,
-    report.AnalysisError,
 )
+# The analysis steps' own failures: their modules (pandas, scipy, matplotlib) are imported
+# only by those steps, so that the cells run on a machine without the analysis stack.
+ANALYSIS_KNOWN = {"containertax.analysis.importer": "ImportError_",
+                  "containertax.analysis.paper": "PaperError",
+                  "containertax.analysis.report": "AnalysisError"}
+
+
+def known_failures() -> tuple[type[BaseException], ...]:
+    return KNOWN + tuple(getattr(sys.modules[m], name) for m, name in ANALYSIS_KNOWN.items()
+                         if m in sys.modules)
 
 
 def load(path: str) -> config.Campaign:
@@ -129,7 +135,9 @@ def main(argv: list[str] | None = None) -> int:
     _setup_logging(getattr(args, "log", None))
     try:
         return _dispatch(args)
-    except KNOWN as exc:
+    except Exception as exc:
+        if not isinstance(exc, known_failures()):
+            raise
         logging.getLogger("containertax").error("%s", exc)
         return 1
 
@@ -172,9 +180,13 @@ def _dispatch(args: argparse.Namespace) -> int:
     elif cmd == "schedule":
         schedule.write_csv(schedule.plan(campaign), Path(args.out))
     elif cmd == "aggregate":
+        from containertax.analysis import aggregate
+
         aggregate.write(campaign.root, Path(args.out),
                         Path(args.requests_out) if args.requests_out else None)
     elif cmd == "import":
+        from containertax.analysis import importer
+
         frame = importer.read_tidy(Path(campaign.analysis["import_csv"]))
         records.atomic_write_text(Path(args.out), frame.to_csv(index=False))
         if args.requests_out:
@@ -200,6 +212,8 @@ def _opt(value: str | None) -> Path | None:
 
 
 def _analysis(cmd: str, campaign: config.Campaign, a: argparse.Namespace) -> None:
+    from containertax.analysis import paper, report
+
     if cmd == "quality":
         report.run_quality(campaign, Path(a.runs), Path(a.out_dir))
     elif cmd == "stats":
