@@ -148,7 +148,9 @@ def test_campaign_runs_in_schedule_order_and_records_everything(tmp_path):
     assert pdf.exists() and pdf.read_bytes()[:5] == b"%PDF-"
     text = " ".join(subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True,
                                    text=True).stdout.split())
-    assert "in 6 runs" in text and "counterbalanced williams design" in text
+    assert "in 6 runs" in text and "follows a Williams design" in text
+    assert "without a GPU" in text and "one GPU" not in text
+    assert_reviewed(root)
     # `snakemake paper` with a record missing rebuilds the paper and runs no cell
     moved = raw_records(root)[0]
     aside = tmp_path / "aside"
@@ -299,6 +301,12 @@ def test_killed_campaign_resumes_with_every_cell_done_once(tmp_path, sig):
     assert_nothing_left_behind(root, name)
 
 
+def assert_reviewed(root: Path) -> None:
+    """Nothing a reviewer would reject (analysis/review.py, run by the paper rule)."""
+    problems = json.loads((root / "paper" / "review.json").read_text())
+    assert problems == [], problems
+
+
 def test_imported_study_goes_to_a_paper(tmp_path):
     """Sani et al. (2025): the shipped tidy CSV through quality, statistics and the PDF."""
     cfg = tmp_path / "sani.yaml"
@@ -315,7 +323,9 @@ def test_imported_study_goes_to_a_paper(tmp_path):
         comp["time_s"]["rel_ci_high"]) < 0.70
     text = " ".join(subprocess.run(["pdftotext", str(root / "paper" / "paper.pdf"), "-"],
                                    capture_output=True, text=True).stdout.split())
-    assert "+68.0" in text and "imported results" in text
+    assert "+68.0" in text and "imported results" in text and "Sani et al." in text
+    assert "order of runs is unknown" in text and "Williams" not in text
+    assert_reviewed(root)
 
 
 @pytest.mark.parametrize("campaign,models,metric,gpu", [
@@ -343,6 +353,9 @@ def test_committed_h100_campaign_rebuilds_its_paper_without_a_gpu(tmp_path, camp
                                    capture_output=True, text=True).stdout.split())
     assert "NVIDIA H100" in text and "in 32 runs" in text
     assert "All runs were made on one machine" in text
+    assert "Blocks alternate between the forward and the reversed order" in text
+    assert "Threats to validity" in text and "Welch" in text and "References" in text
+    assert_reviewed(root)
 
 
 def test_dgx_campaign_plans_900_runs_in_a_dry_run(tmp_path):

@@ -62,7 +62,7 @@ rule correct:
         comparisons=report(
             at(R.COMPARISONS),
             caption="../report/table.rst",
-            category="Statistics",
+            category="Comparisons",
         ),
         descriptives=at("stats/descriptives.csv"),
     log:
@@ -87,7 +87,7 @@ rule figures:
     output:
         figures=report(
             directory(at("paper/figures")),
-            patterns=["{name}.pdf"],
+            patterns=["{number,[0-9]+}-{name}.pdf"],
             caption="../report/figures.rst",
             category="Figures",
         ),
@@ -113,10 +113,14 @@ rule tables:
         records=record_folders_or_none,
         code=ANALYSIS_CODE,
     output:
+        headline=at("paper/tables/headline.tex"),
+        estimates=at("paper/tables/estimates.tex"),
+        tests=at("paper/tables/tests.tex"),
         descriptives=at("paper/tables/descriptives.tex"),
-        inferential=at("paper/tables/inferential.tex"),
         system=at("paper/tables/system.tex"),
         memory=at("paper/tables/memory.tex"),
+        environments=at("paper/tables/environments.tex"),
+        workloads=at("paper/tables/workloads.tex"),
     log:
         at("logs/tables.log"),
     conda:
@@ -131,10 +135,12 @@ rule tables:
 
 
 rule numbers:
-    """Every number the text quotes, as LaTeX macros; and the quality section."""
+    """Every number and condition the text quotes, as LaTeX macros; and the quality
+    section."""
     input:
         config=RESOLVED,
         kept=at("stats/kept.csv"),
+        records=record_folders_or_none,
         comparisons=at(R.COMPARISONS),
         quality=at("stats/quality.json"),
         code=ANALYSIS_CODE,
@@ -154,7 +160,8 @@ rule numbers:
 
 
 rule paper:
-    """The PDF, compiled with latexmk from paper/ and the generated parts."""
+    """The PDF, compiled with latexmk (and bibtex) from paper/ and the generated parts, then
+    reviewed: review.json lists what a reviewer would reject."""
     input:
         config=RESOLVED,
         source=PAPER_SOURCES,

@@ -152,4 +152,8 @@ def record_folders_or_none(wildcards):
     return [] if CAMPAIGN.is_import else record_folders(wildcards)
 
 
-PAPER_SOURCES = sorted(str(p) for p in (Path(workflow.basedir) / "paper").glob("*.tex"))
+PAPER_SOURCES = sorted(
+    str(p)
+    for p in (Path(workflow.basedir) / "paper").iterdir()
+    if p.suffix in (".tex", ".bib")
+)

@@ -1,11 +1,13 @@
 """Figures for a two-column paper: vector PDF, labels and units from the metric registry.
 
-Each function draws one figure from tidy data and returns its caption, or None when the
-data it needs is absent (an imported study has no telemetry, say).
+Each function draws one figure from tidy data and says whether it did: the data it needs
+may be absent (an imported study has no telemetry) or say nothing (every value equal). The
+captions are prose, in paper/main.tex.
 """
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import matplotlib
@@ -15,27 +17,61 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
-from containertax.analysis.metrics import MetricInfo  # noqa: E402
-from containertax.analysis.tables import tex  # noqa: E402
+from containertax.analysis.metrics import TELEMETRY, MetricInfo, axis_label  # noqa: E402
 
-WIDTH = 7.0  # inches: full text width of a two-column paper
-sns.set_theme(context="paper", style="whitegrid", font_scale=0.9)
-plt.rcParams.update({"pdf.fonttype": 42, "savefig.bbox": "tight"})
+# Inches: the text width of paper/main.tex (A4, 2.5 cm margins). Figures are included
+# unscaled, so the point sizes below are the sizes on the page (8 pt is the floor a reviewer
+# accepts; analysis/review.py checks it in the PDF).
+WIDTH = 6.2
+sns.set_theme(context="paper", style="whitegrid")
+plt.rcParams.update({"pdf.fonttype": 42, "savefig.bbox": None,  # constrained layouts fit
+                     "savefig.pad_inches": 0.02,
+                     "font.size": 9, "axes.labelsize": 9, "axes.titlesize": 9,
+                     "xtick.labelsize": 8.5, "ytick.labelsize": 8.5, "legend.fontsize": 8.5,
+                     "legend.title_fontsize": 8.5})
 
 
 def _label(info: MetricInfo | None, metric: str) -> str:
-    return f"{info.label} ({info.unit})" if info else metric
+    """'Label (unit)', wrapped: a y label longer than its panel is cut at the figure edge."""
+    return textwrap.fill(axis_label(info, metric), 22)
+
+
+def _legend_below(fig: plt.Figure, ax: plt.Axes, title: str = "Environment") -> None:
+    """One legend for the figure, under the panels, never over data."""
+    legend = ax.get_legend()
+    if legend is not None:  # seaborn's own legend (its handles are not labelled artists)
+        handles, labels = legend.legend_handles, [t.get_text() for t in legend.get_texts()]
+        legend.remove()
+    else:
+        handles, labels = ax.get_legend_handles_labels()
+    if handles:
+        longest = max(len(t) for t in labels)  # columns as wide as the figure allows
+        ncol = max(1, min(len(labels), int(fig.get_figwidth() * 12 / (longest + 4))))
+        rows = -(-len(labels) // ncol)
+        fig.set_figheight(fig.get_figheight() + 0.17 * rows + 0.2)  # room for the legend
+        fig.legend(handles, labels, title=title, loc="outside lower center", ncol=ncol,
+                   frameon=False)
 
 
 def _model_grid(models: list[str], row_height: float) -> tuple[plt.Figure, np.ndarray]:
     """One panel per model, at most four a row; panels left over are hidden."""
-    cols = min(len(models), 4)
+    cols = {4: 2}.get(len(models), min(len(models), 3))  # four panels: 2 x 2, readable
     rows = int(np.ceil(len(models) / cols))
-    fig, axes = plt.subplots(rows, cols, figsize=(WIDTH, row_height * rows), squeeze=False)
+    width = WIDTH if cols > 1 else WIDTH * 0.55  # one panel need not span the page
+    fig, axes = plt.subplots(rows, cols, figsize=(width, row_height * rows), squeeze=False,
+                             layout="constrained")
     for ax in list(axes.flat)[len(models):]:
         ax.set_visible(False)
     return fig, axes
+
+
+def _few_ticks(axes: np.ndarray) -> None:
+    """Few ticks on numeric axes: labels of a narrow panel must not run together."""
+    for ax in axes.flat:
+        ax.xaxis.set_major_locator(MaxNLocator(4))
+        ax.yaxis.set_major_locator(MaxNLocator(5))
 
 
 def _save(fig: plt.Figure, path: Path) -> None:
@@ -44,114 +80,126 @@ def _save(fig: plt.Figure, path: Path) -> None:
     plt.close(fig)
 
 
-def distributions(runs: pd.DataFrame, metric: str, info: MetricInfo | None, envs: list[str],
-                  path: Path) -> str | None:
-    data = runs[runs.metric == metric]
-    if data.empty:
-        return None
-    models = list(dict.fromkeys(data.model))
-    fig, axes = _model_grid(models, 2.0)
-    for ax, model in zip(axes.flat, models, strict=False):
-        d = data[data.model == model]
-        sns.boxplot(d, x="environment", y="value", order=envs, ax=ax, color="0.9",
+Panel = tuple[str, str, MetricInfo | None]  # model, metric, its registry entry
+
+
+def distributions(runs: pd.DataFrame, panels: list[Panel], envs: list[str],
+                  path: Path) -> bool:
+    """One panel per model, each with its own metric; a panel whose values are all equal
+    says nothing and is left out."""
+    panels = [(m, metric, info) for m, metric, info in panels
+              if runs[(runs.model == m) & (runs.metric == metric)]["value"].nunique() > 1]
+    if not panels:
+        return False
+    fig, axes = _model_grid([m for m, _, _ in panels], 2.4)
+    for ax, (model, metric, info) in zip(axes.flat, panels, strict=False):
+        d = runs[(runs.model == model) & (runs.metric == metric)]
+        order = [e for e in envs if e in set(d.environment)]
+        sns.boxplot(d, x="environment", y="value", order=order, ax=ax, color="0.9",
                     showfliers=False, linewidth=0.8)
-        sns.stripplot(d, x="environment", y="value", order=envs, ax=ax, hue="environment",
+        sns.stripplot(d, x="environment", y="value", order=order, ax=ax, hue="environment",
                       hue_order=envs, size=3, jitter=0.2, legend=False)
         ax.set_title(model)
         ax.set_xlabel("")
-        ax.set_ylabel(_label(info, metric) if ax in axes[:, 0] else "")
-        ax.tick_params(axis="x", rotation=20)
+        ax.set_ylabel(_label(info, metric))
+        ax.yaxis.set_major_locator(MaxNLocator(5))
     _save(fig, path)
-    return (f"{tex(info.label if info else metric)} per run, by model and environment: boxes show "
-            "quartiles, points are individual runs.")
+    return True
 
 
-def forest(results: pd.DataFrame, metric: str, info: MetricInfo | None, margin: float,
-           path: Path) -> str | None:
-    d = results[results.metric == metric].copy()
+def forest(d: pd.DataFrame, labels: list[str], margin: float, path: Path) -> bool:
+    """Relative differences with their intervals, one row per comparison (labels[i] names
+    row i), the equivalence margin as a band."""
     if d.empty:
-        return None
-    d["row"] = d["model"] + "  " + d["environment"] + " vs " + d["reference"]
-    d = d.iloc[::-1]
-    fig, ax = plt.subplots(figsize=(WIDTH / 2, 0.3 * len(d) + 0.8))
-    y = np.arange(len(d))
-    est = 100 * d["rel_overhead"].to_numpy()
-    lo = 100 * d["rel_ci_low"].to_numpy()
-    hi = 100 * d["rel_ci_high"].to_numpy()
+        return False
+    fig, ax = plt.subplots(figsize=(WIDTH, 0.34 * len(d) + 0.9), layout="constrained")
+    y = np.arange(len(d))[::-1]
+    est = 100 * d["rel_overhead"].to_numpy(float)
+    lo = 100 * d["rel_ci_low"].to_numpy(float)
+    hi = 100 * d["rel_ci_high"].to_numpy(float)
     ax.axvspan(-100 * margin, 100 * margin, color="0.92", zorder=0)
     ax.axvline(0, color="0.3", lw=0.8)
     ax.errorbar(est, y, xerr=[np.nan_to_num(est - lo), np.nan_to_num(hi - est)], fmt="o",
                 ms=3.5, capsize=2, color="C0")
-    ax.set_yticks(y, d["row"])
-    ax.set_xlabel(f"Relative difference of {info.label.lower() if info else metric} (%)")
+    ax.set_yticks(y, labels)
+    ax.set_ylim(-0.7, len(d) - 0.3)
+    # limits: zero, the margin band and every interval, with room on both sides
+    ends = np.concatenate([lo, hi, est, [-100 * margin, 100 * margin, 0.0]])
+    ends = ends[np.isfinite(ends)]
+    span = max(ends.max() - ends.min(), 1.0)
+    ax.set_xlim(ends.min() - 0.12 * span, ends.max() + 0.12 * span)
+    ax.set_xlabel("Relative difference of means (%)", loc="right")  # never past the edge
     _save(fig, path)
-    return (f"Relative difference of {tex(info.label.lower() if info else metric)} of each "
-            "environment against the reference (ratio of means minus one) with 95\\,\\% BCa "
-            f"bootstrap intervals; the grey band is the equivalence margin of "
-            f"$\\pm${100 * margin:g}~\\%.")
+    return True
 
 
-def latency_cdf(requests: pd.DataFrame, envs: list[str], path: Path) -> str | None:
+def latency_cdf(requests: pd.DataFrame, envs: list[str], path: Path) -> bool:
     if requests is None or requests.empty:
-        return None
+        return False
     models = list(dict.fromkeys(requests.model))
-    fig, axes = _model_grid(models, 2.0)
+    fig, axes = _model_grid(models, 2.5)
     for ax, model in zip(axes.flat, models, strict=False):
         d = requests[requests.model == model]
         sns.ecdfplot(d, x="latency_s", hue="environment", hue_order=envs, ax=ax,
                      legend=ax is axes.flat[0])
         ax.set_title(model)
         ax.set_xlabel("Request latency (s)")
+        ax.set_ylabel("Proportion" if ax in axes[:, 0] else "")
+    _few_ticks(axes)
+    _legend_below(fig, axes.flat[0])
     _save(fig, path)
-    return "Empirical distribution of per-request latency, pooled over runs, by environment."
+    return True
 
 
-def telemetry_trace(trace: pd.DataFrame | None, title: str, path: Path) -> str | None:
+def telemetry_trace(trace: pd.DataFrame | None, path: Path) -> bool:
     if trace is None or trace.empty:
-        return None
-    cols = [c for c in ("temperature_c", "cpu_util_pct", "mem_used_mib", "power_w",
-                        "sm_clock_mhz") if c in trace and trace[c].notna().any()]
+        return False
+    cols = [c for c in TELEMETRY if c in trace and trace[c].notna().any()]
     if not cols:
-        return None
-    fig, axes = plt.subplots(len(cols), 1, figsize=(WIDTH / 2, 1.2 * len(cols) + 0.4),
-                             sharex=True, squeeze=False)
+        return False
+    fig, axes = plt.subplots(len(cols), 1, figsize=(WIDTH * 0.7, 1.1 * len(cols) + 0.5),
+                             sharex=True, squeeze=False, layout="constrained")
     for ax, col in zip(axes[:, 0], cols, strict=True):
         ax.plot(trace["t_s"], trace[col], lw=0.8)
-        ax.set_ylabel(col.replace("_", " "))
+        info = TELEMETRY[col]
+        ax.set_ylabel(f"{info.label}\n({info.unit})")
+        ax.yaxis.set_major_locator(MaxNLocator(3))
     axes[-1, 0].set_xlabel("Time since launch (s)")
     _save(fig, path)
-    return f"Host-side telemetry during one run ({tex(title)})."
+    return True
 
 
-def drift(runs: pd.DataFrame, metric: str, info: MetricInfo | None, envs: list[str],
-          path: Path) -> str | None:
-    d = runs[runs.metric == metric]
+def drift(runs: pd.DataFrame, panels: list[Panel], envs: list[str],
+          path: Path) -> bool:
+    panels = [p for p in panels if not runs[(runs.model == p[0]) & (runs.metric == p[1])].empty]
+    if not panels:
+        return False
+    d = runs[runs.metric.isin({m for _, m, _ in panels})]
     order = "position" if "position" in d and d["position"].notna().all() else "repetition"
-    if d.empty:
-        return None
-    models = list(dict.fromkeys(d.model))
-    fig, axes = _model_grid(models, 1.8)
-    for ax, model in zip(axes.flat, models, strict=False):
-        sns.scatterplot(d[d.model == model], x=order, y="value", hue="environment",
-                        hue_order=envs, ax=ax, s=12, legend=ax is axes.flat[0])
+    fig, axes = _model_grid([m for m, _, _ in panels], 2.5)
+    for ax, (model, metric, info) in zip(axes.flat, panels, strict=False):
+        sns.scatterplot(d[(d.model == model) & (d.metric == metric)], x=order, y="value",
+                        hue="environment", hue_order=envs, ax=ax, s=14,
+                        legend=ax is axes.flat[0])
         ax.set_title(model)
-        ax.set_ylabel(_label(info, metric) if ax in axes[:, 0] else "")
+        ax.set_ylabel(_label(info, metric))
         ax.set_xlabel("Run order" if order == "position" else "Repetition")
+    _few_ticks(axes)
+    _legend_below(fig, axes.flat[0])
     _save(fig, path)
-    return (f"{tex(info.label if info else metric)} against run order: a trend would reveal drift "
-            "(warming, background load) that the counterbalanced order spreads over all "
-            "environments.")
+    return True
 
 
-def gate_waits(runs: pd.DataFrame, envs: list[str], path: Path) -> str | None:
+def gate_waits(runs: pd.DataFrame, envs: list[str], path: Path) -> bool:
     if "gate_waited_s" not in runs or runs["gate_waited_s"].isna().all():
-        return None
+        return False
     d = runs.drop_duplicates(["model", "environment", "repetition"])
-    fig, ax = plt.subplots(figsize=(WIDTH / 2, 2.0))
+    if d["gate_waited_s"].nunique() <= 1:
+        return False  # one value for every run: the text says it in a sentence
+    fig, ax = plt.subplots(figsize=(WIDTH / 2, 2.0), layout="constrained")
     sns.stripplot(d, x="environment", y="gate_waited_s", order=envs, hue="environment",
                   hue_order=envs, ax=ax, size=3, legend=False)
     ax.set_ylabel("Gate waiting time (s)")
     ax.set_xlabel("")
     _save(fig, path)
-    return ("Time each run waited at the thermal gate (temperature threshold and minimum "
-            "interval since the previous run).")
+    return True

@@ -55,6 +55,31 @@ _SHARED = [
 ]
 REGISTRY: dict[str, MetricInfo] = {m.name: m for m in [*workloads.metric_info(), *_SHARED]}
 
+# Series of a run's host-side telemetry trace (telemetry.csv columns), for its figure.
+TELEMETRY: dict[str, MetricInfo] = {m.name: m for m in [
+    MetricInfo("temperature_c", "°C", "none", "Temperature", "gate sensor, 10 Hz"),
+    MetricInfo("cpu_util_pct", "%", "none", "CPU utilisation", "host, all cores"),
+    MetricInfo("mem_used_mib", "MiB", "none", "Host memory in use", "MemTotal - MemAvailable"),
+    MetricInfo("power_w", "W", "none", "GPU power", "NVML"),
+    MetricInfo("sm_clock_mhz", "MHz", "none", "SM clock", "NVML"),
+]}
+
+# Units as records spell them (ASCII) and as a reader expects them.
+_DISPLAY_UNIT = {"us": "µs", "deg_c": "°C"}
+
+
+def display_unit(unit: str) -> str:
+    return _DISPLAY_UNIT.get(unit, unit)
+
+
+def axis_label(info: MetricInfo | None, name: str) -> str:
+    """'Label (unit)' for a figure axis; a metric the registry lacks is an error, so a raw
+    column name never reaches a figure."""
+    if info is None:
+        raise KeyError(f"metric {name!r} is not in the metric registry (analysis/metrics.py or "
+                       "analysis.define_metrics of the config): it has no label or unit")
+    return f"{info.label} ({display_unit(info.unit)})"
+
 
 def registry(extra: dict[str, dict[str, Any]] | None = None) -> dict[str, MetricInfo]:
     """The built-in registry plus metrics a campaign config defines (analysis.metrics)."""

@@ -3,18 +3,25 @@ latexmk from Debian's TeX Live, into one PDF."""
 
 from __future__ import annotations
 
+import logging
 import shutil
 import subprocess
 from pathlib import Path
+
+from containertax.analysis import review
+from containertax.execution import records
+
+log_ = logging.getLogger(__name__)
 
 
 class PaperError(RuntimeError):
     """LaTeX failed; the message holds the end of its log."""
 
 
-def build(source: Path, build_dir: Path, out: Path) -> None:
+def build(source: Path, build_dir: Path, out: Path, names: list[str] | None = None) -> None:
     """Copy paper/*.tex (and .bib) into the build folder, where figures/, tables/,
-    numbers.tex, quality.tex and figures.tex were generated, and run latexmk there."""
+    numbers.tex, quality.tex and figures.tex were generated, and run latexmk there (bibtex
+    included); then review the result as a reviewer would (review.json beside the PDF)."""
     if shutil.which("latexmk") is None:
         raise PaperError("latexmk is missing: apt-get install latexmk texlive-latex-recommended "
                          "texlive-fonts-recommended (scripts/setup.sh does).")
@@ -27,6 +34,10 @@ def build(source: Path, build_dir: Path, out: Path) -> None:
     if proc.returncode != 0:
         tail = log.read_text(errors="replace")[-3000:] if log.exists() else proc.stdout[-3000:]
         raise PaperError(f"latexmk failed in {build_dir} (status {proc.returncode}):\n{tail}")
+    problems = review.review(build_dir, build_dir / "main.pdf", names or [])
+    for p in problems:
+        log_.warning("paper review: %s at %s: %s", p.check, p.where, p.message)
+    records.write_json(build_dir / "review.json", review.as_dicts(problems))
     tmp = out.with_name(out.name + ".partial")
     shutil.copyfile(build_dir / "main.pdf", tmp)
     tmp.replace(out)

@@ -13,7 +13,7 @@ from typing import Any
 
 import pandas as pd
 
-from containertax.analysis import quality, tables
+from containertax.analysis import facts, quality, tables
 from containertax.analysis.metrics import MetricInfo, registry
 from containertax.campaign.config import Campaign
 from containertax.execution import records
@@ -25,6 +25,14 @@ class AnalysisError(RuntimeError):
 
 def metric_registry(campaign: Campaign) -> dict[str, MetricInfo]:
     return registry(campaign.analysis.get("define_metrics"))
+
+
+def label_names(campaign: Campaign) -> list[str]:
+    """Column and metric names that must never appear raw as a figure's label."""
+    from containertax.analysis.aggregate import COLUMNS
+    from containertax.analysis.metrics import TELEMETRY
+
+    return sorted(set(metric_registry(campaign)) | set(TELEMETRY) | set(COLUMNS))
 
 
 def model_sizes(campaign: Campaign) -> dict[str, float]:
@@ -149,42 +157,63 @@ def _longest_telemetry(campaign: Campaign) -> tuple[pd.DataFrame | None, str]:
 
 def run_figures(campaign: Campaign, kept_csv: Path, comparisons_csv: Path,
                 requests_csv: Path | None, out_dir: Path, out_tex: Path) -> None:
+    """The figures that say something, and figures.tex: a has-fig-<name> condition for
+    each, \\placefigures with the floats (captions: \\papercaption, written in main.tex)."""
     from containertax.analysis import figures
 
     runs = read_table(kept_csv)
     results = read_table(comparisons_csv)
     reg = metric_registry(campaign)
     envs = environment_order(campaign, runs)
-    head = headline(campaign, runs)
     out_dir.mkdir(parents=True, exist_ok=True)
-    made: list[tuple[str, str, bool]] = []
+    made: list[str] = []
+    values: dict[str, str] = {}
 
-    def add(name: str, caption: str | None, wide: bool = True) -> None:
-        if caption:
-            made.append((name, caption, wide))
+    def add(name: str, drawn: bool) -> None:
+        if drawn:
+            made.append(name)
 
-    if head and results is not None:
-        add("forest", figures.forest(results, head, reg.get(head),
-                                     campaign.analysis["equivalence_margin"],
-                                     out_dir / "forest.pdf"), wide=False)
-    for metric in analysed_metrics(campaign, runs):
-        add(f"dist-{metric}", figures.distributions(runs, metric, reg.get(metric), envs,
-                                                   out_dir / f"dist-{metric}.pdf"))
+    heads = _headline_rows(campaign, results, runs) if results is not None else []
+    panels = list(dict.fromkeys((h["model"], h["metric"]) for h in heads))
+    panels_info = [(m, metric, reg.get(metric)) for m, metric in panels]
+    if heads:
+        rows = pd.DataFrame([h["row"] for h in heads])
+        labels = [f"{h['model']}, {h['environment']}: "
+                  f"{reg[h['metric']].label.lower() if h['metric'] in reg else h['metric']}"
+                  for h in heads]
+        add("forest", figures.forest(rows, labels, campaign.analysis["equivalence_margin"],
+                                     out_dir / "forest.pdf"))
+        add("dist-headline", figures.distributions(runs, panels_info, envs,
+                                                   out_dir / "dist-headline.pdf"))
+    for metric in ("startup_s", "process_wall_s"):
+        if metric in set(runs["metric"]):
+            models = list(dict.fromkeys(runs.loc[runs.metric == metric, "model"]))
+            add(f"dist-{metric.replace('_', '-')}", figures.distributions(
+                runs, [(m, metric, reg.get(metric)) for m in models], envs,
+                out_dir / f"dist-{metric.replace('_', '-')}.pdf"))
     add("latency-cdf", figures.latency_cdf(read_table(requests_csv), envs,
                                            out_dir / "latency-cdf.pdf"))
     trace, title = (None, "") if campaign.is_import else _longest_telemetry(campaign)
-    add("telemetry", figures.telemetry_trace(trace, title, out_dir / "telemetry.pdf"), False)
-    if head:
-        add("drift", figures.drift(runs, head, reg.get(head), envs, out_dir / "drift.pdf"))
-    add("gate-waits", figures.gate_waits(runs, envs, out_dir / "gate-waits.pdf"), wide=False)
-    parts = []
-    for name, caption, wide in made:
-        env = "figure*" if wide else "figure"
-        width = r"\textwidth" if wide else r"\columnwidth"
-        parts.append(f"\\begin{{{env}}}[htbp]\n\\centering\n\\includegraphics[width={width}]"
-                     f"{{figures/{name}.pdf}}\n\\caption{{{caption}}}\n\\label{{fig:{name}}}\n"
-                     f"\\end{{{env}}}\n")
-    records.atomic_write_text(out_tex, "\n".join(parts))
+    add("telemetry", figures.telemetry_trace(trace, out_dir / "telemetry.pdf"))
+    values["telemetry-run"] = tables.tex(title)
+    if panels_info and not campaign.is_import:  # an imported study's order is unknown
+        add("drift", figures.drift(runs, panels_info, envs, out_dir / "drift.pdf"))
+    add("gate-waits", figures.gate_waits(runs, envs, out_dir / "gate-waits.pdf"))
+    # Figures are drawn at the size they are printed (figures.WIDTH): never scaled, so the
+    # font sizes set there are the sizes on the page. Files carry the figure's number in the
+    # paper (LaTeX numbers them in this order), for the captions of the HTML report.
+    flags = [f"\\ctxdef{{{k}}}{{{v}}}" for k, v in values.items()]
+    floats = []
+    for number, name in enumerate(made, 1):
+        numbered = f"{number:02d}-{name}.pdf"
+        (out_dir / f"{name}.pdf").replace(out_dir / numbered)
+        flags.append(f"\\ctxdef{{has-fig-{name}}}{{1}}")
+        floats.append(f"\\begin{{figure}}[tbp]\n\\centering\n"
+                      f"\\includegraphics{{figures/{numbered}}}\n"
+                      f"\\caption{{\\papercaption{{fig:{name}}}}}\\label{{fig:{name}}}\n"
+                      "\\end{figure}")
+    parts = [*flags, "\\newcommand{\\placefigures}{%", *floats, "}"]
+    records.atomic_write_text(out_tex, "\n".join(parts) + "\n")
 
 
 def system_facts(campaign: Campaign) -> dict[str, Any]:
@@ -219,50 +248,105 @@ def system_facts(campaign: Campaign) -> dict[str, Any]:
              if image.get("id") else None)
         inside = rec.inside.get("software") or {}
         note(f"Software in {env['id']}", ", ".join(
-            f"{k} {v}" for k, v in inside.items() if isinstance(v, str)))
+            f"{k} {v}" for k, v in inside.items() if isinstance(v, str) and "device" not in k))
         note("Snakemake", host.get("packages", {}).get("snakemake"))
         note("Git commit", (rec.provenance.get("git", {}).get("commit") or "")[:12])
         note("Config hash", rec.provenance.get("config_hash"))
     return {k: "; ".join(sorted(v)) for k, v in seen.items()}
 
 
+def primary_family(results: pd.DataFrame) -> pd.DataFrame:
+    """The comparisons the paper's verdicts rest on: not the A/A calibration of a replica
+    (where the statistics mark families), else all."""
+    if "family" in results:
+        return results[results["family"] != "calibration"]
+    return results
+
+
+def _headline_rows(campaign: Campaign, results: pd.DataFrame | None,
+                   runs: pd.DataFrame) -> list[dict[str, Any]]:
+    if results is None or results.empty:
+        return []
+    results = primary_family(results)
+    reg = metric_registry(campaign)
+    return facts.headlines(results, reg, campaign.analysis.get("headline_metric"),
+                           analysed_metrics(campaign, runs), campaign.analysis["alpha"])
+
+
+def _record_facts(campaign: Campaign) -> dict[str, Any]:
+    if campaign.is_import:
+        return {"environments": [], "workloads": [], "hosts": [], "gpus": {}}
+    return facts.from_records(campaign.root)
+
+
+def environments_table(envs: list[dict[str, str]]) -> str:
+    def setup(e: dict[str, str]) -> str:
+        flags = e["flags"]
+        flags = "none" if flags == "none" else "\\texttt{" + tables.tex(flags).replace(
+            "--", "-{}-") + "}"
+        return (f"Software: {tables.tex(e['software'])}.\\newline "
+                f"Host paths mounted: {tables.tex(e['mounts'])}"
+                f"{' (read-only)' if e['read_only'] else ''}.\\newline "
+                f"GPU access: {tables.tex(e['gpu'])}.\\newline "
+                f"Engine flags: {flags}.\\newline "
+                f"Isolated: {tables.tex(e['isolation'])}.")
+
+    rows = [[tables.tex(e["environment"]), setup(e)] for e in envs]
+    return tables.booktabs(
+        ["Env.", "Set-up as recorded"], rows, r"L{0.16\linewidth}L{0.78\linewidth}",
+        "tab:environments")
+
+
+def workloads_table(work: list[dict[str, str]]) -> str:
+    rows = [[tables.tex(w["model"]), tables.tex(w["kind"]), tables.tex(w["params"])]
+            for w in work]
+    return tables.booktabs(["Model", "Workload", "Parameters (as recorded)"], rows,
+                           r"lL{0.22\linewidth}L{0.55\linewidth}", "tab:workloads",
+                           size=r"\footnotesize")
+
+
 def run_tables(campaign: Campaign, kept_csv: Path, comparisons_csv: Path, desc_csv: Path,
                out_dir: Path) -> None:
     reg = metric_registry(campaign)
-    metrics = analysed_metrics(campaign, read_table(kept_csv))
+    runs = read_table(kept_csv)
+    metrics = analysed_metrics(campaign, runs)
     desc = read_table(desc_csv)
     results = read_table(comparisons_csv)
     out_dir.mkdir(parents=True, exist_ok=True)
-    records.atomic_write_text(out_dir / "descriptives.tex",
-                              tables.descriptives_table(desc, reg, metrics) if desc is not None
-                              else "")
-    records.atomic_write_text(out_dir / "inferential.tex",
-                              tables.inferential_table(results, reg) if results is not None
-                              else "")
-    records.atomic_write_text(out_dir / "system.tex",
-                              tables.system_table(system_facts(campaign)))
-    records.atomic_write_text(out_dir / "memory.tex",
-                              tables.memory_table(read_table(kept_csv), reg))
+    heads = [dict(model=h["model"], metric=h["metric"], environment=h["environment"],
+                  rel=tables.pct(h["row"].rel_overhead),
+                  ci=f"{tables.pct(h['row'].rel_ci_low)}, {tables.pct(h['row'].rel_ci_high)}",
+                  p_bh=tables.pval(h["row"].get("p_bh")),
+                  mde=tables.num(100 * h["row"].get("mde_rel", math.nan), 2),
+                  verdict=h["verdict"]) for h in _headline_rows(campaign, results, runs)]
+    found = _record_facts(campaign)
+    out = {
+        "headline": tables.headline_table(heads, reg),
+        "estimates": tables.estimates_table(results, reg) if results is not None else "",
+        "tests": tables.tests_table(results, reg) if results is not None else "",
+        "descriptives": (tables.descriptives_table(desc, reg, metrics) if desc is not None
+                         else ""),
+        "system": tables.system_table(system_facts(campaign)),
+        "memory": tables.memory_table(runs, reg),
+        "environments": environments_table(found["environments"]) if found["environments"]
+        else "",
+        "workloads": workloads_table(found["workloads"]) if found["workloads"] else "",
+    }
+    for name, text in out.items():
+        records.atomic_write_text(out_dir / f"{name}.tex", text)
 
 
-def page_cache_text(campaign: Campaign, runs: pd.DataFrame) -> str:
+def page_cache_values(campaign: Campaign, runs: pd.DataFrame) -> dict[str, Any]:
     """What the page cache was before the runs: dropped, kept, or not recorded."""
     cells = runs.drop_duplicates(["model", "environment", "repetition"])
     states = cells["page_cache"].fillna("") if "page_cache" in cells else pd.Series(dtype=str)
     n, dropped = len(cells), int((states == "dropped").sum())
     kept = int((states == "kept").sum())
-    mode = tables.tex(campaign.raw.get("memory", {}).get("drop_page_cache", "auto"))
-    if dropped == n:
-        return (f"Before every run the page cache was dropped (sync, then drop\\_caches; "
-                f"memory.drop\\_page\\_cache: {mode}), so every environment started from "
-                "the same cache state; MemAvailable was recorded before and after each run.")
-    if dropped + kept == 0:
-        return ("The page-cache state before the runs was not recorded (records written "
-                "before the workflow recorded it).")
-    return (f"The page cache was dropped before {dropped} of {n} runs and could not be (or "
-            f"was not to be) dropped before {kept} (memory.drop\\_page\\_cache: {mode}; the "
-            "raw records say why), so cached files may favour later runs; MemAvailable was "
-            "recorded before and after each run.")
+    return {"page-cache-all-dropped": dropped == n,
+            "page-cache-unrecorded": dropped + kept == 0,
+            "page-cache-dropped": dropped, "page-cache-kept": kept,
+            "page-cache-mode": tables.tex(campaign.raw.get("memory", {}).get(
+                "drop_page_cache", "auto"))}
 
 
 def _quality_tex(q: dict[str, Any]) -> str:
@@ -295,99 +379,160 @@ def _quality_tex(q: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _join(items: list[str]) -> str:
+    items = list(items)
+    if not items:
+        return ""
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _design_values(campaign: Campaign, runs: pd.DataFrame) -> dict[str, Any]:
+    """The design as it ran: blocks, order, gate, cooldown, sensor, machines."""
+    if campaign.is_import:
+        n = runs.groupby(["model", "environment"])["repetition"].nunique()
+        return {"imported": True, "description": tables.tex(campaign.raw.get(
+            "description", campaign.analysis["import_csv"])),
+            "repetitions-import": _join(sorted({str(int(x)) for x in n})),
+            "gate-constant": False, "random-weights": False}
+    t, sched = campaign.thermal, campaign.schedule
+    sensors = sorted(set(runs["sensor"].dropna())) if "sensor" in runs else []
+    cells = runs.drop_duplicates(["model", "environment", "repetition"])
+    waits = cells["gate_waited_s"].dropna() if "gate_waited_s" in cells else pd.Series()
+    n_machines = runs["machine"].nunique() if "machine" in runs else 1
+    found = facts.from_records(campaign.root)
+    docker = [e for e in found["environments"] if e["kind"] == "docker"]
+    host_dirs = sorted({d for e in docker for d in e["host_dirs"].split(", ") if d})
+    return {
+        "imported": False,
+        "repetitions": campaign.repetitions,
+        "design-williams": sched["design"] == "williams",
+        "design-alternating": sched["design"] == "alternating",
+        "design-random": sched["design"] == "random",
+        "models-interleaved": sched.get("models") == "interleaved",
+        "sensor-none": sensors in ([], ["none"]),
+        "sensor": tables.tex("/".join(s for s in sensors if s != "none") or t["sensor"]),
+        "threshold": f"{t['threshold_c']:g}",
+        "min-interval": f"{t['min_interval_s']:g}",
+        "has-stability": bool(t.get("stability_s")),
+        "stability": f"{t.get('stability_s') or 0:g}",
+        "cooldown": f"{t['cooldown_s']:g}",
+        "telemetry-hz": f"{campaign.telemetry['hz']:g}",
+        "gate-constant": bool(len(waits)) and waits.nunique() == 1,
+        "gate-wait": tables.num(float(waits.iloc[0])) if len(waits) else "--",
+        "gate-wait-max": tables.num(float(waits.max())) if len(waits) else "--",
+        "n-machines": n_machines,
+        "n-hosts": len(found["hosts"]),
+        "n-gpus": len(found["gpus"]),
+        "gpu": bool(found["gpus"]),
+        "gpu-names": tables.tex(_join(sorted(set(found["gpus"].values())))) or "--",
+        "blocks-split": any(f.check == "block_split" for f in quality.machines(runs)),
+        "random-weights": any(w["random_weights"] for w in found["workloads"]),
+        "container-host-software": bool({"/usr", "/opt"} & set(host_dirs)),
+        "container-host-dirs": tables.tex(_join(host_dirs)) if host_dirs else "--",
+        "has-docker": bool(docker),
+        "docker-device-nodes": any("device nodes" in e["gpu"] for e in docker),
+        **page_cache_values(campaign, runs),
+    }
+
+
+def _result_values(campaign: Campaign, results: pd.DataFrame | None,
+                   runs: pd.DataFrame) -> dict[str, Any]:
+    a = campaign.analysis
+    alpha = a["alpha"]
+    reg = metric_registry(campaign)
+    v: dict[str, Any] = {"family": 0, "significant-bh": 0, "significant-bonf": 0,
+                         "equivalent": 0, "hl-count": 0, "hl-each": "",
+                         "hl-overhead": 0, "hl-equivalent": 0, "hl-inconclusive": 0,
+                         "hl-advantage": 0, "startup-present": False, "startup-robust": False}
+    if results is None or results.empty:
+        return v
+    v["family"] = int(results["p"].notna().sum())
+    v["significant-bh"] = int((results["p_bh"] < alpha).sum())
+    v["significant-bonf"] = int((results["p_bonferroni"] < alpha).sum())
+    v["equivalent"] = int((results["tost_p"] < alpha).sum())
+    heads = _headline_rows(campaign, results, runs)
+    v["hl-count"] = len(heads)
+    v["hl-each"] = "".join(f"\\hlitem{{{i}}}" for i in range(1, len(heads) + 1))
+    for i, h in enumerate(heads, 1):
+        r, info = h["row"], reg.get(h["metric"])
+        v[f"hl/{i}/model"] = tables.tex(h["model"])
+        v[f"hl/{i}/env"] = tables.tex(h["environment"])
+        v[f"hl/{i}/metric"] = tables.tex(info.label.lower() if info else h["metric"])
+        v[f"hl/{i}/rel"] = tables.pct(r.rel_overhead)
+        v[f"hl/{i}/ci"] = f"{tables.pct(r.rel_ci_low)}, {tables.pct(r.rel_ci_high)}"
+        v[f"hl/{i}/mde"] = tables.num(100 * r.get("mde_rel", math.nan), 2)
+        for word in ("overhead", "equivalent", "inconclusive", "advantage", "difference"):
+            v[f"hl/{i}/{word}"] = h["verdict"] == word
+        if h["verdict"] in ("overhead", "equivalent", "inconclusive", "advantage"):
+            v[f"hl-{h['verdict']}"] += 1
+    mdes = [100 * h["row"].get("mde_rel", math.nan) for h in heads
+            if h["verdict"] == "inconclusive"]
+    mdes = [m for m in mdes if m == m]
+    v["hl-mde-min"] = tables.num(min(mdes), 2) if mdes else "--"
+    v["hl-mde-max"] = tables.num(max(mdes), 2) if mdes else "--"
+    # start-up: an environment whose launch is slower for every model
+    starts = {env: facts.robust_difference(g, "startup_s", alpha)
+              for env, g in results.groupby("environment", sort=False)}
+    robust = {e: r for e, r in starts.items() if r["robust"]}
+    v["startup-present"] = any(r["present"] for r in starts.values())
+    v["startup-robust"] = bool(robust)
+    if robust:
+        v["startup-envs"] = tables.tex(_join(list(robust)))
+        v["startup-min"] = tables.num(min(r["min"] for r in robust.values()), 2)
+        v["startup-max"] = tables.num(max(r["max"] for r in robust.values()), 2)
+        v["startup-n"] = sum(r["n"] for r in robust.values())
+        v["startup-significant"] = sum(r["significant"] for r in robust.values())
+    equivalent_metrics = [m for m, g in results.groupby("metric", sort=False)
+                          if (g["tost_p"] < alpha).all()]
+    v["any-equivalent-metric"] = bool(equivalent_metrics)
+    v["equivalent-metrics"] = tables.tex(_join([
+        reg[m].label.lower() if m in reg else m for m in equivalent_metrics])) or "--"
+    for _, r in results.iterrows():
+        key = f"{r.model}/{r.environment}/{r.metric}"
+        v[f"rel/{key}"] = tables.pct(r.rel_overhead)
+        v[f"rel-ci/{key}"] = f"[{tables.pct(r.rel_ci_low)}, {tables.pct(r.rel_ci_high)}]"
+        v[f"p/{key}"] = tables.pval(r.p)
+        v[f"p-bh/{key}"] = tables.pval(r.p_bh)
+        v[f"test/{key}"] = r.primary_test
+    return v
+
+
 def run_numbers(campaign: Campaign, kept_csv: Path, comparisons_csv: Path,
                 quality_json: Path, out_numbers: Path, out_quality: Path) -> None:
+    """Every value and condition the text of paper/main.tex quotes (\\ctx, \\ifctx)."""
     runs = read_table(kept_csv)
     results = read_table(comparisons_csv)
     q = records.read_json(quality_json)
     reg = metric_registry(campaign)
     a = campaign.analysis
     head = headline(campaign, runs)
-    runs_per_cell = runs.drop_duplicates(["model", "environment", "repetition"])
-    rule_text = {
-        "auto": "Welch's $t$ test when both groups pass the Shapiro-Wilk test at "
-                f"$\\alpha={a['alpha']}$, otherwise the Mann-Whitney $U$ test",
-        "paired": "the paired $t$ test on complete blocks (Welch's $t$ or Mann-Whitney $U$ by "
-                  "the Shapiro-Wilk rule where blocks are incomplete)",
-        "welch": "Welch's $t$ test",
-        "mannwhitney": "the Mann-Whitney $U$ test",
-    }[a["primary_test"]]
+    cells = runs.drop_duplicates(["model", "environment", "repetition"])
+    envs = environment_order(campaign, runs)
+    present_envs = [e for e in envs if e in set(runs["environment"])]
     v: dict[str, Any] = {
         "campaign": tables.tex(campaign.name),
-        "runs": len(runs_per_cell),
+        "runs": len(cells),
         "models": runs["model"].nunique(),
-        "environments": runs["environment"].nunique(),
+        "model-list": tables.tex(_join(list(dict.fromkeys(runs["model"])))),
+        "environments": len(present_envs),
+        "environment-list": tables.tex(_join(present_envs)),
+        "others": tables.tex(_join([e for e in present_envs if e != campaign.reference])),
         "reference": tables.tex(campaign.reference),
         "alpha": a["alpha"],
         "margin": f"{100 * a['equivalence_margin']:g}",
         "resamples": f"{a['bootstrap_resamples']:,}".replace(",", "\\,"),
-        "primary-rule": rule_text,
+        "primary-auto": a["primary_test"] == "auto",
+        "primary-paired": a["primary_test"] == "paired",
+        "primary-welch": a["primary_test"] == "welch",
+        "primary-mannwhitney": a["primary_test"] == "mannwhitney",
         "excluded": len(q["excluded"]),
         "findings": len(q["findings"]),
         "headline-metric": tables.tex(reg[head].label.lower()) if head else "--",
-        "family": 0, "significant-bh": 0, "significant-bonf": 0, "equivalent": 0,
-        "overhead-min": "--", "overhead-max": "--",
+        "metrics": len(analysed_metrics(campaign, runs)),
+        "has-memory": bool(set(tables.MEMORY_METRICS) & set(runs["metric"])),
+        **_design_values(campaign, runs),
+        **_result_values(campaign, results, runs),
     }
-    if campaign.is_import:
-        v["design-text"] = (
-            "These are imported results of a study this workflow did not run ("
-            + tables.tex(campaign.raw.get("description", campaign.analysis["import_csv"]))
-            + "). Their design (order of runs, warm-up, thermal state, what the timing "
-            "includes) is as the source reports it; the analysis can add tests, effect sizes "
-            "and intervals but cannot remove confounds built into the measurement.")
-    else:
-        t = campaign.thermal
-        sensors = sorted(set(runs["sensor"].dropna())) if "sensor" in runs else []
-        if sensors == ["none"]:
-            gate = ("No temperature sensor was available, so before every run the gate waited "
-                    f"only until {t['min_interval_s']:g}\\,s had passed since the previous run")
-        else:
-            gate = ("Before every run a thermal gate waits until the "
-                    f"{tables.tex('/'.join(sensors) or t['sensor'])} sensor reads below "
-                    f"{t['threshold_c']:g}\\,$^\\circ$C and at least "
-                    f"{t['min_interval_s']:g}\\,s have passed since the previous run")
-            if t.get("stability_s"):
-                gate += (f", every reading for the last {t['stability_s']:g}\\,s having been "
-                         "below that threshold")
-        n_machines = runs["machine"].nunique() if "machine" in runs else 1
-        split = any(f.check == "block_split" for f in quality.machines(runs))
-        machines_text = (
-            " All runs were made on one machine (one GPU)." if n_machines == 1 else
-            f" The runs were made on {n_machines} machines (GPU UUIDs in the system table); "
-            + ("some blocks were split between machines (see the data-quality section)"
-               if split else "every block ran on one machine")
-            + ", and a machine-adjusted relative difference (a fixed effect per machine on "
-            "log values) is in the machine-readable results beside the plain one.")
-        v["page-cache-text"] = page_cache_text(campaign, runs)
-        v["repetitions"] = campaign.repetitions
-        v["design"] = campaign.schedule["design"]
-        v["design-text"] = (
-            f"Each model runs {campaign.repetitions} times in every environment; repetition "
-            "$i$ of a model is a block holding one run of every environment, so the analysis "
-            "can pair runs within blocks. The order of environments within blocks follows a "
-            f"counterbalanced {tables.tex(campaign.schedule['design'])} design, so that slow "
-            "drift of temperature, page cache or background load cannot favour one "
-            f"environment. {gate}; "
-            f"after every run a cooldown of {t['cooldown_s']:g}\\,s follows. Telemetry is "
-            f"sampled on the host at {campaign.telemetry['hz']:g}\\,Hz, outside the "
-            "environment under test." + machines_text)
-    if results is not None:
-        alpha = a["alpha"]
-        v["family"] = int(results["p"].notna().sum())
-        v["significant-bh"] = int((results["p_bh"] < alpha).sum())
-        v["significant-bonf"] = int((results["p_bonferroni"] < alpha).sum())
-        v["equivalent"] = int((results["tost_p"] < alpha).sum())
-        h = results[results.metric == head]
-        if not h.empty:
-            v["overhead-min"] = tables.pct(h["rel_overhead"].min())
-            v["overhead-max"] = tables.pct(h["rel_overhead"].max())
-        for _, r in results.iterrows():
-            key = f"{r.model}/{r.environment}/{r.metric}"
-            v[f"rel/{key}"] = tables.pct(r.rel_overhead)
-            v[f"rel-ci/{key}"] = f"[{tables.pct(r.rel_ci_low)}, {tables.pct(r.rel_ci_high)}]"
-            v[f"p/{key}"] = tables.pval(r.p)
-            v[f"p-bh/{key}"] = tables.pval(r.p_bh)
-            v[f"test/{key}"] = r.primary_test
     for (model, env, metric), g in runs.groupby(["model", "environment", "metric"]):
         mean = g["value"].mean()
         v[f"mean/{model}/{env}/{metric}"] = tables.num(mean) if not math.isnan(mean) else "--"

@@ -13,9 +13,11 @@ from typing import Any
 
 import pandas as pd
 
-from containertax.analysis.metrics import MetricInfo
+from containertax.analysis.metrics import MetricInfo, display_unit
 
-_TEX = {"&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}",
+# an underscore may break the line after it: ids such as docker_shm_8g are long words
+_TEX = {"&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_\allowbreak{}", "{": r"\{",
+        "}": r"\}",
         "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "\\": r"\textbackslash{}"}
 
 
@@ -49,97 +51,148 @@ def pval(p: Any) -> str:
 def pct(v: Any) -> str:
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "--"
-    return f"{100 * v:+.1f}"
+    text = f"{100 * v:+.1f}"
+    return "$0.0$" if text in ("+0.0", "-0.0") else f"${text}$"  # no signed zero
 
 
+def unit_tex(unit: str) -> str:
+    """A unit as LaTeX: µs and °C in Computer Modern's Type 1 math fonts (textcomp's
+    would be bitmaps here), the rest escaped."""
+    u = display_unit(str(unit))
+    return tex(u).replace("µ", r"$\mu$").replace("°", r"$^\circ$")
+
+
+def metric_tex(info: MetricInfo | None, metric: str) -> str:
+    return (f"{tex(info.label)} ({unit_tex(info.unit)})" if info else tex(metric))
+
+
+# Tables are set at \small (9 pt in the 10 pt paper; \footnotesize is 8 pt, the floor) and
+# never scaled: a table too wide for the text is split or set as a longtable in the appendix,
+# which the reviewer check (analysis/review.py) enforces through the PDF's font sizes.
+# Captions are prose: \papercaption{label} takes them from paper/main.tex (\setcaption).
 def booktabs(header: Sequence[str], rows: Iterable[Sequence[str]], align: str,
-             caption: str, label: str, wide: bool = True, size: str = r"\footnotesize") -> str:
-    env = "table*" if wide else "table"
+             label: str, size: str = r"\small") -> str:
+    """A floating table for the main text."""
     body = "\n".join(" & ".join(r) + r" \\" for r in rows)
-    tabular = (f"\\begin{{tabular}}{{{align}}}\n\\toprule\n{' & '.join(header)} \\\\\n"
-               f"\\midrule\n{body}\n\\bottomrule\n\\end{{tabular}}")
-    # never wider than the text: shrink a wide table rather than let it run off the page
-    width = r"\ifdim\width>\linewidth\linewidth\else\width\fi"
-    fitted = f"\\resizebox{{{width}}}{{!}}{{%\n{tabular}}}"
-    return (f"\\begin{{{env}}}[htbp]\n\\centering\n{size}\n\\caption{{{caption}}}\n"
-            f"\\label{{{label}}}\n{fitted}\n\\end{{{env}}}\n")
+    caption = f"\\papercaption{{{label}}}"
+    return (f"\\begin{{table}}[htbp]\n\\centering\n{size}\n\\caption{{{caption}}}\n"
+            f"\\label{{{label}}}\n\\begin{{tabular}}{{{align}}}\n\\toprule\n"
+            f"{' & '.join(header)} \\\\\n\\midrule\n{body}\n\\bottomrule\n\\end{{tabular}}\n"
+            "\\end{table}\n")
+
+
+def longtable(header: Sequence[str], rows: Iterable[Sequence[str]], align: str,
+              label: str, size: str = r"\footnotesize", colsep: str = "4pt") -> str:
+    """A table that may run over pages (appendix detail tables); the header repeats."""
+    caption = f"\\papercaption{{{label}}}"
+    head = " & ".join(header) + r" \\"
+    body = "\n".join(" & ".join(r) + r" \\" for r in rows)
+    return (f"{{{size}\\setlength{{\\tabcolsep}}{{{colsep}}}\n"
+            f"\\begin{{longtable}}{{{align}}}\n\\caption{{{caption}}}\\label{{{label}}}"
+            f"\\\\\n\\toprule\n{head}\n\\midrule\n\\endfirsthead\n\\toprule\n{head}\n\\midrule\n"
+            f"\\endhead\n\\bottomrule\n\\endfoot\n{body}\n\\end{{longtable}}}}\n")
+
+
+def _metric_cell(registry: dict[str, MetricInfo], metric: str) -> str:
+    return metric_tex(registry.get(metric), metric)
 
 
 def descriptives_table(desc: pd.DataFrame, registry: dict[str, MetricInfo],
                        metrics: list[str]) -> str:
-    rows = []
-    for _, r in desc[desc.metric.isin(metrics + ["latency_s"])].iterrows():
-        info = registry.get(r.metric)
-        rows.append([tex(r.model), tex(info.label if info else r.metric), tex(r.unit),
-                     tex(r.environment), str(int(r.n)), num(r["mean"]), num(r["median"]),
-                     num(r.sd), num(r["min"]), num(r["max"]), num(r.cv, 2),
-                     num(r.get("p95")) if "p95" in r else "--",
-                     num(r.get("p99")) if "p99" in r else "--"])
-    return booktabs(["Model", "Metric", "Unit", "Env.", "$n$", "Mean", "Median", "SD", "Min",
-                     "Max", "CV", "p95", "p99"], rows, "llllrrrrrrrrr",
-                    "Descriptive statistics per model, metric and environment (p95/p99 of "
-                    "latency from per-request data).", "tab:descriptives")
+    """Per-run metrics; request latency percentiles (from per-request data) in a table of
+    their own, so that neither is wider than the page."""
+    d = desc[desc.metric.isin(metrics)]
+    rows = [[tex(r.model), _metric_cell(registry, r.metric), tex(r.environment), str(int(r.n)),
+             num(r["mean"]), num(r.sd), num(r["min"]), num(r["max"]), num(r.cv, 2)]
+            for _, r in d.iterrows()]
+    out = longtable(["Model", "Metric (unit)", "Env.", "$n$", "Mean", "SD", "Min", "Max",
+                     "CV"], rows, r"lL{0.2\linewidth}L{0.09\linewidth}" + "r" * 6,
+                    "tab:descriptives", size=r"\scriptsize")
+    lat = desc[desc.metric == "latency_s"]
+    if not lat.empty and {"p50", "p95", "p99"} <= set(lat):
+        rows = [[tex(r.model), tex(r.environment), str(int(r.n)), num(r["mean"]),
+                 num(r["p50"]), num(r["p95"]), num(r["p99"]), num(r["max"])]
+                for _, r in lat.iterrows()]
+        out += longtable(["Model", "Env.", "Requests", "Mean", "p50", "p95", "p99", "Max"],
+                         rows, "llrrrrrr", "tab:latency", size=r"\footnotesize")
+    return out
 
 
-def inferential_table(results: pd.DataFrame, registry: dict[str, MetricInfo]) -> str:
-    rows = []
-    for _, r in results.iterrows():
-        info = registry.get(r.metric)
-        rows.append([tex(r.model), tex(info.label if info else r.metric),
-                     tex(f"{r.environment} vs {r.reference}"),
-                     f"{pct(r.rel_overhead)} [{pct(r.rel_ci_low)}, {pct(r.rel_ci_high)}]",
-                     num(r.hedges_g, 2), tex(r.primary_test), pval(r.p), pval(r.p_bonferroni),
-                     pval(r.p_bh), pval(r.tost_p), num(100 * r.mde_rel, 2)])
-    return booktabs(["Model", "Metric", "Comparison", r"Rel.\ diff.\ \% [95\,\% CI]",
-                     "$g$", "Primary test", "$p$", r"$p_\mathrm{Bonf}$", r"$p_\mathrm{BH}$",
-                     r"$p_\mathrm{TOST}$", r"MDE \%"], rows, "lllrrlrrrrr",
-                    "Comparisons with the reference environment: relative difference of means "
-                    "with BCa bootstrap interval, Hedges $g$, the primary test's $p$ raw and "
-                    "corrected across the whole family (Bonferroni, Benjamini-Hochberg), the "
-                    "equivalence test (TOST on the log ratio) and the minimum detectable "
-                    "effect at 80\\,\\% power.", "tab:inferential")
+def _comparison_rows(results: pd.DataFrame, registry: dict[str, MetricInfo],
+                     cells) -> list[list[str]]:
+    return [[tex(r.model), _metric_cell(registry, r.metric), tex(r.environment), *cells(r)]
+            for _, r in results.iterrows()]
+
+
+def estimates_table(results: pd.DataFrame, registry: dict[str, MetricInfo]) -> str:
+    rows = _comparison_rows(results, registry, lambda r: [
+        f"{pct(r.rel_overhead)} [{pct(r.rel_ci_low)}, {pct(r.rel_ci_high)}]",
+        num(r.hedges_g, 2), num(100 * r.mde_rel, 2)])
+    return longtable(["Model", "Metric (unit)", "Env.", r"Rel.\ diff.\ \% [95\,\% CI]", "$g$",
+                      r"MDE \%"], rows, r"lL{0.28\linewidth}L{0.12\linewidth}rrr",
+                     "tab:estimates")
+
+
+def tests_table(results: pd.DataFrame, registry: dict[str, MetricInfo]) -> str:
+    rows = _comparison_rows(results, registry, lambda r: [
+        tex(r.primary_test), pval(r.p), pval(r.p_bonferroni), pval(r.p_bh), pval(r.tost_p)])
+    return longtable(["Model", "Metric (unit)", "Env.", "Primary test", "$p$",
+                      r"$p_\mathrm{Bonf}$", r"$p_\mathrm{BH}$", r"$p_\mathrm{TOST}$"], rows,
+                     r"lL{0.21\linewidth}L{0.1\linewidth}lrrrr", "tab:tests")
+
+
+def headline_table(rows: list[dict[str, Any]], registry: dict[str, MetricInfo]) -> str:
+    """The headline comparison of each model, with the verdict the abstract states."""
+    if not rows:
+        return ""
+    body = [[tex(r["model"]), _metric_cell(registry, r["metric"]), tex(r["environment"]),
+             f"{r['rel']} [{r['ci']}]", r["p_bh"], r["mde"], tex(r["verdict"])] for r in rows]
+    return booktabs(["Model", "Metric (unit)", "Env.", r"Rel.\ diff.\ \% [95\,\% CI]",
+                     r"$p_\mathrm{BH}$", r"MDE \%", "Verdict"], body,
+                    r"lL{0.15\linewidth}L{0.1\linewidth}rrrl", "tab:headline")
+
+
+def key_value_table(facts: dict[str, Any], label: str) -> str:
+    rows = [[tex(k), tex(v)] for k, v in facts.items() if v not in (None, "")]
+    return booktabs(["Item", "Value"], rows, r"L{0.25\linewidth}L{0.68\linewidth}", label)
 
 
 MEMORY_METRICS = ("kv_cache_gib", "host_mem_used_peak_gib", "host_mem_rise_gib",
                   "gpu_mem_peak_gib", "peak_memory_gib", "mem_available_before_gib",
                   "mem_available_after_gib", "max_rss_mib")
 
-
 def memory_table(runs: pd.DataFrame, registry: dict[str, MetricInfo]) -> str:
-    """Memory per model and environment (mean and SD over the runs): where the reference
-    study saw 20-30 GiB between Docker and chroot on unified memory."""
+    """Memory per model and environment (mean and SD over the runs), one row per model,
+    environment and metric when more than three environments would not fit."""
     present = [m for m in MEMORY_METRICS if m in set(runs["metric"])]
     if not present:
-        return "No memory metrics were recorded in this campaign.\n"
-    stats = (runs[runs.metric.isin(present)].groupby(["model", "environment", "metric"])["value"]
-             .agg(["mean", "std"]))
+        return ""
+    stats = (runs[runs.metric.isin(present)].groupby(["model", "metric", "environment"])
+             ["value"].agg(["mean", "std"]))
+    envs = list(dict.fromkeys(runs["environment"]))
     rows = []
-    for (model, env), _ in runs.groupby(["model", "environment"], sort=False):
+    for (model, metric), g in stats.groupby(level=[0, 1], sort=False):
         cells = []
-        for m in present:
-            if (model, env, m) in stats.index:
-                mean, sd = stats.loc[(model, env, m)]
+        for env in envs:
+            if (model, metric, env) in g.index:
+                mean, sd = g.loc[(model, metric, env)]
                 cells.append(f"{num(mean)} $\\pm$ {num(sd, 2)}" if sd == sd else num(mean))
             else:
                 cells.append("--")
-        rows.append([tex(model), tex(env), *cells])
-    header = ["Model", "Env."] + [
-        f"{tex(registry[m].label if m in registry else m)} ({tex(registry[m].unit)})"
-        for m in present]
-    lead = "Table~\\ref{tab:memory} shows the memory each model took in each environment.\n"
-    return lead + booktabs(header, rows, "ll" + "r" * len(present),
-                    "Memory per model and environment, mean $\\pm$ SD over the runs: KV cache "
-                    "as TensorRT-LLM reports allocating it, peak host memory in use "
-                    "(MemTotal$-$MemAvailable, 10\\,Hz; on unified memory it includes the GPU's "
-                    "allocations) and its rise over the run's start, GPU memory where NVML "
-                    "reports it, MemAvailable before and after.", "tab:memory")
+        rows.append([tex(model), _metric_cell(registry, metric), *cells])
+    if len(envs) > 3:  # one row per environment: a column each would not fit the page
+        long_rows = [[model, metric, tex(env), cell] for model, metric, *cells in rows
+                     for env, cell in zip(envs, cells, strict=True) if cell != "--"]
+        return longtable(["Model", "Metric (unit)", "Env.", "Mean $\\pm$ SD"], long_rows,
+                         r"lL{0.3\linewidth}L{0.2\linewidth}r", "tab:memory",
+                         size=r"\footnotesize")
+    return booktabs(["Model", "Metric (unit)", *map(tex, envs)], rows,
+                    r"lL{0.22\linewidth}" + "r" * len(envs), "tab:memory",
+                    size=r"\footnotesize")
 
 
 def system_table(facts: dict[str, Any]) -> str:
-    rows = [[tex(k), tex(v)] for k, v in facts.items() if v not in (None, "")]
-    return booktabs(["Item", "Value"], rows, "lp{0.62\\linewidth}",
-                    "System and software configuration (from the recorded provenance).",
-                    "tab:system", wide=False)
+    return key_value_table(facts, "tab:system")
 
 
 def macros(values: dict[str, Any]) -> str:
@@ -150,8 +203,14 @@ def macros(values: dict[str, Any]) -> str:
         r"\newcommand{\ctxdef}[2]{\expandafter\def\csname ctx@#1\endcsname{#2}}",
         r"\newcommand{\ctx}[1]{\ifcsname ctx@#1\endcsname\csname ctx@#1\endcsname"
         r"\else\PackageError{containertax}{no generated value #1}{}\fi}",
+        r"\newcommand{\ifctx}[1]{\ifnum\ctx{#1}=1 \expandafter\@firstoftwo\else"
+        r"\expandafter\@secondoftwo\fi}",
+        r"\newcommand{\ifctxdefined}[1]{\ifcsname ctx@#1\endcsname"
+        r"\expandafter\@firstoftwo\else\expandafter\@secondoftwo\fi}",
         r"\makeatother",
     ]
     for key, value in values.items():
+        if isinstance(value, bool):  # a condition for \ifctx{key}{then}{else}
+            value = int(value)
         lines.append(f"\\ctxdef{{{key}}}{{{value}}}")
     return "\n".join(lines) + "\n"

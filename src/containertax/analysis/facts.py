@@ -1,0 +1,223 @@
+"""What the paper states about a campaign, read from its records and results: the verdict of
+each headline comparison, how each environment was set up, each workload's parameters and
+the design as it ran. Values and conditions only; the sentences are in paper/main.tex.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from containertax.analysis.metrics import MetricInfo
+
+# --- verdicts ------------------------------------------------------------------------
+
+
+def verdict(r: pd.Series, info: MetricInfo | None, alpha: float) -> str:
+    """equivalent (TOST within the margin), overhead / advantage (BH-corrected difference,
+    worse / better for the container by the metric's direction), difference (a metric with
+    no better side), or inconclusive (neither: the sample could not tell)."""
+    tost = r.get("tost_p", math.nan)
+    if tost == tost and tost < alpha:
+        return "equivalent"
+    p_bh = r.get("p_bh", math.nan)
+    if p_bh == p_bh and p_bh < alpha:
+        direction = info.direction if info else "none"
+        if direction == "none":
+            return "difference"
+        worse = r.rel_overhead > 0 if direction == "lower" else r.rel_overhead < 0
+        return "overhead" if worse else "advantage"
+    return "inconclusive"
+
+
+def headline_metric_of(model_results: pd.DataFrame, wanted: str | None,
+                       metrics: list[str]) -> str | None:
+    """The campaign's headline metric where the model has it, else its first analysed
+    speed metric with an interval (a matrix product has no token throughput; its peak
+    memory, identical in every run, says nothing about speed)."""
+    from containertax.analysis.tables import MEMORY_METRICS
+
+    present = set(model_results["metric"])
+    if wanted in present:
+        return wanted
+    informative = set(model_results.loc[model_results["rel_ci_low"].notna(), "metric"])
+    ranked = ([m for m in metrics if m in informative and m not in MEMORY_METRICS]
+              + [m for m in metrics if m in present])
+    return ranked[0] if ranked else None
+
+
+def headlines(results: pd.DataFrame, registry: dict[str, MetricInfo], wanted: str | None,
+              metrics: list[str], alpha: float) -> list[dict[str, Any]]:
+    """One row per model and environment: its headline comparison and verdict."""
+    rows = []
+    for model, g in results.groupby("model", sort=False):
+        metric = headline_metric_of(g, wanted, metrics)
+        if metric is None:
+            continue
+        for _, r in g[g.metric == metric].iterrows():
+            rows.append({"model": str(model), "metric": metric, "environment": r.environment,
+                         "row": r, "verdict": verdict(r, registry.get(metric), alpha)})
+    return rows
+
+
+def robust_difference(results: pd.DataFrame, metric: str, alpha: float) -> dict[str, Any]:
+    """Whether a metric is larger in the container for every model (every 95 % interval of
+    the relative difference above zero), how many of those comparisons survive the
+    Benjamini-Hochberg correction, and the range of the difference in the metric's unit:
+    the start-up cost of a container."""
+    d = results[results.metric == metric]
+    if d.empty:
+        return {"present": False, "robust": False}
+    robust = bool((d["rel_ci_low"] > 0).all())
+    diff = d["mean_env"] - d["mean_ref"]
+    return {"present": True, "robust": robust, "min": float(diff.min()),
+            "max": float(diff.max()), "n": len(d),
+            "significant": int((d["p_bh"] < alpha).sum()) if "p_bh" in d else 0}
+
+
+# --- environments and workloads from the records ---------------------------------------
+
+_DOCKER_FLAGS = {"ipc_mode": "--ipc", "network_mode": "--network", "shm_size": "--shm-size",
+                 "privileged": "--privileged", "cpuset_cpus": "--cpuset-cpus",
+                 "runtime": "--runtime", "cap_add": "--cap-add", "security_opt": "--security-opt",
+                 "pid_mode": "--pid", "userns_mode": "--userns", "cgroupns": "--cgroupns",
+                 "mem_limit": "--memory", "nano_cpus": "--cpus", "init": "--init"}
+_HARNESS_TARGETS = ("/containertax/probe", "/containertax/work")
+
+
+def _flag(key: str, value: Any) -> list[str]:
+    if key in ("devices", "device_requests", "volumes", "environment"):
+        return []
+    if key == "ulimits":
+        return [f"--ulimit {u['Name']}={u['Soft']}" for u in value or []]
+    name = _DOCKER_FLAGS.get(key, "--" + key.replace("_", "-"))
+    if value is True:
+        return [name]
+    if isinstance(value, list):
+        return [f"{name} {v}" for v in value]
+    return [f"{name} {value}"]
+
+
+def _gpu_access(env: dict[str, Any], rec: dict[str, Any]) -> str:
+    resolved = env.get("resolved", {})
+    kwargs = resolved.get("create_kwargs", {})
+    if kwargs.get("device_requests"):
+        return "NVIDIA Container Toolkit (device request)"
+    nodes = [d.split(":")[0] for d in kwargs.get("devices", []) if "/dev/nvidia" in d]
+    if nodes:
+        names = sorted({Path(n).name for n in nodes})
+        return f"{len(nodes)} device nodes ({', '.join(names)})"
+    has_gpu = bool((rec.get("telemetry") or {}).get("gpu"))
+    if env["kind"] == "native":
+        return "direct (host driver)" if has_gpu else "none (no GPU recorded)"
+    if env["kind"] == "chroot":
+        libs = resolved.get("driver_libraries")
+        if libs:
+            return "host's /dev and driver libraries bound into the root"
+        return "host's /dev (shared)" if has_gpu else "none"
+    return "none"
+
+
+def environment_row(rec: dict[str, Any]) -> dict[str, str]:
+    """How one environment was set up, from a record's resolved settings."""
+    env = rec["environment"]
+    spec, resolved = env.get("spec", {}), env.get("resolved", {})
+    kind = env["kind"]
+    image = (resolved.get("image") or {}).get("name") or spec.get("image")
+    if kind == "native":
+        software = "the host's own"
+    elif kind == "chroot":
+        software = f"root filesystem exported from {image}"
+    else:
+        software = f"image {image}"
+    mounts = [v for v in resolved.get("volumes", []) if not any(
+        f":{t}:" in v or v.endswith(f":{t}") for t in _HARNESS_TARGETS)]
+    if kind == "chroot":
+        mounts = [str(b) for b in resolved.get("binds", []) or []]
+    isolation = {"native": "none (host process)",
+                 "chroot": "mount namespace and root directory",
+                 "docker": "namespaces (mount, PID, IPC, UTS, network) and cgroups"}.get(
+        kind, kind)
+    kwargs = resolved.get("create_kwargs", {})
+    if kwargs.get("ipc_mode") == "host":
+        isolation = isolation.replace("IPC, ", "")
+    if kwargs.get("network_mode") == "host":
+        isolation = isolation.replace(", network", "")
+    flags = [f for k, v in kwargs.items() for f in _flag(k, v)]
+    return {"environment": env["id"], "kind": kind, "software": software,
+            "mounts": ", ".join(map(_mount_words, mounts)) or "none",
+            "read_only": all(m.endswith(":ro") for m in mounts) if mounts else False,
+            "gpu": _gpu_access(env, rec), "isolation": isolation,
+            "flags": " ".join(flags) or "none",
+            "host_dirs": ", ".join(sorted({m.split(":")[0] for m in mounts
+                                           if m.split(":")[0] == m.split(":")[1]}))}
+
+
+def _mount_words(volume: str) -> str:
+    """'/usr:/usr:ro' -> '/usr'; '/data:/models:ro' -> '/data as /models'."""
+    parts = volume.split(":")
+    src, dst = parts[0], parts[1] if len(parts) > 1 else parts[0]
+    return src if src == dst else f"{src} as {dst}"
+
+
+_PARAM_WORDS = {"batch_size": "batch", "input_len": "input tokens", "output_len": "output tokens",
+                "requests": "measured requests", "warmup": "warm-up", "repeats": "timed repeats",
+                "size": "n", "dtype": "dtype", "decoding": "decoding", "threads": "threads",
+                "backend": "backend", "device": "device"}
+_SKIP_PARAMS = {"timeout_s", "model_config", "seed", "device"}
+WORKLOAD_WORDS = {"matmul": "square matrix product",
+                  "transformers": "LLM inference (transformers)",
+                  "microbench": "GPU microbenchmarks (copies, convolutions)",
+                  "trtllm": "LLM inference (TensorRT-LLM)"}
+
+
+def workload_row(rec: dict[str, Any]) -> dict[str, str]:
+    from containertax import workloads
+
+    w = rec["workload"]
+    recorded = w.get("params", {})
+    # the parameters the workload's probe reads (a campaign-wide setting such as batch_size
+    # is recorded for a matrix product too, which ignores it), defaults filled in as it did
+    known = workloads.REGISTRY[w["kind"]].defaults if w["kind"] in workloads.REGISTRY else None
+    params = ({k: v for k, v in {**known, **recorded}.items() if k in known or k == "size"}
+              if known else recorded)
+    parts = [f"{_PARAM_WORDS.get(k, k.replace('_', ' '))} {v}" for k, v in params.items()
+             if k not in _SKIP_PARAMS and isinstance(v, str | int | float)]
+    model = (rec.get("detail") or {}).get("model") or {}
+    cfg = recorded.get("model_config") or model.get("config")
+    if cfg:
+        n = model.get("parameters")
+        parts.insert(0, f"{cfg.get('model_type', 'model')} architecture, "
+                        f"{cfg.get('num_hidden_layers', '?')} layers, hidden size "
+                        f"{cfg.get('hidden_size', '?')}"
+                     + (f", {n / 1e9:.2f}\u00a0B parameters" if n else ""))
+    return {"model": rec["cell"]["model"], "kind": WORKLOAD_WORDS.get(w["kind"], w["kind"]),
+            "params": "; ".join(parts) or "defaults",
+            "random_weights": model.get("source") == "config"}
+
+
+def from_records(root: Path) -> dict[str, Any]:
+    """One pass over the raw records: environments, workloads, machines and GPUs."""
+    from containertax.analysis.aggregate import read_records
+
+    envs: dict[str, dict[str, str]] = {}
+    work: dict[str, dict[str, str]] = {}
+    hosts: set[str] = set()
+    gpus: dict[str, str] = {}
+    for _, record in read_records(root):
+        rec = record.to_dict()
+        env_id = rec["environment"]["id"]
+        if env_id not in envs:
+            envs[env_id] = environment_row(rec)
+        model = rec["cell"]["model"]
+        if model not in work:
+            work[model] = workload_row(rec)
+        hosts.add(str(rec["provenance"]["host"].get("hostname")))
+        gpu = (rec.get("telemetry") or {}).get("gpu") or {}
+        if gpu.get("uuid"):
+            gpus[gpu["uuid"]] = gpu.get("name", "GPU")
+    return {"environments": list(envs.values()), "workloads": list(work.values()),
+            "hosts": sorted(hosts), "gpus": gpus}
