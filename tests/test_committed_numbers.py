@@ -1,6 +1,8 @@
 """The committed H100 campaigns' numbers.tex, rebuilt from their raw records, is what it was
 before the architecture refactor (#10): the expected files under tests/data/numbers/ were
-computed from main at commit 254387c with `snakemake <root>/paper/numbers.tex`.
+computed from main at commit 254387c with `snakemake <root>/paper/numbers.tex`, then
+regenerated for the paper issue (#12): the same statistics (every shared value equal), new
+keys for the text's conditions (\ifctx), percentages in math mode and no signed zero.
 
 A deliberate change of the statistics changes these numbers: regenerate the expected file
 with the command above and say so in the commit.
