@@ -73,11 +73,31 @@ def test_whole_blocks_per_lane_balanced(config_dict, reps, n):
         assert max(counts) - min(counts) <= 1 and sum(counts) == reps
 
 
+@pytest.mark.parametrize("design,envs", [("alternating", 2), ("williams", 3),
+                                         ("williams", 4)])
+def test_every_lane_gets_every_sequence_of_the_design(config_dict, design, envs):
+    """Planted confound: with plain turns, 2 lanes and ABBA, lane a would only ever run
+    AB and lane b only BA."""
+    names = list(config_dict["environments"])
+    config_dict["environments"] = {f"e{i}": dict(config_dict["environments"][names[0]])
+                                   for i in range(envs)}
+    config_dict["reference_environment"] = "e0"
+    config_dict["schedule"]["design"] = design
+    n_seq = len(schedule.williams_rows(envs)) if design == "williams" else 2
+    config_dict["repetitions"] = 2 * n_seq
+    config_dict["lanes"] = [{"id": "a", "gpu": 0}, {"id": "b", "gpu": 1}]
+    plan = schedule.plan(config.load_campaign(config_dict, "x.yaml"))
+    for lane in ("a", "b"):
+        seqs = Counter(c.sequence for c in plan if c.lane == lane and c.environment == "e0")
+        assert len(seqs) == n_seq, (lane, seqs)
+
+
 def test_schedule_csv_has_the_lane(tmp_path, config_dict):
     campaign = two_lanes(config_dict)
     schedule.write_csv(schedule.plan(campaign), tmp_path / "s.csv")
     back = schedule.read_csv(tmp_path / "s.csv")
     assert back == schedule.plan(campaign)
+    # williams with 3 environments: 6 sequences, so reps 1-4 run 4 different ones: turns
     assert [c.lane for c in back if c.environment == "native" and c.model == "n256"] == \
         ["a", "b", "a", "b"]
 
@@ -228,3 +248,31 @@ def test_status_per_lane(tmp_path, config_dict):
     text = status.render(summary)
     assert "lane a" in text and "lane b" in text and "1 lane" in text
     json.dumps(summary)
+
+
+def lane_runs(lane_of_rep, reps, missing=()):
+    import pandas as pd
+
+    rows = [{"model": "m", "environment": e, "repetition": r, "block": r,
+             "lane": lane_of_rep(r), "metric": "t", "value": 1.0}
+            for r in range(1, reps + 1) for e in ("native", "docker")
+            if (r, e) not in missing]
+    return pd.DataFrame(rows)
+
+
+def test_quality_flags_lanes_with_too_few_blocks():
+    from containertax.analysis.quality import lanes_with_few_blocks
+
+    def dealt(r):
+        return "a" if r % 2 else "b"
+
+    assert lanes_with_few_blocks(lane_runs(dealt, 6)) == []  # 3 and 3 blocks
+    # planted: lane b lost a run of two of its blocks (a GPU that died): 1 complete block
+    (found,) = lanes_with_few_blocks(lane_runs(dealt, 6, missing={(2, "docker"),
+                                                                  (4, "native")}))
+    assert found.check == "lane_blocks"
+    assert found.details["lanes"] == [{"model": "m", "lane": "b", "blocks": 1}]
+    # planted: a lane far behind the other (5 blocks against 2), each over the minimum
+    (behind,) = lanes_with_few_blocks(lane_runs(lambda r: "a" if r <= 5 else "b", 7))
+    assert behind.details["lanes"] == [{"model": "m", "lane": "b", "blocks": 2}]
+    assert lanes_with_few_blocks(lane_runs(lambda r: "", 6)) == []  # before lanes existed

@@ -2,10 +2,10 @@
 lane with its own gate, cooldown and ledger.
 
 A lane runs whole blocks (repetitions), so that every paired comparison of a block is
-made on one GPU; repetitions go to lanes in turn (1 -> first lane, 2 -> second, ...), which
-gives every model the same number of blocks on every lane (within one) and lets the
-analysis adjust for the machine. Without `lanes` in the config the campaign has one
-implicit lane on `thermal.device`, and runs exactly as before.
+made on one GPU; repetitions are dealt to lanes (deal), which gives every model the
+same number of blocks on every lane (within one), spreads the design's sequences over the
+lanes, and lets the analysis adjust for the machine. Without `lanes` in the config the
+campaign has one implicit lane on `thermal.device`, and runs exactly as before.
 """
 
 from __future__ import annotations
@@ -56,14 +56,39 @@ def lanes(campaign: Campaign) -> tuple[Lane, ...]:
                       dict(lane.get("slurm") or {})) for lane in configured)
 
 
-def lane_of(campaign: Campaign, repetition: int) -> Lane:
-    """The lane of a repetition (block): repetitions are dealt to lanes in turn."""
-    all_lanes = lanes(campaign)
-    return all_lanes[(repetition - 1) % len(all_lanes)]
+def deal(n_lanes: int, sequences: list[int]) -> list[int]:
+    """The lane (index) of each repetition, given the design sequence each one runs: always
+    to a lane with the fewest repetitions so far (counts balanced within one), among those
+    the one that has run this sequence least, so that every lane runs the design's
+    sequences alike (plain turns with 2 lanes and the ABBA design would give one lane only
+    AB and the other only BA, confounding the lane with the order)."""
+    totals = [0] * n_lanes
+    seen: list[dict[int, int]] = [{} for _ in range(n_lanes)]
+    out = []
+    for seq in sequences:
+        lane = min(range(n_lanes), key=lambda k: (totals[k], seen[k].get(seq, 0), k))
+        totals[lane] += 1
+        seen[lane][seq] = seen[lane].get(seq, 0) + 1
+        out.append(lane)
+    return out
 
 
 def lane_by_id(campaign: Campaign, lane_id: str) -> Lane:
     return next(lane for lane in lanes(campaign) if lane.id == lane_id)
+
+
+SLURM_KEYS = ("slurm_partition", "constraint", "gres", "slurm_extra")
+
+
+def slurm_resources(lane: Lane) -> dict[str, str]:
+    """The lane's placement as resources of snakemake-executor-plugin-slurm: its node
+    (slurm.nodelist, else host) goes into slurm_extra, which the plugin passes to sbatch."""
+    s = lane.slurm
+    nodelist = s.get("nodelist") or lane.host
+    extra = " ".join(x for x in (f"--nodelist={nodelist}" if nodelist else "",
+                                 s.get("extra", "")) if x)
+    return {"slurm_partition": s.get("partition", ""), "constraint": s.get("constraint", ""),
+            "gres": s.get("gres", ""), "slurm_extra": extra}
 
 
 def check(data: dict[str, Any], source: str) -> list[str]:

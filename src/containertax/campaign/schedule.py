@@ -97,8 +97,15 @@ def plan(campaign: Campaign) -> list[Cell]:
 
 
 def with_lanes(campaign: Campaign, cells: list[Cell]) -> list[Cell]:
-    """Each cell with the lane of its block (whole repetitions per lane, dealt in turn)."""
-    return [replace(c, lane=lanes.lane_of(campaign, c.repetition).id) for c in cells]
+    """Each cell with the lane of its block: whole repetitions per lane (lanes.deal)."""
+    all_lanes = lanes.lanes(campaign)
+    sequence = {}
+    for c in cells:  # a repetition's sequence is the same for every model (per-model index)
+        sequence.setdefault(c.repetition, c.sequence)
+    reps = sorted(sequence)
+    dealt = dict(zip(reps, lanes.deal(len(all_lanes), [sequence[r] for r in reps]),
+                     strict=True))
+    return [replace(c, lane=all_lanes[dealt[c.repetition]].id) for c in cells]
 
 
 def write_csv(cells: Sequence[Cell], path: Path) -> None:
