@@ -20,7 +20,7 @@ status=0
 root=$(cd "$workdir" && python3 -c "import sys; from containertax.campaign import config; print(config.load_file(sys.argv[1]).root.resolve())" "$cfg")
 visit="$root/raw/visits/$(date -u +%Y%m%dT%H%M%SZ)"
 mkdir -p "$visit"
-for f in ledger.jsonl schedule.csv system.json; do
-  if [ -f "$root/$f" ]; then cp "$root/$f" "$visit/$f"; fi
+for f in "$root"/ledger*.jsonl "$root"/schedule.csv "$root"/system.json; do
+  if [ -f "$f" ]; then cp "$f" "$visit/"; fi
 done
 exit $status
