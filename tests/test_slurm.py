@@ -34,7 +34,7 @@ pytestmark.append(pytest.mark.skipif(bool(MISSING), reason=f"needs {MISSING}"))
 
 SLURM_CONF = """\
 ClusterName=containertax
-SlurmctldHost={host}
+SlurmctldHost={host}(127.0.0.1)
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
@@ -53,10 +53,11 @@ SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 ReturnToService=2
 MinJobAge=600
+SlurmctldParameters=enable_configless
 SlurmctldPort={ctld_port}
 SlurmdPort={d_port}
 MpiDefault=none
-NodeName={host} CPUs={cpus} RealMemory={mem_mb} State=UNKNOWN
+NodeName={host} NodeAddr=127.0.0.1 CPUs={cpus} RealMemory={mem_mb} State=UNKNOWN
 PartitionName=lanes Nodes={host} Default=YES MaxTime=INFINITE State=UP
 """
 
@@ -82,7 +83,8 @@ def slurm_cluster(tmp_path):
     host = socket.gethostname().split(".")[0]
     mem_mb = int(Path("/proc/meminfo").read_text().split()[1]) // 1024 // 2
     conf = d / "slurm.conf"
-    conf.write_text(SLURM_CONF.format(host=host, d=d, ctld_port=free_port(), d_port=free_port(),
+    ctld_port = free_port()
+    conf.write_text(SLURM_CONF.format(host=host, d=d, ctld_port=ctld_port, d_port=free_port(),
                                       cpus=os.cpu_count(), mem_mb=mem_mb))
     env = {**os.environ, "SLURM_CONF": str(conf)}
     started: list[int] = []
@@ -100,7 +102,11 @@ def slurm_cluster(tmp_path):
     ctld = subprocess.Popen(["slurmctld", "-D", "-c", "-f", str(conf)], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
     time.sleep(1)
-    slurmd = subprocess.Popen(["slurmd", "-D", "-c", "-f", str(conf)], env=env,
+    # configless, as many clusters run: slurmd fetches the config from slurmctld and caches
+    # it where commands on the node find it (/run/slurm/conf), since the jobstep plugin's
+    # nested srun runs without SLURM_CONF
+    slurmd = subprocess.Popen(["slurmd", "-D", "-c", "--conf-server", f"127.0.0.1:{ctld_port}"],
+                              env={k: v for k, v in env.items() if k != "SLURM_CONF"},
                               stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
     try:
         for _ in range(60):
@@ -123,6 +129,9 @@ def slurm_cluster(tmp_path):
                 proc.wait()
         for pid in started:
             os.kill(pid, 15)
+        cache = Path("/run/slurm/conf")
+        if cache.is_symlink() and str(d) in os.readlink(cache):
+            cache.unlink()
 
 
 def test_two_lanes_through_slurm(tmp_path, slurm_cluster):
