@@ -87,7 +87,11 @@ def test_two_lanes_serial_within_parallel_across(tmp_path):
                                                           strict=True) if r == rep}
               for rep in (1, 2, 3, 4)}
     assert by_rep == {1: {"a"}, 2: {"b"}, 3: {"b"}, 4: {"a"}}
-    check_lanes(root, ["a", "b"])
+    steps = check_lanes(root, ["a", "b"])
+    # preparation takes every lane: no preflight beside a measured cell
+    prepared = max(datetime.fromtimestamp(p.stat().st_mtime).astimezone()
+                   for p in (root / "preflight").glob("*.json"))
+    assert prepared <= min(s["t0"] for s in steps)
     by_rep_lane = {rep: lane for rep, (lane,) in by_rep.items()}
     recs = [json.loads(p.read_text()) for p in raw_records(root)]
     assert len(recs) == 8

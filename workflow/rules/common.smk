@@ -97,6 +97,9 @@ def _slurm(key):
 
 
 LANE_RESOURCES = {lane.resource: _lane_takes(lane.resource) for lane in LANES.values()}
+# Preparation (system facts, rootfs export, preflight) takes every lane: under --cores N it
+# never runs beside a measured cell of another lane.
+ALL_LANES = {lane.resource: 1 for lane in LANES.values()}
 if any(lane.slurm or lane.host for lane in LANES.values()):
     LANE_RESOURCES.update({key: _slurm(key) for key in ct_lanes.SLURM_KEYS})
 
