@@ -93,11 +93,13 @@ def render(summary: dict[str, Any]) -> str:
     for key, row in summary["table"].items():
         lines.append(f"{key:<{width}}  {row['done']:>4}  {row['failed']:>6}  {row['remaining']:>9}")
     if len(summary["lanes"]) > 1:
-        lines.append("lane  gpu  done  failed  remaining  ETA")
+        names = {k: f"lane {k} (GPU {r['gpu']}{' on ' + r['host'] if r['host'] else ''})"
+                 for k, r in summary["lanes"].items()}
+        w = max(len(n) for n in names.values())
+        lines.append(f"{'lane':<{w}}  done  failed  remaining  ETA")
         for lane_id, row in summary["lanes"].items():
-            lines.append(f"lane {lane_id}  {row['gpu']}{'@' + row['host'] if row['host'] else ''}"
-                         f"  {row['done']:>4}  {row['failed']:>6}  {row['remaining']:>9}  "
-                         f"{row['eta_utc'] or 'unknown'}")
+            lines.append(f"{names[lane_id]:<{w}}  {row['done']:>4}  {row['failed']:>6}  "
+                         f"{row['remaining']:>9}  {row['eta_utc'] or 'unknown'}")
     if summary["median_cell_s"] is None:
         lines.append("ETA: unknown until a cell has finished (gate, run and cooldown)")
     else:
