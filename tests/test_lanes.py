@@ -276,3 +276,23 @@ def test_quality_flags_lanes_with_too_few_blocks():
     (behind,) = lanes_with_few_blocks(lane_runs(lambda r: "a" if r <= 5 else "b", 7))
     assert behind.details["lanes"] == [{"model": "m", "lane": "b", "blocks": 2}]
     assert lanes_with_few_blocks(lane_runs(lambda r: "", 6)) == []  # before lanes existed
+
+
+def test_records_carry_the_lane_and_older_ones_still_read(tmp_path):
+    """A committed record (before lanes) reads with no lane and aggregates with lane '';
+    one written with a lane keeps it through the schema."""
+    from dataclasses import replace
+
+    from containertax.analysis import aggregate
+    from containertax.execution import rawrecord
+
+    committed = REPO / "results" / "h100-variants"
+    frame = aggregate.tidy(committed)
+    assert len(frame) and set(frame["lane"]) == {""}
+    old = rawrecord.read_record(next(iter(aggregate.read_records(committed)))[0])
+    assert old.lane is None and old.cell.lane == ""
+    lane = {"id": "gpu1", "gpu": 1, "gpu_uuid": "GPU-bbbb-1111", "hostname": "node4"}
+    new = replace(old, lane=lane, cell=replace(old.cell, lane="gpu1"))
+    rawrecord.write_record(tmp_path / "rec.json", new)
+    back = rawrecord.read_record(tmp_path / "rec.json")
+    assert back.lane == lane and back.cell.lane == "gpu1"

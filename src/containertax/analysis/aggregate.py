@@ -66,7 +66,7 @@ def tidy(root: Path) -> pd.DataFrame:
                 "config_hash": rec.provenance.get("config_hash"),
                 "machine": machine_of(rec),
                 "page_cache": page_cache_of(rec),
-                "lane": (rec.get("lane") or {}).get("id", ""),  # '' before lanes existed
+                "lane": (rec.lane or {}).get("id", ""),  # '' before lanes existed
             })
     frame = pd.DataFrame(rows, columns=COLUMNS)
     return frame.sort_values(["position", "metric"], kind="stable").reset_index(drop=True)
