@@ -12,15 +12,17 @@ cd "$(dirname "$0")/.."
 out=$(mkdir -p "${1:?usage: scripts/gpu-lanes.sh OUT}" && cd "$1" && pwd)
 source scripts/gpu-machine.sh
 nvidia-smi -L > "$out/gpus.txt" || true
-work=$(mktemp -d /tmp/containertax-lanes.XXXXXX)
+base=$(mktemp -d /tmp/containertax-lanes.XXXXXX)
 echo "{" > "$out/walltime.json"
 sep=""
 status=0
 for spec in h200x2-lanes:2 h200x2-onelane:1; do
   name=${spec%%:*} cores=${spec##*:}
-  cfg=$PWD/config/$name.yaml
+  cfg=$PWD/config/$name.yaml work=$base/$name
   t0=$(date +%s.%N)
-  python3 -m snakemake cells --cores "$cores" --snakefile "$PWD/Snakefile" \
+  # each campaign at most LANES_TIMEOUT s (default 230), so both fit one 8-minute call
+  timeout "${LANES_TIMEOUT:-230}" python3 -m snakemake cells --cores "$cores" \
+    --snakefile "$PWD/Snakefile" \
     --directory "$work" --configfile "$cfg" > "$out/$name.snakemake.log" 2>&1 || status=$?
   t1=$(date +%s.%N)
   printf '%s "%s": {"lanes": %s, "wall_s": %s}\n' "$sep" "$name" "$cores" \
