@@ -19,6 +19,7 @@ status=0
 for spec in h200x2-lanes:2 h200x2-onelane:1; do
   name=${spec%%:*} cores=${spec##*:}
   cfg=$PWD/config/$name.yaml work=$base/$name
+  mkdir -p "$work"
   t0=$(date +%s.%N)
   # each campaign at most LANES_TIMEOUT s (default 230), so both fit one 8-minute call
   timeout "${LANES_TIMEOUT:-230}" python3 -m snakemake cells --cores "$cores" \
