@@ -16,9 +16,11 @@ base=$(mktemp -d /tmp/containertax-lanes.XXXXXX)
 echo "{" > "$out/walltime.json"
 sep=""
 status=0
-for spec in h200x2-lanes:2 h200x2-onelane:1; do
-  name=${spec%%:*} cores=${spec##*:}
-  cfg=$PWD/config/$name.yaml work=$base/$name
+# LANES_SPECS: other CONFIG:CORES pairs (e.g. a CPU rehearsal of this script)
+for spec in ${LANES_SPECS:-config/h200x2-lanes.yaml:2 config/h200x2-onelane.yaml:1}; do
+  cfg=$(realpath "${spec%%:*}") cores=${spec##*:}
+  name=$(python3 -c "import sys; from containertax.campaign import config; print(config.load_file(sys.argv[1]).name)" "$cfg")
+  work=$base/$name
   mkdir -p "$work"
   t0=$(date +%s.%N)
   # each campaign at most LANES_TIMEOUT s (default 230), so both fit one 8-minute call
