@@ -3,6 +3,20 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
+# The cluster test (tests/test_slurm.py) starts a one-node SLURM cluster of Debian's
+# packages; only the test command installs them, and the SLURM executor plugin.
+need=()
+for pkg in slurmctld slurmd slurm-client munge; do
+  dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
+done
+if [ ${#need[@]} -gt 0 ]; then
+  echo "test: installing ${need[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" \
+    >/dev/null
+fi
+.venv/bin/python -m pip install -q -e '.[dev,slurm]'
+export CONTAINERTAX_REQUIRE_SLURM=1
 .venv/bin/ruff check src tests benchmarks tools
 .venv/bin/snakefmt --check Snakefile workflow/rules
 .venv/bin/snakemake --lint --configfile config/demo.yaml

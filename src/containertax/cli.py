@@ -130,6 +130,8 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("status", help="progress and ETA of a campaign")
     p.add_argument("config", help="the campaign's config file (e.g. config/demo.yaml)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--lanes", type=int, action="append", default=[],
+                   help="also estimate the campaign's wall time on this many lanes (repeatable)")
 
     args = parser.parse_args(argv)
     _setup_logging(getattr(args, "log", None))
@@ -164,7 +166,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         verdicts = optimisation.judge(campaign, pd.read_csv(comparisons), args.metric)
         print(optimisation.render(campaign, verdicts, args.metric))
     elif cmd == "status":
-        summary = status.summarize(campaign)
+        summary = status.summarize(campaign, args.lanes)
         print(json.dumps(summary, indent=1) if args.json else status.render(summary))
     elif cmd == "gate":
         cells.gate(campaign, args.model, args.environment, args.rep, Path(args.out))

@@ -29,6 +29,8 @@ rule gate:
     priority: cell_priority
     conda:
         "../../envs/workflow.yaml"
+    resources:
+        **LANE_RESOURCES,
     params:
         ct=CT,
         cell=cell_args,
@@ -52,6 +54,8 @@ rule run:
     priority: cell_priority
     conda:
         "../../envs/workflow.yaml"
+    resources:
+        **LANE_RESOURCES,
     params:
         ct=CT,
         cell=cell_args,
@@ -77,6 +81,8 @@ rule cooldown:
     priority: cell_priority
     conda:
         "../../envs/workflow.yaml"
+    resources:
+        **LANE_RESOURCES,
     params:
         ct=CT,
         cell=cell_args,

@@ -8,6 +8,7 @@ sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 from containertax.campaign import config as ct_config
 from containertax.campaign import paths as R
 from containertax.campaign import schedule as ct_schedule
+from containertax.campaign import lanes as ct_lanes
 from containertax.execution.environments import image_slug
 from snakemake.exceptions import WorkflowError
 
@@ -71,6 +72,37 @@ PRIORITY = {
 }
 FIRST = len(CELLS) + 1
 
+# Lanes (config `lanes`; without it one lane): each lane is a resource of limit 1 that the
+# gate, run and cooldown of its cells take, so a lane runs one step at a time, in schedule
+# order (the priorities above), whatever --cores or --jobs says, while lanes run side by
+# side. On SLURM the lane's placement becomes the executor's resources.
+LANES = {lane.id: lane for lane in ct_lanes.lanes(CAMPAIGN)}
+for _lane in LANES.values():
+    workflow.register_resource(_lane.resource, 1)
+LANE_OF_CELL = {
+    (p.model, p.environment, p.label): LANES[c.lane] for c, p in zip(CELLS, CELL_PATHS)
+}
+
+
+def cell_lane(wildcards):
+    return LANE_OF_CELL[(wildcards.model, wildcards.environment, wildcards.rep)]
+
+
+def _lane_takes(resource):
+    return lambda wildcards: int(cell_lane(wildcards).resource == resource)
+
+
+def _slurm(key):
+    return lambda wildcards: ct_lanes.slurm_resources(cell_lane(wildcards))[key]
+
+
+LANE_RESOURCES = {lane.resource: _lane_takes(lane.resource) for lane in LANES.values()}
+# Preparation (system facts, rootfs export, preflight) takes every lane: under --cores N it
+# never runs beside a measured cell of another lane.
+ALL_LANES = {lane.resource: 1 for lane in LANES.values()}
+if any(lane.slurm or lane.host for lane in LANES.values()):
+    LANE_RESOURCES.update({key: _slurm(key) for key in ct_lanes.SLURM_KEYS})
+
 
 wildcard_constraints:
     model=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
@@ -112,7 +144,7 @@ def rootfs_marker(wildcards):
     return []
 
 
-# Every analysis rule depends on all analysis code, the record reader and its schema, the
+# Every analysis step depends on all analysis code, the record reader and its schema, the
 # paths and the workloads' metric registry entries: with mtime rerun triggers, editing any
 # of it rebuilds the statistics, figures, tables and paper.
 PKG = Path(workflow.basedir) / "src" / "containertax"

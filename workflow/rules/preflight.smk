@@ -11,6 +11,8 @@ rule schedule:
     priority: FIRST
     conda:
         "../../envs/workflow.yaml"
+    resources:
+        **ALL_LANES,
     params:
         ct=CT,
     shell:
@@ -27,6 +29,8 @@ rule system:
     priority: FIRST
     conda:
         "../../envs/workflow.yaml"
+    resources:
+        **ALL_LANES,
     params:
         ct=CT,
     shell:
@@ -43,6 +47,8 @@ rule rootfs:
     priority: FIRST
     conda:
         "../../envs/workflow.yaml"
+    resources:
+        **ALL_LANES,
     params:
         ct=CT,
         image=lambda wc: IMAGES[wc.image],
@@ -63,6 +69,8 @@ rule preflight:
     priority: FIRST
     conda:
         "../../envs/workflow.yaml"
+    resources:
+        **ALL_LANES,
     params:
         ct=CT,
     shell:

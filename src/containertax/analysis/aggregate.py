@@ -18,6 +18,7 @@ COLUMNS = [
     "campaign", "model", "environment", "repetition", "block", "position", "sequence",
     "attempt", "started_utc", "host", "metric", "value", "unit", "gate_waited_s",
     "temperature_max_c", "throttled_s", "sensor", "config_hash", "machine", "page_cache",
+    "lane",
 ]
 
 
@@ -65,6 +66,7 @@ def tidy(root: Path) -> pd.DataFrame:
                 "config_hash": rec.provenance.get("config_hash"),
                 "machine": machine_of(rec),
                 "page_cache": page_cache_of(rec),
+                "lane": (rec.lane or {}).get("id", ""),  # '' before lanes existed
             })
     frame = pd.DataFrame(rows, columns=COLUMNS)
     return frame.sort_values(["position", "metric"], kind="stable").reset_index(drop=True)

@@ -107,6 +107,7 @@ def check(runs: pd.DataFrame, registry: dict[str, MetricInfo], *,
                          f"{thr[['model', 'environment', 'repetition']].drop_duplicates().shape[0]}"
                          " runs throttled during the measurement", len(thr)))
     f += machines(runs)
+    f += lanes_with_few_blocks(runs)
     f += drift(runs, alpha)
     if model_sizes:
         f += implausible(runs, registry, model_sizes)
@@ -129,6 +130,31 @@ def machines(runs: pd.DataFrame) -> list[Finding]:
                          "one machine: their paired comparisons mix machines", len(blocks),
                          {"blocks": blocks[:20]}))
     return f
+
+
+def lanes_with_few_blocks(runs: pd.DataFrame, minimum: int = 2) -> list[Finding]:
+    """A lane (GPU) with fewer than `minimum` complete blocks of a model, or far fewer than
+    the other lanes (one stopped early), leaves its machine effect indistinguishable from
+    block-to-block noise: the machine-adjusted estimate then rests on too little."""
+    if "lane" not in runs or runs["lane"].replace("", np.nan).nunique() < 2:
+        return []
+    cells = runs.drop_duplicates(["model", "environment", "repetition"])
+    n_envs = cells.groupby("model")["environment"].nunique()
+    complete = (cells.groupby(["model", "lane", "block"])["environment"].nunique()
+                .reset_index())
+    complete = complete[complete["environment"] == complete["model"].map(n_envs)]
+    counts = complete.groupby(["model", "lane"]).size().unstack(fill_value=0)
+    counts = counts.reindex(columns=sorted(cells["lane"].unique()), fill_value=0)
+    few = [{"model": m, "lane": lane, "blocks": int(n)}
+           for m, row in counts.iterrows() for lane, n in row.items()
+           if n < minimum or n < row.max() - 1]
+    if not few:
+        return []
+    return [Finding("lane_blocks", "warning",
+                    f"{len(few)} lane/model pairs have too few complete blocks (under "
+                    f"{minimum}, or more than one fewer than another lane): the machine "
+                    "effect of those lanes rests on too little", len(few),
+                    {"lanes": few[:20]})]
 
 
 def drift(runs: pd.DataFrame, alpha: float) -> list[Finding]:

@@ -129,8 +129,9 @@ class Campaign:
 
     def config_hash(self) -> str:
         # order matters (it sets the schedule); the base-file chain does not: phase-2d.yaml
-        # and config.yaml are one campaign
-        raw = {k: v for k, v in self.raw.items() if k != "based_on"}
+        # and config.yaml are one campaign; nor do lanes (where cells run, not what they
+        # measure: a campaign may gain a GPU half-way, and each record names its lane)
+        raw = {k: v for k, v in self.raw.items() if k not in ("based_on", "lanes")}
         text = json.dumps(raw, default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -219,6 +220,9 @@ def _semantic_checks(data: dict[str, Any], source: str) -> None:
         "poll_s"
     ]:
         problems.append("key 'thermal.timeout_s' must be at least 'thermal.poll_s'.")
+    from containertax.campaign import lanes  # late: lanes imports this module
+
+    problems += lanes.check(data, source)
     if problems:
         raise ConfigError(f"{source}:\n" + "\n".join(f"  {p}" for p in problems))
 

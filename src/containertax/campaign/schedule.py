@@ -10,12 +10,13 @@ from __future__ import annotations
 import csv
 import random
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
+from containertax.campaign import lanes
 from containertax.campaign.config import Campaign, ConfigError
 
-FIELDS = ["position", "model", "environment", "repetition", "block", "sequence"]
+FIELDS = ["position", "model", "environment", "repetition", "block", "sequence", "lane"]
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,7 @@ class Cell:
     repetition: int
     block: int
     sequence: int
+    lane: str = ""  # campaign.lanes: the lane (GPU) that runs this cell's block
 
 
 def williams_rows(n: int) -> list[list[int]]:
@@ -91,7 +93,19 @@ def plan(campaign: Campaign) -> list[Cell]:
         seq, order = block_order(opts["design"], len(envs), index, rng)
         for e in order:
             cells.append(Cell(len(cells), model, envs[e], rep, rep, seq))
-    return cells
+    return with_lanes(campaign, cells)
+
+
+def with_lanes(campaign: Campaign, cells: list[Cell]) -> list[Cell]:
+    """Each cell with the lane of its block: whole repetitions per lane (lanes.deal)."""
+    all_lanes = lanes.lanes(campaign)
+    sequence = {}
+    for c in cells:  # a repetition's sequence is the same for every model (per-model index)
+        sequence.setdefault(c.repetition, c.sequence)
+    reps = sorted(sequence)
+    dealt = dict(zip(reps, lanes.deal(len(all_lanes), [sequence[r] for r in reps]),
+                     strict=True))
+    return [replace(c, lane=all_lanes[dealt[c.repetition]].id) for c in cells]
 
 
 def write_csv(cells: Sequence[Cell], path: Path) -> None:
@@ -112,6 +126,7 @@ def read_csv(path: Path) -> list[Cell]:
                 int(r["repetition"]),
                 int(r["block"]),
                 int(r["sequence"]),
+                r.get("lane") or "",
             )
             for r in csv.DictReader(fh)
         ]

@@ -8,7 +8,7 @@ from collections import defaultdict
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from containertax.campaign import schedule
+from containertax.campaign import lanes, schedule
 from containertax.campaign.config import Campaign
 from containertax.execution import records
 
@@ -28,7 +28,10 @@ def cell_durations(events: list[dict[str, Any]]) -> list[float]:
     return durations
 
 
-def summarize(campaign: Campaign) -> dict[str, Any]:
+def summarize(campaign: Campaign, estimate_lanes: list[int] | None = None) -> dict[str, Any]:
+    """Progress per model/environment and per lane; a lane's ETA from its remaining cells
+    (lanes run side by side: the campaign ends with its last lane), and the campaign's
+    whole wall time on 1, the configured and any requested number of lanes."""
     root = campaign.root
     cells = schedule.plan(campaign)
     events = records.read_ledger(root)
@@ -37,26 +40,36 @@ def summarize(campaign: Campaign) -> dict[str, Any]:
     running = None
     table: dict[tuple, dict[str, int]] = defaultdict(
         lambda: {"done": 0, "failed": 0, "remaining": 0, "total": 0})
+    per_lane: dict[str, dict[str, Any]] = {
+        lane.id: {"done": 0, "failed": 0, "remaining": 0, "total": 0, "gpu": lane.gpu,
+                  "host": lane.host} for lane in lanes.lanes(campaign)}
     for c in cells:
         key = (c.model, c.environment, c.repetition)
-        row = table[(c.model, c.environment)]
-        row["total"] += 1
-        if campaign.paths.cell(c.model, c.environment, c.repetition).raw.exists():
-            row["done"] += 1
-        elif last_run.get(key, {}).get("status") == "failed":
-            row["failed"] += 1
-            row["remaining"] += 1
-        else:
-            row["remaining"] += 1
-            if last_run.get(key, {}).get("event") == "start":
-                running = key
+        for row in (table[(c.model, c.environment)], per_lane[c.lane]):
+            row["total"] += 1
+            if campaign.paths.cell(c.model, c.environment, c.repetition).raw.exists():
+                row["done"] += 1
+            elif last_run.get(key, {}).get("status") == "failed":
+                row["failed"] += 1
+                row["remaining"] += 1
+            else:
+                row["remaining"] += 1
+                if last_run.get(key, {}).get("event") == "start":
+                    running = key
     durations = cell_durations(events)
     remaining = sum(r["remaining"] for r in table.values())
     per_cell = statistics.median(durations) if durations else None
     eta = None
+    for row in per_lane.values():
+        row["eta_utc"] = None
+        if per_cell is not None:
+            row["eta_utc"] = (datetime.now(UTC) + timedelta(
+                seconds=per_cell * row["remaining"])).isoformat(timespec="seconds")
     if per_cell is not None:
-        eta = (datetime.now(UTC) + timedelta(seconds=per_cell * remaining)).isoformat(
-            timespec="seconds")
+        eta = max(row["eta_utc"] for row in per_lane.values())
+    counts = sorted({1, len(per_lane), *(estimate_lanes or [])})
+    wall = {str(n): (None if per_cell is None else
+                     round(lanes.estimated_wall_s(campaign, per_cell, n), 1)) for n in counts}
     return {
         "campaign": campaign.name,
         "table": {f"{m}/{e}": v for (m, e), v in table.items()},
@@ -66,6 +79,8 @@ def summarize(campaign: Campaign) -> dict[str, Any]:
         "total": len(cells),
         "median_cell_s": per_cell,
         "eta_utc": eta,
+        "lanes": per_lane,
+        "wall_estimate_s": wall,
         "last_started_unfinished": "/".join(map(str, running)) if running else None,
     }
 
@@ -77,12 +92,24 @@ def render(summary: dict[str, Any]) -> str:
     lines.append(f"{'model/environment':<{width}}  done  failed  remaining")
     for key, row in summary["table"].items():
         lines.append(f"{key:<{width}}  {row['done']:>4}  {row['failed']:>6}  {row['remaining']:>9}")
+    if len(summary["lanes"]) > 1:
+        names = {k: f"lane {k} (GPU {r['gpu']}{' on ' + r['host'] if r['host'] else ''})"
+                 for k, r in summary["lanes"].items()}
+        w = max(len(n) for n in names.values())
+        lines.append(f"{'lane':<{w}}  done  failed  remaining  ETA")
+        for lane_id, row in summary["lanes"].items():
+            lines.append(f"{names[lane_id]:<{w}}  {row['done']:>4}  {row['failed']:>6}  "
+                         f"{row['remaining']:>9}  {row['eta_utc'] or 'unknown'}")
     if summary["median_cell_s"] is None:
         lines.append("ETA: unknown until a cell has finished (gate, run and cooldown)")
     else:
-        left = timedelta(seconds=round(summary["median_cell_s"] * summary["remaining"]))
+        slowest = max(r["remaining"] for r in summary["lanes"].values())
+        left = timedelta(seconds=round(summary["median_cell_s"] * slowest))
         lines.append(f"median cell {summary['median_cell_s']:.1f} s; about {left} left; "
                      f"ETA {summary['eta_utc']}")
+        whole = ", ".join(f"{timedelta(seconds=round(s))} on {n} lane{'s' * (n != '1')}"
+                          for n, s in summary["wall_estimate_s"].items())
+        lines.append(f"whole campaign (whole repetitions per lane): {whole}")
     if summary["last_started_unfinished"]:
         lines.append(f"started, not finished: {summary['last_started_unfinished']} "
                      "(running now, or interrupted)")

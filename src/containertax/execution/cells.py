@@ -9,7 +9,9 @@ from __future__ import annotations
 import csv
 import io
 import logging
+import os
 import shutil
+import socket
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from containertax import workloads
-from containertax.campaign import schedule
+from containertax.campaign import lanes, schedule
 from containertax.campaign.config import Campaign
 from containertax.campaign.paths import CellPaths
 from containertax.execution import hostmemory, probing, provenance, rawrecord, records, thermal
@@ -46,7 +48,8 @@ def ledgered(campaign: Campaign, step: str, cell: schedule.Cell) -> Iterator[dic
     """Append start and end (ok or failed, with the error) of one attempt at a step."""
     attempt = records.new_attempt_id()
     base = {"step": step, "attempt": attempt, **asdict(cell)}
-    records.append_ledger(campaign.root, {**base, "event": "start"})
+    ledger = lane_of(campaign, cell).ledger
+    records.append_ledger(campaign.root, {**base, "event": "start"}, ledger)
     info: dict[str, Any] = {"attempt": attempt}
     t0 = time.monotonic()
     try:
@@ -57,18 +60,46 @@ def ledgered(campaign: Campaign, step: str, cell: schedule.Cell) -> Iterator[dic
             campaign.root,
             {**base, "event": "end", "status": "failed", "error": err,
              "duration_s": round(time.monotonic() - t0, 3), **info.get("ledger", {})},
+            ledger,
         )
         raise
     records.append_ledger(
         campaign.root,
         {**base, "event": "end", "status": "ok", "duration_s": round(time.monotonic() - t0, 3),
          **info.get("ledger", {})},
+        ledger,
     )
 
 
-def sensor_for(campaign: Campaign) -> thermal.Sensor:
+def lane_of(campaign: Campaign, cell: schedule.Cell) -> lanes.Lane:
+    return lanes.lane_by_id(campaign, cell.lane) if cell.lane else lanes.lanes(campaign)[0]
+
+
+def sensor_for(campaign: Campaign, lane: lanes.Lane | None = None) -> thermal.Sensor:
+    """The lane's GPU (thermal.device without lanes), or the configured fallback."""
     t = campaign.thermal
-    return thermal.open_sensor(t["sensor"], t["device"])
+    return thermal.open_sensor(t["sensor"], lane.gpu if lane is not None else t["device"])
+
+
+def check_host(lane: lanes.Lane) -> None:
+    """A lane bound to a host runs there only (a wrong SLURM placement fails early)."""
+    here = {socket.gethostname(), socket.gethostname().split(".")[0], socket.getfqdn()}
+    if lane.host and lane.host not in here:
+        raise RunFailed(f"lane {lane.id} is bound to host {lane.host} (lanes[].host) but runs "
+                        f"on {socket.gethostname()}; fix the lane's host or its slurm placement.")
+
+
+def lane_gpu(lane: lanes.Lane, sensor: thermal.Sensor) -> dict[str, Any]:
+    """The lane's GPU as its environments must see it: the UUID and the device node's
+    minor number where NVML knows the GPU, else the configured index."""
+    if isinstance(sensor, thermal.NvmlSensor):
+        uuid = sensor.describe()["gpu_uuid"]
+        try:
+            minor = int(sensor.nvml.nvmlDeviceGetMinorNumber(sensor.handle))
+        except Exception:  # NVML NotSupported (e.g. integrated GPUs): pass every node
+            minor = None
+        return {"visible": uuid, "uuid": uuid, "minor": minor}
+    return {"visible": str(lane.gpu), "uuid": None, "minor": None}
 
 
 def gpu_for(sensor: thermal.Sensor) -> NvmlGpu | None:
@@ -85,32 +116,34 @@ GPU_METRICS = [("energy_j", "gpu_energy_j", "J"), ("power_mean_w", "gpu_power_me
 def gate(campaign: Campaign, model: str, env: str, rep: str, out: Path) -> None:
     cell = find_cell(campaign, model, env, rep)
     with ledgered(campaign, "gate", cell) as info:
-        outcome = _wait_gate(campaign)
+        check_host(lane_of(campaign, cell))
+        outcome = _wait_gate(campaign, lane_of(campaign, cell))
         info["ledger"] = {"waited_s": outcome["waited_s"]}
         log.info("gate open after %.1f s (%s, %s C)", outcome["waited_s"], outcome["sensor"],
                  outcome["temperature_c"])
         records.write_json(out, outcome)
 
 
-def _wait_gate(campaign: Campaign) -> dict[str, Any]:
-    sensor = sensor_for(campaign)
+def _wait_gate(campaign: Campaign, lane: lanes.Lane) -> dict[str, Any]:
+    sensor = sensor_for(campaign, lane)
     settings = thermal.GateSettings.from_config(campaign.thermal)
-    outcome = thermal.wait_gate(sensor, settings, thermal.last_run_end(campaign.root))
+    outcome = thermal.wait_gate(sensor, settings,
+                                thermal.last_run_end(campaign.root, lane.ledger))
     outcome["passed_utc"] = records.utc_now()
     outcome["sensor_info"] = sensor.describe()
     return outcome
 
 
-def _fresh_gate(campaign: Campaign, gate_path: Path) -> dict[str, Any]:
-    """The gate outcome this run may rely on. A token from before the latest run (left by
-    an interrupted invocation) no longer says anything about the chip: gate again."""
+def _fresh_gate(campaign: Campaign, gate_path: Path, lane: lanes.Lane) -> dict[str, Any]:
+    """The gate outcome this run may rely on. A token from before the lane's latest run
+    (left by an interrupted invocation) no longer says anything about the chip: gate again."""
     token = records.read_json(gate_path)
-    last = thermal.last_run_end(campaign.root)
+    last = thermal.last_run_end(campaign.root, lane.ledger)
     passed = datetime.fromisoformat(token["passed_utc"])
     age = (datetime.now(UTC) - passed).total_seconds()
     if (last is not None and last > passed) or age > campaign.thermal["poll_s"] + 120:
         log.warning("gate token %s is stale (age %.0f s); gating again", gate_path, age)
-        token = _wait_gate(campaign)
+        token = _wait_gate(campaign, lane)
         token["regated"] = True
     return token
 
@@ -133,7 +166,8 @@ def run(campaign: Campaign, model: str, env: str, rep: str, gate_path: Path,
             f"{paths.raw} already exists; raw records are never overwritten."
         )
     try:
-        with records.locked(campaign.paths.run_lock), ledgered(campaign, "run", cell) as info:
+        lock = campaign.root / lane_of(campaign, cell).run_lock
+        with records.locked(lock), ledgered(campaign, "run", cell) as info:
             _run_locked(campaign, cell, paths, gate_path, log_path, info)
     except BaseException:
         gate_path.unlink(missing_ok=True)
@@ -143,14 +177,19 @@ def run(campaign: Campaign, model: str, env: str, rep: str, gate_path: Path,
 def _run_locked(campaign: Campaign, cell: schedule.Cell, paths: CellPaths, gate_path: Path,
                 log_path: Path | None, info: dict[str, Any]) -> None:
     started = records.utc_now()
-    gate_outcome = _fresh_gate(campaign, gate_path)
+    lane = lane_of(campaign, cell)
+    gate_outcome = _fresh_gate(campaign, gate_path, lane)
     kind = campaign.workload_kind(cell.model)
     workload = workloads.get(kind)
     params = campaign.workload_params(cell.model)
     work = campaign.paths.work(info["attempt"]).resolve()
     label = f"{cell.model}/{cell.environment}/rep{paths.label}"
     timeout_s = campaign.workload["timeout_s"]
-    sensor = sensor_for(campaign)
+    sensor = sensor_for(campaign, lane)
+    gpu = lane_gpu(lane, sensor)
+    # configured lanes: the process sees only the lane's GPU and cores
+    visible = {} if lane.implicit else {"gpu": gpu["visible"], "gpu_minor": gpu["minor"],
+                                        "cpuset": lane.cpuset}
     try:
         memory = hostmemory.before_run(campaign.raw["memory"]["drop_page_cache"])
     except hostmemory.PageCacheError as exc:
@@ -160,7 +199,7 @@ def _run_locked(campaign: Campaign, cell: schedule.Cell, paths: CellPaths, gate_
              memory["before_kib"].get("MemAvailable", 0) / 2**20)
     with Sampler(sensor, campaign.telemetry["hz"], gpu=gpu_for(sensor)) as sampler:
         launched = probing.launch_probe(campaign, cell.environment, kind, params, work,
-                                        label=label, timeout_s=timeout_s)
+                                        label=label, timeout_s=timeout_s, **visible)
     outcome = launched.outcome
     memory["after_kib"] = hostmemory.meminfo()
     log.info("process output:\n%s", outcome.output.rstrip())
@@ -206,6 +245,9 @@ def _run_locked(campaign: Campaign, cell: schedule.Cell, paths: CellPaths, gate_
                     "config_hash": campaign.config_hash(), "config_source": campaign.source},
         files={"telemetry": paths.telemetry.name, "requests": paths.requests.name,
                "run_log": paths.run_log.name},
+        lane={**lane.describe(), "gpu_uuid": gpu["uuid"], "visible": visible.get("gpu"),
+              "hostname": socket.gethostname(),
+              "slurm_job_id": os.environ.get("SLURM_JOB_ID")},
     )
     telemetry_tmp = paths.telemetry.with_name(paths.telemetry.name + ".partial")
     sampler.write_csv(telemetry_tmp)
@@ -244,7 +286,8 @@ def cool(campaign: Campaign, model: str, env: str, rep: str, out: Path) -> None:
     cell = find_cell(campaign, model, env, rep)
     with ledgered(campaign, "cooldown", cell) as info:
         t = campaign.thermal
-        outcome = thermal.cooldown(sensor_for(campaign), t["cooldown_s"], t["poll_s"])
+        outcome = thermal.cooldown(sensor_for(campaign, lane_of(campaign, cell)),
+                                   t["cooldown_s"], t["poll_s"])
         info["ledger"] = {"waited_s": outcome["waited_s"]}
         outcome["ended_utc"] = records.utc_now()
         records.write_json(out, outcome, overwrite=False)

@@ -52,6 +52,11 @@ class Launch:
     env: dict[str, str] = field(default_factory=dict)
     timeout_s: float = 3600.0
     label: str = ""
+    # the cell's lane (campaign.lanes): the one GPU the process may see (its UUID where NVML
+    # knows it, else the configured index), that GPU's /dev/nvidia<minor>, and its cores
+    gpu: str | None = None
+    gpu_minor: int | None = None
+    cpuset: str | None = None
 
 
 @dataclass
@@ -83,13 +88,23 @@ class Launcher:
         return INSIDE / "probe", INSIDE / "work"
 
     def environment_vars(self, launch: Launch) -> dict[str, str]:
-        return {**BASE_ENV, **launch.env, **self.env.spec.get("env", {})}
+        return {**BASE_ENV, **launch.env, **self.env.spec.get("env", {}),
+                **visible_gpu_env(launch.gpu)}
 
     def describe(self) -> dict[str, Any]:
         return {"id": self.env.id, "kind": self.kind, "spec": self.env.spec}
 
     def run(self, launch: Launch) -> Outcome:
         raise NotImplementedError
+
+
+def visible_gpu_env(gpu: str | None) -> dict[str, str]:
+    """Only the lane's GPU, for CUDA (and, in Docker, the NVIDIA Container Toolkit); PCI
+    order makes an index mean what NVML and nvidia-smi mean by it."""
+    if gpu is None:
+        return {}
+    return {"CUDA_VISIBLE_DEVICES": gpu, "NVIDIA_VISIBLE_DEVICES": gpu,
+            "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
 
 
 def _die_with_parent() -> None:
@@ -101,13 +116,22 @@ def _die_with_parent() -> None:
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
-def _run_process(argv: list[str], env: dict[str, str], timeout_s: float) -> tuple:
-    """Run argv in its own process group; kill the whole group on timeout or Ctrl-C."""
+def _run_process(argv: list[str], env: dict[str, str], timeout_s: float,
+                 cpuset: str | None = None) -> tuple:
+    """Run argv in its own process group (on the lane's cores, where it has a cpuset);
+    kill the whole group on timeout or Ctrl-C."""
+    cpus = hostcpus.parse_cpulist(cpuset) if cpuset else None
+
+    def preexec() -> None:
+        _die_with_parent()
+        if cpus:
+            os.sched_setaffinity(0, cpus)
+
     launched = time.time()
     t0 = time.monotonic()
     proc = subprocess.Popen(
         argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
-        preexec_fn=_die_with_parent,
+        preexec_fn=preexec,
     )
     timed_out = False
     try:
@@ -132,7 +156,7 @@ class NativeLauncher(Launcher):
 
     def run(self, launch: Launch) -> Outcome:
         rc, t_in, t_out, wall, out, to = _run_process(
-            launch.argv, self.environment_vars(launch), launch.timeout_s
+            launch.argv, self.environment_vars(launch), launch.timeout_s, launch.cpuset
         )
         return Outcome(rc, t_in, t_out, wall, out, {"argv": launch.argv}, to)
 
@@ -211,7 +235,7 @@ class ChrootLauncher(Launcher):
         argv = [unshare, "--mount", "--propagation", "private", "--", "sh", "-c",
                 self.script(launch, libraries), "containertax-chroot", *launch.argv]
         rc, t_in, t_out, wall, out, to = _run_process(
-            argv, self.environment_vars(launch), launch.timeout_s
+            argv, self.environment_vars(launch), launch.timeout_s, launch.cpuset
         )
         resolved = {"argv": launch.argv, "rootfs": str(self.rootfs()), "wrapper": argv[:5],
                     "driver_libraries": libraries}
@@ -253,8 +277,9 @@ def _docker_client() -> Any:
     return client
 
 
-def docker_kwargs(options: dict[str, Any]) -> dict[str, Any]:
-    """docker CLI flag names from the config, as docker SDK create() arguments."""
+def docker_kwargs(options: dict[str, Any], launch: Launch | None = None) -> dict[str, Any]:
+    """docker CLI flag names from the config, as docker SDK create() arguments; with a
+    lane's launch, only the lane's GPU (and cores, unless the options name some)."""
     import docker
 
     kw: dict[str, Any] = {}
@@ -291,7 +316,8 @@ def docker_kwargs(options: dict[str, Any]) -> dict[str, Any]:
     if options.get("nvidia_devices"):
         # the GPU without the NVIDIA Container Toolkit: its device nodes, as the toolkit
         # would pass them; driver libraries come with nvidia_libraries or `mounts`
-        nodes = passthrough.device_nodes()
+        nodes = passthrough.device_nodes(
+            minor=launch.gpu_minor if launch is not None else None)
         kw["devices"] = list(kw.get("devices", [])) + [f"{n}:{n}:rwm" for n in nodes]
     if "gpus" in options:
         gpus = options["gpus"]
@@ -302,7 +328,11 @@ def docker_kwargs(options: dict[str, Any]) -> dict[str, Any]:
         else:
             ids = gpus if isinstance(gpus, list) else str(gpus).split(",")
             req = docker.types.DeviceRequest(device_ids=ids, capabilities=[["gpu"]])
+        if launch is not None and launch.gpu is not None:
+            req = docker.types.DeviceRequest(device_ids=[launch.gpu], capabilities=[["gpu"]])
         kw["device_requests"] = [req]
+    if launch is not None and launch.cpuset and "cpuset_cpus" not in options:
+        kw["cpuset_cpus"] = launch.cpuset
     return kw
 
 
@@ -393,7 +423,7 @@ class DockerLauncher(Launcher):
         client = self.client
         cleanup_stale_containers(client, self.campaign.name)
         try:
-            kw = docker_kwargs(self.env.spec.get("options", {}))
+            kw = docker_kwargs(self.env.spec.get("options", {}), launch)
         except EnvironmentFailure as exc:
             raise EnvironmentFailure(f"environment {self.env.id}: {exc}") from None
         volumes = [

@@ -18,16 +18,24 @@ def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
+def nvml_handle(nvml: Any, device: int | str) -> Any:
+    """The NVML handle of a device given by index or by UUID (a lane's `gpu`)."""
+    if isinstance(device, str) and not device.isdigit():
+        return nvml.nvmlDeviceGetHandleByUUID(device)
+    return nvml.nvmlDeviceGetHandleByIndex(int(device))
+
+
 class NvmlGpu:
     """One NVML device: identity, per-sample readings and cumulative counters."""
 
-    def __init__(self, device: int = 0, nvml: Any = None, proc: Path = Path("/proc")) -> None:
+    def __init__(self, device: int | str = 0, nvml: Any = None,
+                 proc: Path = Path("/proc")) -> None:
         if nvml is None:
             import pynvml as nvml
         self.nvml = nvml
         nvml.nvmlInit()
         self.device = device
-        self.handle = nvml.nvmlDeviceGetHandleByIndex(device)
+        self.handle = nvml_handle(nvml, device)
         self.proc = proc
         self.max_sm_clock = self._try(nvml.nvmlDeviceGetMaxClockInfo, self.handle,
                                       nvml.NVML_CLOCK_SM)

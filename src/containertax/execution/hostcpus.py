@@ -21,6 +21,11 @@ def _online(sys_cpu: Path) -> list[int]:
     text = (sys_cpu / "online").read_text().strip() if (sys_cpu / "online").exists() else ""
     if not text:
         return sorted(int(p.name[3:]) for p in sys_cpu.glob("cpu[0-9]*"))
+    return parse_cpulist(text)
+
+
+def parse_cpulist(text: str) -> list[int]:
+    """The kernel's list format (0-3,8) as core numbers."""
     cpus: list[int] = []
     for part in text.split(","):
         lo, _, hi = part.partition("-")

@@ -82,8 +82,12 @@ def driver_libraries() -> dict[str, str]:
     return libs
 
 
-def device_nodes(dev: Path = Path("/dev")) -> list[str]:
-    nodes = sorted(str(p) for p in dev.glob("nvidia*") if p.is_char_device())
+def device_nodes(dev: Path = Path("/dev"), minor: int | None = None) -> list[str]:
+    """The GPU device nodes: every /dev/nvidia<N>, or (a lane's GPU, by its NVML minor
+    number) only that one, with the control nodes (nvidiactl, nvidia-uvm, ...) either way."""
+    nodes = sorted(str(p) for p in dev.glob("nvidia*") if p.is_char_device()
+                   and (minor is None or not p.name[len("nvidia"):].isdigit()
+                        or int(p.name[len("nvidia"):]) == minor))
     nodes += sorted(str(p) for p in (dev / "nvidia-caps").glob("*") if p.is_char_device())
     return nodes
 

@@ -38,11 +38,13 @@ class ProbeRun:
 def launch_probe(campaign: Campaign, env_id: str, kind: str, params: dict[str, Any],
                  work: Path, *, label: str, timeout_s: float, check: bool = False,
                  extra_argv: list[str] | None = None,
-                 out_name: str = "result.json") -> ProbeRun:
+                 out_name: str = "result.json", gpu: str | None = None,
+                 gpu_minor: int | None = None, cpuset: str | None = None) -> ProbeRun:
     """Run the probe of `kind` with `params` in environment `env_id`, with `work` (a host
     folder, made writable for any user inside) as its work folder. Raises WorkloadError for
     parameters that cannot build a command, EnvironmentFailure for an environment that
-    cannot launch; a probe that fails is returned (ok False), not raised."""
+    cannot launch; a probe that fails is returned (ok False), not raised. gpu, gpu_minor
+    and cpuset restrict the process to a lane's GPU and cores (environments.Launch)."""
     launcher = environments.launcher(campaign, env_id)
     work.mkdir(parents=True, exist_ok=True)
     work.chmod(0o777)
@@ -55,7 +57,7 @@ def launch_probe(campaign: Campaign, env_id: str, kind: str, params: dict[str, A
     log.info("%s in %s: %s", label, env_id, " ".join(argv))
     outcome = launcher.run(environments.Launch(
         argv=argv, probe_dir=workloads.PROBE_DIR, work_dir=work, env=env_vars,
-        timeout_s=timeout_s, label=label))
+        timeout_s=timeout_s, label=label, gpu=gpu, gpu_minor=gpu_minor, cpuset=cpuset))
     result = None
     if not outcome.timed_out and outcome.returncode == 0 and result_path.exists():
         result = json.loads(result_path.read_text())

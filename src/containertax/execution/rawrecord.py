@@ -23,6 +23,7 @@ from containertax.execution import records
 from containertax.workloads.base import Metric
 
 SCHEMA_VERSION = 2
+OPTIONAL = ("lane",)  # fields a version-2 record may lack (written before lanes existed)
 SCHEMA_PATH = Path(__file__).resolve().parents[3] / "workflow" / "schemas" / "record.schema.yaml"
 
 
@@ -53,6 +54,7 @@ class RawRecord:
     inside: dict[str, Any]
     provenance: dict[str, Any]
     files: dict[str, str]
+    lane: dict[str, Any] | None = None  # campaign.lanes: id, GPU (UUID), host, SLURM job
     schema_version: int = SCHEMA_VERSION
 
     def to_dict(self) -> dict[str, Any]:
@@ -61,7 +63,8 @@ class RawRecord:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RawRecord:
-        values = {f.name: data[f.name] for f in fields(cls)}
+        values = {f.name: data[f.name] for f in fields(cls) if f.name in data or
+                  f.name not in OPTIONAL}
         values["cell"] = Cell(**data["cell"])
         values["metrics"] = [Metric(**m) for m in data["metrics"]]
         return cls(**values)

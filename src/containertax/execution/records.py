@@ -87,9 +87,11 @@ def locked(path: Path) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def append_ledger(root: Path, event: dict[str, Any]) -> None:
-    """One JSON line per event; a single O_APPEND write under a lock keeps lines whole."""
-    path = Path(root) / LEDGER
+def append_ledger(root: Path, event: dict[str, Any], ledger: str = LEDGER) -> None:
+    """One JSON line per event; a single O_APPEND write under a lock keeps lines whole.
+    Each lane has its own ledger file (campaign.lanes), so lanes on several hosts never
+    share a file or a lock."""
+    path = Path(root) / ledger
     line = json.dumps({"utc": utc_now(), **event}, sort_keys=True, default=str) + "\n"
     with locked(path.with_suffix(".lock")):
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -100,8 +102,18 @@ def append_ledger(root: Path, event: dict[str, Any]) -> None:
             os.close(fd)
 
 
-def read_ledger(root: Path) -> list[dict[str, Any]]:
-    path = Path(root) / LEDGER
+def read_ledger(root: Path, ledger: str | None = None) -> list[dict[str, Any]]:
+    """The events of one ledger file, or (ledger None) of every lane's, in time order."""
+    if ledger is not None:
+        return _read_ledger_file(Path(root) / ledger)
+    paths = sorted(Path(root).glob("ledger*.jsonl"))
+    if len(paths) == 1:
+        return _read_ledger_file(paths[0])
+    events = [e for p in paths for e in _read_ledger_file(p)]
+    return sorted(events, key=lambda e: str(e.get("utc", "")))
+
+
+def _read_ledger_file(path: Path) -> list[dict[str, Any]]:
     if not path.exists():
         return []
     events = []

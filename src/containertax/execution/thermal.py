@@ -13,7 +13,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from containertax.execution.records import read_ledger
+from containertax.execution.gpu import nvml_handle
+from containertax.execution.records import LEDGER, read_ledger
 
 
 class GateTimeout(RuntimeError):
@@ -74,12 +75,12 @@ class NvmlSensor:
 
     name = "nvml"
 
-    def __init__(self, device: int = 0, nvml: Any = None) -> None:
+    def __init__(self, device: int | str = 0, nvml: Any = None) -> None:
         if nvml is None:
             import pynvml as nvml  # noqa: PLC0415 - optional at import time
         self.nvml = nvml
         nvml.nvmlInit()
-        self.handle = nvml.nvmlDeviceGetHandleByIndex(device)
+        self.handle = nvml_handle(nvml, device)
         self.device = device
 
     def temperature_c(self) -> float | None:
@@ -98,7 +99,7 @@ class NvmlSensor:
         }
 
 
-def open_sensor(kind: str, device: int = 0, sysfs: Path = Path("/sys")) -> Sensor:
+def open_sensor(kind: str, device: int | str = 0, sysfs: Path = Path("/sys")) -> Sensor:
     """The configured sensor; 'auto' takes the first of NVML, CPU, none that answers."""
     if kind == "none":
         return NoSensor()
@@ -122,11 +123,11 @@ def open_sensor(kind: str, device: int = 0, sysfs: Path = Path("/sys")) -> Senso
     return NoSensor(f"thermal.sensor auto found no GPU ({nvml_error}) and no CPU sensor")
 
 
-def last_run_end(root: Path) -> datetime | None:
-    """When the most recent run of the campaign ended (failed runs too)."""
-    ends = [
-        e["utc"] for e in read_ledger(root) if e.get("step") == "run" and e.get("event") == "end"
-    ]
+def last_run_end(root: Path, ledger: str = LEDGER) -> datetime | None:
+    """When the most recent run of the campaign (of one lane: its ledger) ended (failed
+    runs too)."""
+    ends = [e["utc"] for e in read_ledger(root, ledger)
+            if e.get("step") == "run" and e.get("event") == "end"]
     return datetime.fromisoformat(max(ends)) if ends else None
 
 
