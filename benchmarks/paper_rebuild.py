@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
+from datetime import datetime
 from pathlib import Path
 
 import numpy as np
@@ -55,6 +57,22 @@ def synthesize(template: Path, root: Path, config: dict) -> int:
     return n
 
 
+def per_rule(log: str) -> str:
+    """Seconds per rule, from Snakemake's own job start and finish lines (whole seconds)."""
+    stamp, started, spans = None, {}, []
+    for line in log.splitlines():
+        m = re.match(r"^\[(\w{3} \w{3} +\d+ [\d:]+ \d{4})\]$", line.strip())
+        if m:
+            stamp = datetime.strptime(m.group(1), "%a %b %d %H:%M:%S %Y")
+        m = re.match(r"^(?:local)?rule (\w+):$", line.strip())
+        if m and stamp:
+            started[m.group(1)] = stamp
+        m = re.search(r"Finished jobid: \d+ \(Rule: (\w+)\)", line)
+        if m and stamp and m.group(1) in started:
+            spans.append(f"{m.group(1)} {(stamp - started[m.group(1)]).seconds} s")
+    return "per rule: " + ", ".join(spans)
+
+
 def main() -> int:
     demo = Path(sys.argv[1] if len(sys.argv) > 1 else REPO / "results" / "demo")
     from containertax.campaign.paths import CampaignPaths
@@ -79,8 +97,9 @@ def main() -> int:
             capture_output=True, text=True)
         elapsed = time.perf_counter() - t0
         if out.returncode != 0:
-            print(out.stdout[-4000:])
+            print(out.stdout[-4000:], out.stderr[-4000:])
             return 1
+        print(per_rule(out.stderr))
         ledger = work_path / "results" / "bench900" / "ledger.jsonl"
         print(f"{n} synthetic raw records: `snakemake paper` took {elapsed:.1f} s; "
               f"benchmark cells run: {0 if not ledger.exists() else 'SOME (bug)'}")

@@ -31,7 +31,7 @@ rule gate:
         "../../envs/workflow.yaml"
     params:
         ct=CT,
-        cell=cell_args,
+        cell=CELL_ARGS,
     shell:
         "{params.ct} gate --config {input.config} {params.cell} --out {output} --log {log}"
 
@@ -54,7 +54,7 @@ rule run:
         "../../envs/workflow.yaml"
     params:
         ct=CT,
-        cell=cell_args,
+        cell=CELL_ARGS,
     shell:
         "{params.ct} run --config {input.config} {params.cell} --gate {input.gate} --log {log}"
 
@@ -79,6 +79,6 @@ rule cooldown:
         "../../envs/workflow.yaml"
     params:
         ct=CT,
-        cell=cell_args,
+        cell=CELL_ARGS,
     shell:
         "{params.ct} cooldown --config {input.config} {params.cell} --out {output} --log {log}"

@@ -13,7 +13,7 @@ from typing import Any
 
 import pandas as pd
 
-from containertax.analysis import quality, tables
+from containertax.analysis import tables
 from containertax.analysis.metrics import MetricInfo, registry
 from containertax.campaign.config import Campaign
 from containertax.execution import records
@@ -62,6 +62,7 @@ def environment_order(campaign: Campaign, runs: pd.DataFrame) -> list[str]:
 
 
 def run_quality(campaign: Campaign, runs_csv: Path, out_dir: Path) -> None:
+    from containertax.analysis import quality  # scipy, statsmodels: only this step and numbers
 
     table = read_table(runs_csv)
     if table is None:
@@ -350,6 +351,8 @@ def run_numbers(campaign: Campaign, kept_csv: Path, comparisons_csv: Path,
                 gate += (f", every reading for the last {t['stability_s']:g}\\,s having been "
                          "below that threshold")
         n_machines = runs["machine"].nunique() if "machine" in runs else 1
+        from containertax.analysis import quality
+
         split = any(f.check == "block_split" for f in quality.machines(runs))
         machines_text = (
             " All runs were made on one machine (one GPU)." if n_machines == 1 else

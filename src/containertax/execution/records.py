@@ -100,16 +100,22 @@ def append_ledger(root: Path, event: dict[str, Any]) -> None:
             os.close(fd)
 
 
-def read_ledger(root: Path) -> list[dict[str, Any]]:
+def read_ledger(root: Path, **match: str) -> list[dict[str, Any]]:
+    """The ledger's events, or only those whose fields equal `match` (step="run", ...):
+    lines are written with sorted keys and default separators, so a line that lacks the
+    text '"step": "run"' is skipped without parsing it (a gate reads a 900-run ledger)."""
     path = Path(root) / LEDGER
     if not path.exists():
         return []
+    needles = [json.dumps({k: v})[1:-1] for k, v in match.items()]
     events = []
     for line in path.read_text().splitlines():
         line = line.strip()
-        if line:
+        if line and all(n in line for n in needles):
             try:
-                events.append(json.loads(line))
+                event = json.loads(line)
             except json.JSONDecodeError:
                 continue  # a line cut by a crash of another writer; the rest stays usable
+            if all(event.get(k) == v for k, v in match.items()):
+                events.append(event)
     return events

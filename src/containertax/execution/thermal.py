@@ -124,9 +124,7 @@ def open_sensor(kind: str, device: int = 0, sysfs: Path = Path("/sys")) -> Senso
 
 def last_run_end(root: Path) -> datetime | None:
     """When the most recent run of the campaign ended (failed runs too)."""
-    ends = [
-        e["utc"] for e in read_ledger(root) if e.get("step") == "run" and e.get("event") == "end"
-    ]
+    ends = [e["utc"] for e in read_ledger(root, step="run", event="end")]
     return datetime.fromisoformat(max(ends)) if ends else None
 
 
