@@ -228,6 +228,10 @@ def _semantic_checks(data: dict[str, Any], source: str) -> None:
         "poll_s"
     ]:
         problems.append("key 'thermal.timeout_s' must be at least 'thermal.poll_s'.")
+    adaptive = data["thermal"]["adaptive"]
+    if adaptive["min_s"] > adaptive["max_s"]:
+        problems.append("key 'thermal.adaptive.min_s' must not exceed 'thermal.adaptive.max_s' "
+                        f"({adaptive['min_s']} > {adaptive['max_s']}).")
     if problems:
         raise ConfigError(f"{source}:\n" + "\n".join(f"  {p}" for p in problems))
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import logging
+import platform
 import shutil
 import time
 from collections.abc import Iterator
@@ -86,10 +87,46 @@ def gate(campaign: Campaign, model: str, env: str, rep: str, out: Path) -> None:
     cell = find_cell(campaign, model, env, rep)
     with ledgered(campaign, "gate", cell) as info:
         outcome = _wait_gate(campaign)
-        info["ledger"] = {"waited_s": outcome["waited_s"]}
-        log.info("gate open after %.1f s (%s, %s C)", outcome["waited_s"], outcome["sensor"],
+        waited = outcome["waited_s"]
+        log.info("gate open after %.1f s (%s, %s C)", waited, outcome["sensor"],
                  outcome["temperature_c"])
+        if adaptive(campaign):  # the first gate of a campaign (or machine) measures it
+            baseline = idle_baseline(campaign, sensor_for(campaign)) or {}
+            waited += baseline.pop("measured_here_s", 0.0)
+        info["ledger"] = {"waited_s": round(waited, 3)}
         records.write_json(out, outcome)
+
+
+def adaptive(campaign: Campaign) -> bool:
+    return campaign.thermal.get("cooldown", "fixed") == "adaptive"
+
+
+def _sensor_identity(sensor: thermal.Sensor) -> dict[str, Any]:
+    return {"host": platform.node(), **sensor.describe()}
+
+
+def idle_baseline(campaign: Campaign, sensor: thermal.Sensor,
+                  measure: bool = True) -> dict[str, Any] | None:
+    """The idle temperature an adaptive cooldown returns to: measured once, at the first
+    gate of the campaign, and again wherever the sensor is another one (a later visit to
+    another machine). Kept in the campaign folder; every cooldown record copies it. A
+    cooldown never measures it (the chip is hot then): without one it gets None."""
+    path = campaign.paths.baseline
+    identity = _sensor_identity(sensor)
+    if path.exists():
+        known = records.read_json(path)
+        if known.get("identity") == identity:
+            return known
+    if not measure:
+        return None
+    settings = thermal.AdaptiveSettings.from_config(campaign.thermal)
+    t0 = time.monotonic()
+    measured = thermal.idle_baseline(sensor, settings.baseline_s, campaign.thermal["poll_s"])
+    baseline = {**measured, "identity": identity}
+    records.write_json(path, baseline)
+    log.info("idle baseline %s C (median of %.0f s of readings)", baseline["baseline_c"],
+             settings.baseline_s)
+    return {**baseline, "measured_here_s": time.monotonic() - t0}
 
 
 def _wait_gate(campaign: Campaign) -> dict[str, Any]:
@@ -244,7 +281,17 @@ def cool(campaign: Campaign, model: str, env: str, rep: str, out: Path) -> None:
     cell = find_cell(campaign, model, env, rep)
     with ledgered(campaign, "cooldown", cell) as info:
         t = campaign.thermal
-        outcome = thermal.cooldown(sensor_for(campaign), t["cooldown_s"], t["poll_s"])
+        sensor = sensor_for(campaign)
+        if adaptive(campaign):
+            baseline = idle_baseline(campaign, sensor, measure=False) or {}
+            outcome = thermal.adaptive_cooldown(
+                sensor, thermal.AdaptiveSettings.from_config(t), baseline.get("baseline_c"),
+                t["poll_s"])
+            outcome["baseline"] = {k: v for k, v in baseline.items() if k != "trace"} or None
+            log.info("cooldown %s after %.1f s: %s C (baseline %s C)", outcome["ended_by"],
+                     outcome["waited_s"], outcome["end_c"], baseline.get("baseline_c"))
+        else:
+            outcome = thermal.cooldown(sensor, t["cooldown_s"], t["poll_s"])
         info["ledger"] = {"waited_s": outcome["waited_s"]}
         outcome["ended_utc"] = records.utc_now()
         records.write_json(out, outcome, overwrite=False)
