@@ -18,6 +18,7 @@ COLUMNS = [
     "campaign", "model", "environment", "repetition", "block", "position", "sequence",
     "attempt", "started_utc", "host", "metric", "value", "unit", "gate_waited_s",
     "temperature_max_c", "throttled_s", "sensor", "config_hash", "machine", "page_cache",
+    "start_temperature_c", "since_last_run_s",
 ]
 
 
@@ -65,6 +66,10 @@ def tidy(root: Path) -> pd.DataFrame:
                 "config_hash": rec.provenance.get("config_hash"),
                 "machine": machine_of(rec),
                 "page_cache": page_cache_of(rec),
+                # the chip's state when the run began: the gate's last reading and the
+                # time since the previous run ended (quality.thermal_dependence)
+                "start_temperature_c": rec["gate"].get("temperature_c"),
+                "since_last_run_s": rec["gate"].get("since_last_run_s"),
             })
     frame = pd.DataFrame(rows, columns=COLUMNS)
     return frame.sort_values(["position", "metric"], kind="stable").reset_index(drop=True)
