@@ -26,6 +26,7 @@ from containertax.campaign.paths import CellPaths
 from containertax.execution import hostmemory, probing, provenance, rawrecord, records, thermal
 from containertax.execution.gpu import NvmlGpu
 from containertax.execution.telemetry import Sampler
+from containertax.workloads import transformers
 from containertax.workloads.base import Metric
 
 log = logging.getLogger("containertax")
@@ -187,21 +188,26 @@ def _run_locked(campaign: Campaign, cell: schedule.Cell, paths: CellPaths, gate_
     work = campaign.paths.work(info["attempt"]).resolve()
     label = f"{cell.model}/{cell.environment}/rep{paths.label}"
     timeout_s = campaign.workload["timeout_s"]
+    # compiled once per campaign: the cache is shared by every run and environment
+    cache = (campaign.paths.compile_cache.resolve()
+             if workloads.uses_compile_cache(kind, params) else None)
     sensor = sensor_for(campaign)
+    t_drop = time.monotonic()
     try:
         memory = hostmemory.before_run(campaign.raw["memory"]["drop_page_cache"])
     except hostmemory.PageCacheError as exc:
         raise RunFailed(str(exc)) from None
+    page_cache_s = round(time.monotonic() - t_drop, 4)  # deliberate: sync + drop
     log.info("page cache %s; MemAvailable %.1f GiB", "dropped" if memory["drop"]["dropped"]
              else f"kept ({memory['drop']['reason']})",
              memory["before_kib"].get("MemAvailable", 0) / 2**20)
     with Sampler(sensor, campaign.telemetry["hz"], gpu=gpu_for(sensor)) as sampler:
         launched = probing.launch_probe(campaign, cell.environment, kind, params, work,
-                                        label=label, timeout_s=timeout_s)
+                                        label=label, timeout_s=timeout_s, cache=cache)
     outcome = launched.outcome
     memory["after_kib"] = hostmemory.meminfo()
     log.info("process output:\n%s", outcome.output.rstrip())
-    info["ledger"] = {"wall_s": round(outcome.wall_s, 4)}
+    info["ledger"] = {"wall_s": round(outcome.wall_s, 4), "page_cache_s": page_cache_s}
     if outcome.timed_out or outcome.returncode != 0:
         tail = "\n".join(outcome.output.strip().splitlines()[-15:])
         why = (f"timed out after workload.timeout_s = {timeout_s} s" if outcome.timed_out
@@ -217,6 +223,7 @@ def _run_locked(campaign: Campaign, cell: schedule.Cell, paths: CellPaths, gate_
     metric_rows += [Metric(name, telemetry[key], unit) for key, name, unit in GPU_METRICS
                     if telemetry.get(key) is not None]
     metric_rows += _window_energy(workload, probe, sampler, telemetry)
+    metric_rows += _roofline(kind, probe, sampler, telemetry)
     metric_rows += _memory_metrics(memory, telemetry)
     info["ledger"]["workload_s"] = round(outcome.wall_s, 4)
     record = rawrecord.RawRecord(
@@ -275,6 +282,19 @@ def _window_energy(workload: workloads.Workload, probe: dict[str, Any], sampler:
     if energy is None:
         return []
     return [Metric("energy_per_token_j", energy / workload.window_tokens(probe), "J")]
+
+
+def _roofline(kind: str, probe: dict[str, Any], sampler: Sampler,
+              telemetry: dict[str, Any]) -> list[Metric]:
+    """The LLM's decoding step against reading its weights once at the GPU's peak memory
+    bandwidth (a data-sheet figure, or NVML's memory clock x bus width; the record says
+    which)."""
+    if kind != "transformers" or sampler.gpu is None:
+        return []
+    peak, source = sampler.gpu.peak_bandwidth()
+    telemetry["memory_bandwidth"] = {"peak_bytes_per_s": peak, "source": source}
+    pct = transformers.roofline_pct(probe, peak) if peak else None
+    return [] if pct is None else [Metric("hbm_roofline_pct", pct, "%")]
 
 
 def cool(campaign: Campaign, model: str, env: str, rep: str, out: Path) -> None:
