@@ -31,15 +31,17 @@ MODELS = [f"n{64 * (i + 1)}" for i in range(10)]
 def synthesize(template: Path, root: Path, config: dict) -> int:
     from containertax.campaign import config as ct_config
     from containertax.campaign import schedule
+    from containertax.campaign.paths import CampaignPaths
 
     campaign = ct_config.load_campaign(config, "synthetic")
+    paths = CampaignPaths(root)  # the temporary folder, not the campaign's own results/
     rec0 = json.loads(template.read_text())
     side = {s: template.with_name(f"{template.stem}.{s}")
             for s in ("telemetry.csv", "requests.csv", "log")}
     rng = np.random.default_rng(0)
     n = 0
     for cell in schedule.plan(campaign):
-        files = campaign.paths.cell(cell.model, cell.environment, cell.repetition)
+        files = paths.cell(cell.model, cell.environment, cell.repetition)
         files.raw.parent.mkdir(parents=True, exist_ok=True)
         rec = copy.deepcopy(rec0)
         rec["cell"] = {**rec["cell"], "model": cell.model, "environment": cell.environment,

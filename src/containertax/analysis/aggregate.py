@@ -68,8 +68,8 @@ def tidy(root: Path) -> pd.DataFrame:
                 "page_cache": page_cache_of(rec),
                 # the chip's state when the run began: the gate's last reading and the
                 # time since the previous run ended (quality.thermal_dependence)
-                "start_temperature_c": rec["gate"].get("temperature_c"),
-                "since_last_run_s": rec["gate"].get("since_last_run_s"),
+                "start_temperature_c": rec.gate.get("temperature_c"),
+                "since_last_run_s": rec.gate.get("since_last_run_s"),
             })
     frame = pd.DataFrame(rows, columns=COLUMNS)
     return frame.sort_values(["position", "metric"], kind="stable").reset_index(drop=True)
