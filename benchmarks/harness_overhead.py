@@ -1,55 +1,192 @@
-"""Harness overhead per cell of a finished campaign, from its ledger.
+"""Harness overhead per cell against the floor of a bare Snakemake chain, in one run.
 
-overhead = (gate start -> cooldown end) - workload process time - deliberate waits
-(gate waiting and cooldown), i.e. what Snakemake, the steps' start-up, preflight reads,
-telemetry and record writing add to every cell. Prints the median and quartiles.
+Runs a small campaign (`snakemake cells`, default: config/demo.yaml with 2 repetitions,
+12 cells) and then a bare Snakefile with the same number of cells, each a chain of three
+trivial jobs (gate -> run -> cooldown, every job `date > {output}`), with the same flags.
 
-    .venv/bin/python benchmarks/harness_overhead.py results/demo
+    overhead per cell = (last cooldown end - first gate start - workload process time
+                         - gate waits - cooldown waits - page-cache drops) / cells
+    floor per cell    = (last trivial job - first trivial job) / cells
+
+i.e. what Snakemake, the steps' interpreter start-up and imports, config and schedule
+reads, sensors, telemetry and record writing add to every cell beyond the deliberate waits
+and the workload. It also says where that time goes: inside each step (ledger start to
+end, less its deliberate time) and between steps (Snakemake's job cost plus the next
+step's interpreter start, before its first ledger line). Run it alone on the machine:
+
+    flock /tmp/ct-docker.lock .venv/bin/python benchmarks/harness_overhead.py
+    .venv/bin/python benchmarks/harness_overhead.py --ledger results/demo   # existing ledger
 """
 
 from __future__ import annotations
 
+import argparse
+import os
 import statistics
+import subprocess
 import sys
+import tempfile
+import time
 from datetime import datetime
 from pathlib import Path
 
+import yaml
+
 from containertax.execution.records import read_ledger
 
+REPO = Path(__file__).resolve().parents[1]
+STEPS = ("gate", "run", "cooldown")
+FLAGS = ["--cores", "1", "--scheduler", "greedy", "--keep-going"]
 
-def overheads(root: Path) -> list[float]:
+
+def _t(event: dict) -> float:
+    return datetime.fromisoformat(event["utc"]).timestamp()
+
+
+def cells_of(root: Path) -> list[dict[str, float]]:
+    """Per complete cell: start/end of each step and its deliberate time (last attempt)."""
     cells: dict[tuple, dict[str, float]] = {}
     for e in read_ledger(root):
         key = (e.get("model"), e.get("environment"), e.get("repetition"))
-        t = datetime.fromisoformat(e["utc"]).timestamp()
         c = cells.setdefault(key, {})
-        if e["step"] == "gate" and e["event"] == "start":
-            cells[key] = {"start": t}
-        elif e["event"] == "end" and e.get("status") == "ok":
-            if e["step"] == "gate":
-                c["gate_wait"] = e.get("waited_s", 0.0)
-            elif e["step"] == "run":
-                c["workload"] = e.get("workload_s", 0.0)
-            elif e["step"] == "cooldown":
-                c["cool_wait"] = e.get("waited_s", 0.0)
-                c["end"] = t
-    out = []
-    for c in cells.values():
-        if {"start", "end", "gate_wait", "workload", "cool_wait"} <= c.keys():
-            out.append(c["end"] - c["start"] - c["workload"] - c["gate_wait"] - c["cool_wait"])
-    return out
+        step = e["step"]
+        if step not in STEPS:
+            continue
+        if e["event"] == "start":
+            c[f"{step}_start"] = _t(e)
+        elif e.get("status") == "ok":
+            c[f"{step}_end"] = _t(e)
+            # run: the workload, and the page-cache drop the config asks for before it
+            c[f"{step}_deliberate"] = (e.get("workload_s", 0.0) + e.get("page_cache_s", 0.0)
+                                       if step == "run" else e.get("waited_s", 0.0))
+            if step == "run":
+                c["page_cache"] = e.get("page_cache_s", 0.0)
+    need = {f"{s}_{k}" for s in STEPS for k in ("start", "end", "deliberate")}
+    return sorted((c for c in cells.values() if need <= c.keys()),
+                  key=lambda c: c["gate_start"])
+
+
+def harness_per_cell(cells: list[dict[str, float]]) -> float:
+    span = cells[-1]["cooldown_end"] - cells[0]["gate_start"]
+    deliberate = sum(c[f"{s}_deliberate"] for c in cells for s in STEPS)
+    return (span - deliberate) / len(cells)
+
+
+def breakdown(cells: list[dict[str, float]]) -> dict[str, float]:
+    """Medians: time inside each step beyond its deliberate part, and the gaps between
+    steps (Snakemake's per-job cost + the next step's interpreter start and imports)."""
+    parts: dict[str, list[float]] = {}
+    for i, c in enumerate(cells):
+        for s in STEPS:
+            inside = c[f"{s}_end"] - c[f"{s}_start"] - c[f"{s}_deliberate"]
+            parts.setdefault(f"in {s}", []).append(inside)
+        parts.setdefault("gap gate->run", []).append(c["run_start"] - c["gate_end"])
+        parts.setdefault("gap run->cooldown", []).append(c["cooldown_start"] - c["run_end"])
+        if i + 1 < len(cells):
+            parts.setdefault("gap cooldown->next gate", []).append(
+                cells[i + 1]["gate_start"] - c["cooldown_end"])
+    parts["page-cache drop (deliberate)"] = [c.get("page_cache", 0.0) for c in cells]
+    return {k: statistics.median(v) for k, v in parts.items()}
+
+
+FLOOR_SNAKEFILE = """\
+N = {n}
+CELLS = [f"c{{i:04d}}" for i in range(N)]
+
+
+rule all:
+    input:
+        expand("floor/{{cell}}.cooldown", cell=CELLS),
+
+
+rule gate:
+    output:
+        "floor/{{cell}}.gate",
+    shell:
+        "date +%s.%N > {{output}}"
+
+
+rule run:
+    input:
+        "floor/{{cell}}.gate",
+    output:
+        "floor/{{cell}}.run",
+    shell:
+        "date +%s.%N > {{output}}"
+
+
+rule cooldown:
+    input:
+        "floor/{{cell}}.run",
+    output:
+        "floor/{{cell}}.cooldown",
+    shell:
+        "date +%s.%N > {{output}}"
+"""
+
+
+def floor_per_cell(n: int, work: Path) -> float:
+    """A bare chain of three trivial jobs per cell, same cell count and flags."""
+    work.mkdir(parents=True, exist_ok=True)
+    (work / "Snakefile").write_text(FLOOR_SNAKEFILE.format(n=n))
+    out = subprocess.run([sys.executable, "-m", "snakemake", *FLAGS, "--directory", str(work),
+                          "--snakefile", str(work / "Snakefile")],
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        raise SystemExit(f"floor workflow failed:\n{out.stderr[-3000:]}")
+    stamps = sorted(float(p.read_text()) for p in (work / "floor").iterdir())
+    return (stamps[-1] - stamps[0]) / n
+
+
+def run_campaign(config: Path, reps: int, work: Path) -> Path:
+    cfg = yaml.safe_load(config.read_text())
+    cfg.update(campaign="overheadbench", repetitions=reps)
+    work.mkdir(parents=True, exist_ok=True)
+    path = work / "overhead.yaml"
+    path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    t0 = time.perf_counter()
+    out = subprocess.run([sys.executable, "-m", "snakemake", "cells", *FLAGS, "--snakefile",
+                          str(REPO / "Snakefile"), "--directory", str(work),
+                          "--configfile", str(path)], capture_output=True, text=True)
+    if out.returncode != 0:
+        raise SystemExit(f"campaign failed:\n{out.stderr[-3000:]}")
+    print(f"campaign {config.name} x{reps} reps: `snakemake cells` took "
+          f"{time.perf_counter() - t0:.1f} s")
+    return work / "results" / "overheadbench"
+
+
+def report(cells: list[dict[str, float]], floor: float | None) -> None:
+    if os.environ.get("PYTHONDONTWRITEBYTECODE"):
+        print("note: PYTHONDONTWRITEBYTECODE is set: every step compiles the package's modules "
+              "from source (no .pyc), as it would not on a usual machine")
+    per_cell = harness_per_cell(cells)
+    print(f"{len(cells)} cells; harness overhead per cell: {per_cell:.2f} s")
+    for k, v in breakdown(cells).items():
+        print(f"  median {k:<24} {v:6.2f} s")
+    if floor is not None:
+        print(f"floor (bare Snakemake, 3 trivial jobs per cell): {floor:.2f} s per cell")
+        print(f"ratio harness / floor: {per_cell / floor:.2f}")
 
 
 def main() -> int:
-    root = Path(sys.argv[1] if len(sys.argv) > 1 else "results/demo")
-    values = overheads(root)
-    if not values:
-        print(f"no complete cells in {root}/ledger.jsonl")
-        return 1
-    q = statistics.quantiles(values, n=4) if len(values) > 1 else [values[0]] * 3
-    print(f"{root}: {len(values)} cells; harness overhead per cell: median "
-          f"{statistics.median(values):.2f} s (Q1 {q[0]:.2f}, Q3 {q[2]:.2f}, "
-          f"max {max(values):.2f})")
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--config", type=Path, default=REPO / "config" / "demo.yaml")
+    parser.add_argument("--reps", type=int, default=2)
+    parser.add_argument("--ledger", type=Path, help="only analyse this campaign's ledger")
+    args = parser.parse_args()
+    if args.ledger:
+        cells = cells_of(args.ledger)
+        if not cells:
+            print(f"no complete cells in {args.ledger}/ledger.jsonl")
+            return 1
+        report(cells, None)
+        return 0
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        root = run_campaign(args.config.resolve(), args.reps, work / "campaign")
+        cells = cells_of(root)
+        floor = floor_per_cell(len(cells), work / "floor")
+        report(cells, floor)
     return 0
 
 

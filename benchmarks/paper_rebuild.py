@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
+from datetime import datetime
 from pathlib import Path
 
 import numpy as np
@@ -29,15 +31,17 @@ MODELS = [f"n{64 * (i + 1)}" for i in range(10)]
 def synthesize(template: Path, root: Path, config: dict) -> int:
     from containertax.campaign import config as ct_config
     from containertax.campaign import schedule
+    from containertax.campaign.paths import CampaignPaths
 
     campaign = ct_config.load_campaign(config, "synthetic")
+    paths = CampaignPaths(root)  # the temporary folder, not the campaign's own results/
     rec0 = json.loads(template.read_text())
     side = {s: template.with_name(f"{template.stem}.{s}")
             for s in ("telemetry.csv", "requests.csv", "log")}
     rng = np.random.default_rng(0)
     n = 0
     for cell in schedule.plan(campaign):
-        files = campaign.paths.cell(cell.model, cell.environment, cell.repetition)
+        files = paths.cell(cell.model, cell.environment, cell.repetition)
         files.raw.parent.mkdir(parents=True, exist_ok=True)
         rec = copy.deepcopy(rec0)
         rec["cell"] = {**rec["cell"], "model": cell.model, "environment": cell.environment,
@@ -53,6 +57,22 @@ def synthesize(template: Path, root: Path, config: dict) -> int:
         files.cooldown.write_text("{}")
         n += 1
     return n
+
+
+def per_rule(log: str) -> str:
+    """Seconds per rule, from Snakemake's own job start and finish lines (whole seconds)."""
+    stamp, started, spans = None, {}, []
+    for line in log.splitlines():
+        m = re.match(r"^\[(\w{3} \w{3} +\d+ [\d:]+ \d{4})\]$", line.strip())
+        if m:
+            stamp = datetime.strptime(m.group(1), "%a %b %d %H:%M:%S %Y")
+        m = re.match(r"^(?:local)?rule (\w+):$", line.strip())
+        if m and stamp:
+            started[m.group(1)] = stamp
+        m = re.search(r"Finished jobid: \d+ \(Rule: (\w+)\)", line)
+        if m and stamp and m.group(1) in started:
+            spans.append(f"{m.group(1)} {(stamp - started[m.group(1)]).seconds} s")
+    return "per rule: " + ", ".join(spans)
 
 
 def main() -> int:
@@ -79,8 +99,9 @@ def main() -> int:
             capture_output=True, text=True)
         elapsed = time.perf_counter() - t0
         if out.returncode != 0:
-            print(out.stdout[-4000:])
+            print(out.stdout[-4000:], out.stderr[-4000:])
             return 1
+        print(per_rule(out.stderr))
         ledger = work_path / "results" / "bench900" / "ledger.jsonl"
         print(f"{n} synthetic raw records: `snakemake paper` took {elapsed:.1f} s; "
               f"benchmark cells run: {0 if not ledger.exists() else 'SOME (bug)'}")

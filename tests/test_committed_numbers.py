@@ -1,4 +1,4 @@
-"""The committed H100 campaigns' numbers.tex, rebuilt from their raw records, is what it was
+r"""The committed H100 campaigns' numbers.tex, rebuilt from their raw records, is what it was
 before the architecture refactor (#10): the expected files under tests/data/numbers/ were
 computed from main at commit 254387c with `snakemake <root>/paper/numbers.tex`, then
 regenerated for the paper issue (#12): the same statistics (every shared value equal), new

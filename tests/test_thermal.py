@@ -175,3 +175,64 @@ def test_last_run_end_reads_the_ledger(tmp_path):
     records.append_ledger(tmp_path, {"step": "cooldown", "event": "end"})
     end = [e for e in records.read_ledger(tmp_path) if e["step"] == "run"][-1]["utc"]
     assert thermal.last_run_end(tmp_path) == datetime.fromisoformat(end)
+
+
+def decay(seconds, poll_s=1.0, idle=39.0, hot=60.0, tau=8.0):
+    """A chip cooling after a load, read as NVML reads it (whole degrees): the H100 fell
+    from 60 C to below 45 C within about 10 s and idled at 39 C (results/h100-checks)."""
+    import math
+
+    return [round(idle + (hot - idle) * math.exp(-i * poll_s / tau))
+            for i in range(int(seconds / poll_s) + 1)]
+
+
+ADAPTIVE = thermal.AdaptiveSettings(band_c=2, stable_s=10, min_s=5, max_s=300, drop_c=0.5)
+
+
+def adaptive(temps, settings=ADAPTIVE, baseline=39.0, poll_s=1.0):
+    clock = FakeClock()
+    return thermal.adaptive_cooldown(FakeSensor(temps), settings, baseline, poll_s,
+                                     clock=clock.monotonic, sleep=clock.sleep)
+
+
+def test_adaptive_cooldown_ends_when_back_at_baseline_and_settled():
+    out = adaptive(decay(600))
+    assert out["ended_by"] == "settled" and out["mode"] == "adaptive"
+    assert out["end_c"] <= 39 + 2
+    # the trace shows no fall beyond drop_c over the final stable_s
+    window = [t for e, t in out["trace"] if e >= out["waited_s"] - 10]
+    assert window[0] - window[-1] <= 0.5
+    # far shorter than a fixed wait of max_s, and every reading kept
+    assert 15 <= out["waited_s"] < 60
+    assert len(out["trace"]) == int(out["waited_s"]) + 1
+
+
+def test_adaptive_cooldown_waits_while_the_chip_still_cools_inside_the_band():
+    # inside the band (<= 41 C) from the start, but still falling 1 C every 4 s
+    temps = [41, 41, 41, 41, 40, 40, 40, 40, 39, 39, 39, 39] + [38] * 100
+    out = adaptive(temps, baseline=39.0)
+    assert out["ended_by"] == "settled"
+    assert out["end_c"] == 38
+    assert out["waited_s"] >= 8 + 10  # settled only 10 s after the last fall
+
+
+def test_adaptive_cooldown_stops_at_max_s_on_a_chip_that_stays_hot():
+    out = adaptive([50] * 400, thermal.AdaptiveSettings(2, 10, 5, 60))
+    assert out["ended_by"] == "max_s" and out["waited_s"] == pytest.approx(60)
+
+
+def test_adaptive_cooldown_waits_at_least_min_s():
+    out = adaptive([39] * 100, thermal.AdaptiveSettings(2, 10, 30, 300))
+    assert out["ended_by"] == "settled" and out["waited_s"] == pytest.approx(30)
+
+
+def test_adaptive_cooldown_without_temperature_waits_max_s():
+    out = adaptive([None] * 10, thermal.AdaptiveSettings(2, 10, 5, 40), baseline=None)
+    assert out["ended_by"] == "max_s" and out["waited_s"] == pytest.approx(40)
+
+
+def test_idle_baseline_is_the_median_of_the_readings():
+    clock = FakeClock()
+    out = thermal.idle_baseline(FakeSensor([39, 40, 39, 38, 41, 39]), 5, 1,
+                                clock=clock.monotonic, sleep=clock.sleep)
+    assert out["baseline_c"] == 39 and len(out["trace"]) == 6

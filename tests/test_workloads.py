@@ -14,6 +14,7 @@ import pytest
 
 from containertax import workloads
 from containertax.campaign import config
+from containertax.workloads import transformers
 
 TINY = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
         "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
@@ -128,3 +129,73 @@ def test_llm_probe_runs_a_tiny_model_on_the_cpu(tmp_path):
     m = {x.name: x.value for x in workloads.metrics("transformers", probe, probe["t_enter_unix"],
                                                      1.0)}
     assert m["token_throughput"] > 0 and 0 < m["ttft_s"] < m["request_latency_s"]
+
+
+@pytest.mark.skipif(torch_python() is None, reason="no interpreter with torch + transformers "
+                    "(set CONTAINERTAX_TORCH_PYTHON); the GPU machine runs the real thing")
+def test_engine_decoding_emits_the_tokens_generate_does_and_reuses_its_compile_cache(tmp_path):
+    """The engine's own loop (static cache, one torch.compile'd step) against transformers'
+    generate as the reference: the same greedy tokens for the same seeded prompts; a second
+    process finds the compiled code in the cache and its warm-up is shorter."""
+    params = {"model_config": TINY, "device": "cpu", "dtype": "float32", "batch_size": 2,
+              "input_len": 8, "output_len": 5, "warmup": 1, "requests": 2}
+    runs = {}
+    for name, decoding in [("plain", "plain"), ("engine", "engine"), ("again", "engine")]:
+        out = tmp_path / f"{name}.json"
+        argv, env = workloads.build("transformers", {**params, "decoding": decoding},
+                                    torch_python(), workloads.PROBE_DIR, out,
+                                    cache=tmp_path / "cache")
+        proc = subprocess.run(argv, env={**os.environ, **env}, capture_output=True, text=True,
+                              timeout=600)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        runs[name] = json.loads(out.read_text())
+    plain, engine, again = runs["plain"], runs["engine"], runs["again"]
+    assert engine["decoding"] == "engine" and plain["compile_cache"] is None
+    assert engine["compile_cache"] == str(tmp_path / "cache" / "inductor")
+    assert [r["token_sum"] for r in engine["requests"]] == \
+        [r["token_sum"] for r in plain["requests"]]
+    assert [len(r["step_s"]) for r in engine["requests"]] == [5, 5, 5]
+    assert any((tmp_path / "cache" / "inductor").rglob("*")), "nothing was cached"
+    assert again["requests"][0]["latency_s"] < engine["requests"][0]["latency_s"]
+    weights = engine["model"]
+    assert 0 < weights["weight_bytes_per_step"] < weights["weight_bytes"]  # untied embedding
+
+
+def test_decoding_auto_is_the_engine_on_a_gpu_and_plain_on_a_cpu(tmp_path):
+    gpu, env = workloads.build("transformers", {"model_config": TINY}, "python3", Path("/p"),
+                               Path("/w/o.json"), cache=Path("/containertax/cache"))
+    assert gpu[gpu.index("--decoding") + 1] == "engine"
+    # the compiled code is kept in the campaign's cache, at the same path everywhere
+    assert env["TORCHINDUCTOR_CACHE_DIR"] == "/containertax/cache/inductor"
+    assert env["TRITON_CACHE_DIR"] == "/containertax/cache/triton"
+    cpu, env = workloads.build("transformers", {"model_config": TINY, "device": "cpu"},
+                               "python3", Path("/p"), Path("/w/o.json"),
+                               cache=Path("/containertax/cache"))
+    assert cpu[cpu.index("--decoding") + 1] == "plain"
+    assert "TORCHINDUCTOR_CACHE_DIR" not in env  # plain decoding compiles nothing
+
+
+def test_roofline_is_weight_bytes_over_median_step_over_peak_bandwidth():
+    # Llama-3-8B bf16 without its input embedding table: 15.0e9 bytes a step; steps of
+    # 6 ms on a 3.35 TB/s H100 read the weights at 74.6 % of the peak
+    steps = [0.050 + 0.006 * i for i in range(128)]
+    probe = {"model": {"weight_bytes_per_step": 15.0e9},
+             "requests": [{"warmup": True, "batch_size": 8, "output_len": 128, "latency_s": 9,
+                           "step_s": [0.5 + 0.03 * i for i in range(128)]},
+                          {"warmup": False, "batch_size": 8, "output_len": 128, "latency_s": 1,
+                           "step_s": steps}]}
+    assert transformers.decode_step_s(probe) == pytest.approx(0.006)
+    expected = 100 * 15.0e9 / 0.006 / 3.35e12
+    assert transformers.roofline_pct(probe, 3.35e12) == pytest.approx(expected)
+    assert transformers.roofline_pct({"model": {}, "requests": probe["requests"]}, 3.35e12) is None
+
+
+def test_peak_bandwidth_from_the_table_or_nvml():
+    from containertax.execution import gpu
+
+    assert gpu.peak_bandwidth("NVIDIA H100 80GB HBM3", 2619, 5120) == (3.35e12, "table: H100")
+    assert gpu.peak_bandwidth("NVIDIA H100 PCIe", None, None)[0] == 2.0e12
+    # an unknown part: NVML's maximum memory clock x bus width x 2 (double data rate)
+    bw, source = gpu.peak_bandwidth("Some Future GPU", 2619, 5120)
+    assert bw == pytest.approx(3.352e12, rel=1e-3) and source.startswith("nvml")
+    assert gpu.peak_bandwidth("Some Future GPU", None, 5120)[0] is None

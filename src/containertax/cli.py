@@ -39,10 +39,17 @@ def known_failures() -> tuple[type[BaseException], ...]:
 
 
 def load(path: str) -> config.Campaign:
-    """A user's YAML config, or the resolved JSON the Snakefile writes for its steps."""
+    """A user's YAML config, or the resolved JSON the Snakefile writes for its steps.
+
+    The resolved JSON holds a config that the Snakefile validated when it planned the
+    workflow, with the digest it had then (config.write_resolved): while the digest
+    matches, a step does not validate it again (that import and check cost more than a
+    gate's work); a hand-edited one is validated as any config."""
     p = Path(path)
     if p.suffix == ".json":
         data = json.loads(p.read_text())
+        if data.get("digest") == config.digest(data["config"]):
+            return config.campaign_of(data["config"], data["source"])
         return config.load_campaign(data["config"], data["source"])
     return config.load_file(p)
 

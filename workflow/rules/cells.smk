@@ -33,7 +33,7 @@ rule gate:
         **LANE_RESOURCES,
     params:
         ct=CT,
-        cell=cell_args,
+        cell=CELL_ARGS,
     shell:
         "{params.ct} gate --config {input.config} {params.cell} --out {output} --log {log}"
 
@@ -58,7 +58,7 @@ rule run:
         **LANE_RESOURCES,
     params:
         ct=CT,
-        cell=cell_args,
+        cell=CELL_ARGS,
     shell:
         "{params.ct} run --config {input.config} {params.cell} --gate {input.gate} --log {log}"
 
@@ -85,6 +85,6 @@ rule cooldown:
         **LANE_RESOURCES,
     params:
         ct=CT,
-        cell=cell_args,
+        cell=CELL_ARGS,
     shell:
         "{params.ct} cooldown --config {input.config} {params.cell} --out {output} --log {log}"

@@ -19,6 +19,7 @@ COLUMNS = [
     "attempt", "started_utc", "host", "metric", "value", "unit", "gate_waited_s",
     "temperature_max_c", "throttled_s", "sensor", "config_hash", "machine", "page_cache",
     "lane",
+    "start_temperature_c", "since_last_run_s",
 ]
 
 
@@ -67,6 +68,10 @@ def tidy(root: Path) -> pd.DataFrame:
                 "machine": machine_of(rec),
                 "page_cache": page_cache_of(rec),
                 "lane": (rec.lane or {}).get("id", ""),  # '' before lanes existed
+                # the chip's state when the run began: the gate's last reading and the
+                # time since the previous run ended (quality.thermal_dependence)
+                "start_temperature_c": rec.gate.get("temperature_c"),
+                "since_last_run_s": rec.gate.get("since_last_run_s"),
             })
     frame = pd.DataFrame(rows, columns=COLUMNS)
     return frame.sort_values(["position", "metric"], kind="stable").reset_index(drop=True)

@@ -109,6 +109,7 @@ def check(runs: pd.DataFrame, registry: dict[str, MetricInfo], *,
     f += machines(runs)
     f += lanes_with_few_blocks(runs)
     f += drift(runs, alpha)
+    f += thermal_dependence(runs, set(registry), alpha)
     if model_sizes:
         f += implausible(runs, registry, model_sizes)
     return f
@@ -175,6 +176,76 @@ def drift(runs: pd.DataFrame, alpha: float) -> list[Finding]:
                     f"BH-adjusted p {qq:.3g})", details={"model": m, "environment": e,
                                                         "metric": metric, "rho": rho, "q": qq})
             for ((m, e, metric), rho, _), qq in zip(tests, q, strict=True) if qq < alpha]
+
+
+# the chip's state when a run began, as runs.csv has it (analysis/aggregate.py)
+START_STATE = {"start_temperature_c": ("start temperature", "C"),
+               "since_last_run_s": ("time since the last run", "s")}
+
+
+def thermal_dependence(runs: pd.DataFrame, metrics: set[str] | None = None,
+                       alpha: float = 0.05) -> list[Finding]:
+    """Does a metric depend on the start temperature or the time since the last run?
+
+    Per model and metric, the within-environment regression of value on each start-state
+    column (environment means removed from both, so a hotter, slower environment is not
+    read as a temperature effect). Effect size: the change across the observed range of
+    the covariate, in % of the mean, with the partial correlation; Benjamini-Hochberg
+    across all tests. One info finding lists every test, so that a reader sees what a
+    shorter cooldown cost or did not; a warning names each dependence that survives."""
+    data = runs[~runs["flag_non_finite"]] if "flag_non_finite" in runs else runs
+    tests: list[dict[str, Any]] = []
+    for column, (label, unit) in START_STATE.items():
+        if column not in data:
+            continue
+        for (model, metric), g in data.groupby(["model", "metric"]):
+            if metrics is not None and metric not in metrics:
+                continue
+            test = _start_state_test(g.dropna(subset=[column, "value"]), column)
+            if test is not None:
+                tests.append({"model": model, "metric": metric, "covariate": column,
+                              "label": label, "unit": unit, **test})
+    if not tests:
+        return []
+    q = multipletests([t["p"] for t in tests], method="fdr_bh")[1]
+    for t, qq in zip(tests, q, strict=True):
+        t["q"] = float(qq)
+    largest = max(tests, key=lambda t: abs(t["effect_pct"]))
+    found = [t for t in tests if t["q"] < alpha]
+    out = [Finding("thermal_dependence", "info",
+                   f"{len(tests)} tests of metric vs start temperature / time since the last "
+                   f"run (per model, within environment): {len(found)} with BH-adjusted "
+                   f"p < {alpha}; largest effect {largest['effect_pct']:+.2f} % of the mean "
+                   f"across the observed {largest['label']} ({largest['model']}/"
+                   f"{largest['metric']})", details={"tests": tests})]
+    out += [Finding("thermal_dependence", "warning",
+                    f"{t['model']}/{t['metric']} depends on the {t['label']}: "
+                    f"{t['effect_pct']:+.2f} % of the mean across {t['range']:.3g} {t['unit']} "
+                    f"(partial r {t['r']:+.2f}, BH-adjusted p {t['q']:.3g})", details=t)
+            for t in found]
+    return out
+
+
+def _start_state_test(g: pd.DataFrame, column: str) -> dict[str, float] | None:
+    n_env = g["environment"].nunique()
+    df = len(g) - n_env - 1
+    if df < 2:
+        return None
+    x = g[column].astype(float)
+    y = g["value"].astype(float)
+    xc = x - x.groupby(g["environment"]).transform("mean")
+    yc = y - y.groupby(g["environment"]).transform("mean")
+    sxx, syy = float((xc ** 2).sum()), float((yc ** 2).sum())
+    if sxx <= 0 or syy <= 0 or y.mean() == 0:
+        return None
+    slope = float((xc * yc).sum()) / sxx
+    resid = float(((yc - slope * xc) ** 2).sum())
+    se = math.sqrt(resid / df / sxx)
+    p = 0.0 if se == 0 else float(2 * sps.t.sf(abs(slope / se), df))
+    span = float(x.max() - x.min())
+    return {"n": len(g), "slope": slope, "p": p, "range": span,
+            "r": float((xc * yc).sum()) / math.sqrt(sxx * syy),
+            "effect_pct": 100.0 * slope * span / abs(float(y.mean()))}
 
 
 def implausible(runs: pd.DataFrame, registry: dict[str, MetricInfo],

@@ -70,6 +70,7 @@ def environment_order(campaign: Campaign, runs: pd.DataFrame) -> list[str]:
 
 
 def run_quality(campaign: Campaign, runs_csv: Path, out_dir: Path) -> None:
+    from containertax.analysis import quality  # scipy, statsmodels: only this step and numbers
 
     table = read_table(runs_csv)
     if table is None:

@@ -15,7 +15,6 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import yaml
 
 from containertax import workloads
@@ -136,9 +135,13 @@ class Campaign:
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+# libyaml where PyYAML was built with it (ten times faster on the schema)
+YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 @cache
 def _schema() -> dict[str, Any]:
-    return yaml.safe_load(SCHEMA_PATH.read_text())
+    return yaml.load(SCHEMA_PATH.read_text(), Loader=YAML_LOADER)  # noqa: S506 - a safe loader
 
 
 def _extend_with_default(validator_class: type) -> type:
@@ -152,10 +155,16 @@ def _extend_with_default(validator_class: type) -> type:
                     instance[prop] = copy.deepcopy(sub["default"])
         yield from validate_properties(validator, properties, instance, schema)
 
+    import jsonschema  # noqa: PLC0415 - a cell step reads an already validated config
+
     return jsonschema.validators.extend(validator_class, {"properties": set_defaults})
 
 
-_Validator = _extend_with_default(jsonschema.Draft202012Validator)
+@cache
+def _validator_class() -> type:
+    import jsonschema  # noqa: PLC0415
+
+    return _extend_with_default(jsonschema.Draft202012Validator)
 
 
 def _key(path: Any) -> str:
@@ -166,7 +175,7 @@ def _key(path: Any) -> str:
 def validate_schema(data: dict[str, Any], source: str) -> dict[str, Any]:
     """Validate against the JSON Schema and fill in defaults; returns a new dict."""
     data = copy.deepcopy(data)
-    validator = _Validator(_schema())
+    validator = _validator_class()(_schema())
     errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
     if errors:
         lines = []
@@ -223,6 +232,10 @@ def _semantic_checks(data: dict[str, Any], source: str) -> None:
     from containertax.campaign import lanes  # late: lanes imports this module
 
     problems += lanes.check(data, source)
+    adaptive = data["thermal"]["adaptive"]
+    if adaptive["min_s"] > adaptive["max_s"]:
+        problems.append("key 'thermal.adaptive.min_s' must not exceed 'thermal.adaptive.max_s' "
+                        f"({adaptive['min_s']} > {adaptive['max_s']}).")
     if problems:
         raise ConfigError(f"{source}:\n" + "\n".join(f"  {p}" for p in problems))
 
@@ -332,13 +345,22 @@ def load_campaign(data: dict[str, Any], source: str = "<config>") -> Campaign:
         data["environments"] = resolve_extends(data["environments"], source)
     data = validate_schema(data, source)
     _semantic_checks(data, source)
+    campaign = campaign_of(data, source)
+    if not campaign.is_import:
+        _workload_checks(campaign)
+    return campaign
+
+
+def campaign_of(data: dict[str, Any], source: str) -> Campaign:
+    """The typed view of a mapping that load_campaign has validated (schema defaults
+    filled in); nothing is checked here."""
     environments = tuple(
         Environment(k, v["kind"], v) for k, v in data.get("environments", {}).items()
     )
     models = tuple(
         Model(m["id"], {k: v for k, v in m.items() if k != "id"}) for m in data.get("models", [])
     )
-    campaign = Campaign(
+    return Campaign(
         name=data["campaign"],
         source=source,
         raw=data,
@@ -347,9 +369,6 @@ def load_campaign(data: dict[str, Any], source: str = "<config>") -> Campaign:
         repetitions=data["repetitions"],
         reference=data.get("reference_environment") or environments[0].id,
     )
-    if not campaign.is_import:
-        _workload_checks(campaign)
-    return campaign
 
 
 def _workload_checks(campaign: Campaign) -> None:
@@ -371,12 +390,19 @@ def load_file(path: str | Path) -> Campaign:
     return load_campaign(_read_yaml(path, str(path)), str(path))
 
 
+def digest(cfg: dict[str, Any]) -> str:
+    """What the resolved config's steps check before trusting it without validation."""
+    return hashlib.sha256(json.dumps(cfg).encode()).hexdigest()
+
+
 def write_resolved(campaign: Campaign, path: Path) -> None:
-    """The validated config the steps read; rewritten only when it changes."""
+    """The validated config the steps read, with its digest; rewritten only when it
+    changes."""
     from containertax.execution.records import atomic_write_text
 
     # key order is meaningful (environment order feeds the schedule): never sort keys
-    text = json.dumps({"source": campaign.source, "config": campaign.raw}, indent=1,
-                      default=str) + "\n"
+    cfg = json.loads(json.dumps(campaign.raw, default=str))
+    text = json.dumps({"source": campaign.source, "digest": digest(cfg), "config": cfg},
+                      indent=1) + "\n"
     if not path.exists() or path.read_text() != text:
         atomic_write_text(path, text)

@@ -30,6 +30,8 @@ RUN_LOCK = ".run.lock"
 SCHEDULE = "schedule.csv"
 SYSTEM = "system.json"
 RESOLVED = "config.resolved.json"
+BASELINE = "thermal-baseline.json"  # idle temperature for thermal.cooldown: adaptive
+COMPILE_CACHE = "compile-cache"  # torch.compile's caches, shared by every environment
 PREFLIGHT = "preflight/{environment}.json"
 ROOTFS = "rootfs/{image}"
 ROOTFS_MARKER = "rootfs/{image}.image.json"
@@ -144,6 +146,16 @@ class CampaignPaths:
     @property
     def resolved(self) -> Path:
         return self.root / RESOLVED
+
+    @property
+    def baseline(self) -> Path:
+        """The idle temperature the adaptive cooldown returns to (thermal.cooldown)."""
+        return self.root / BASELINE
+
+    @property
+    def compile_cache(self) -> Path:
+        """torch.compile's caches, bound at the same place in every environment."""
+        return self.root / COMPILE_CACHE
 
     def preflight(self, environment: str) -> Path:
         return self.at(PREFLIGHT, environment=environment)

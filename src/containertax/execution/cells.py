@@ -10,6 +10,7 @@ import csv
 import io
 import logging
 import os
+import platform
 import shutil
 import socket
 import time
@@ -27,6 +28,7 @@ from containertax.campaign.paths import CellPaths
 from containertax.execution import hostmemory, probing, provenance, rawrecord, records, thermal
 from containertax.execution.gpu import NvmlGpu
 from containertax.execution.telemetry import Sampler
+from containertax.workloads import transformers
 from containertax.workloads.base import Metric
 
 log = logging.getLogger("containertax")
@@ -118,10 +120,49 @@ def gate(campaign: Campaign, model: str, env: str, rep: str, out: Path) -> None:
     with ledgered(campaign, "gate", cell) as info:
         check_host(lane_of(campaign, cell))
         outcome = _wait_gate(campaign, lane_of(campaign, cell))
-        info["ledger"] = {"waited_s": outcome["waited_s"]}
-        log.info("gate open after %.1f s (%s, %s C)", outcome["waited_s"], outcome["sensor"],
+        waited = outcome["waited_s"]
+        log.info("gate open after %.1f s (%s, %s C)", waited, outcome["sensor"],
                  outcome["temperature_c"])
+        if adaptive(campaign):  # the first gate of a campaign (or machine) measures it
+            lane = lane_of(campaign, cell)
+            baseline = idle_baseline(campaign, sensor_for(campaign, lane), lane) or {}
+            waited += baseline.pop("measured_here_s", 0.0)
+        info["ledger"] = {"waited_s": round(waited, 3)}
         records.write_json(out, outcome)
+
+
+def adaptive(campaign: Campaign) -> bool:
+    return campaign.thermal.get("cooldown", "fixed") == "adaptive"
+
+
+def _sensor_identity(sensor: thermal.Sensor) -> dict[str, Any]:
+    return {"host": platform.node(), **sensor.describe()}
+
+
+def idle_baseline(campaign: Campaign, sensor: thermal.Sensor, lane: lanes.Lane,
+                  measure: bool = True) -> dict[str, Any] | None:
+    """The idle temperature an adaptive cooldown returns to: measured once, at the first
+    gate of the campaign, and again wherever the sensor is another one (a later visit to
+    another machine). Kept in the campaign folder; every cooldown record copies it. A
+    cooldown never measures it (the chip is hot then): without one it gets None."""
+    path = campaign.paths.baseline
+    if not lane.implicit:  # each lane's GPU has its own idle temperature
+        path = path.with_name(f"{path.stem}.{lane.id}{path.suffix}")
+    identity = _sensor_identity(sensor)
+    if path.exists():
+        known = records.read_json(path)
+        if known.get("identity") == identity:
+            return known
+    if not measure:
+        return None
+    settings = thermal.AdaptiveSettings.from_config(campaign.thermal)
+    t0 = time.monotonic()
+    measured = thermal.idle_baseline(sensor, settings.baseline_s, campaign.thermal["poll_s"])
+    baseline = {**measured, "identity": identity}
+    records.write_json(path, baseline)
+    log.info("idle baseline %s C (median of %.0f s of readings)", baseline["baseline_c"],
+             settings.baseline_s)
+    return {**baseline, "measured_here_s": time.monotonic() - t0}
 
 
 def _wait_gate(campaign: Campaign, lane: lanes.Lane) -> dict[str, Any]:
@@ -185,25 +226,31 @@ def _run_locked(campaign: Campaign, cell: schedule.Cell, paths: CellPaths, gate_
     work = campaign.paths.work(info["attempt"]).resolve()
     label = f"{cell.model}/{cell.environment}/rep{paths.label}"
     timeout_s = campaign.workload["timeout_s"]
+    # compiled once per campaign: the cache is shared by every run and environment
+    cache = (campaign.paths.compile_cache.resolve()
+             if workloads.uses_compile_cache(kind, params) else None)
     sensor = sensor_for(campaign, lane)
     gpu = lane_gpu(lane, sensor)
     # configured lanes: the process sees only the lane's GPU and cores
     visible = {} if lane.implicit else {"gpu": gpu["visible"], "gpu_minor": gpu["minor"],
                                         "cpuset": lane.cpuset}
+    t_drop = time.monotonic()
     try:
         memory = hostmemory.before_run(campaign.raw["memory"]["drop_page_cache"])
     except hostmemory.PageCacheError as exc:
         raise RunFailed(str(exc)) from None
+    page_cache_s = round(time.monotonic() - t_drop, 4)  # deliberate: sync + drop
     log.info("page cache %s; MemAvailable %.1f GiB", "dropped" if memory["drop"]["dropped"]
              else f"kept ({memory['drop']['reason']})",
              memory["before_kib"].get("MemAvailable", 0) / 2**20)
     with Sampler(sensor, campaign.telemetry["hz"], gpu=gpu_for(sensor)) as sampler:
         launched = probing.launch_probe(campaign, cell.environment, kind, params, work,
-                                        label=label, timeout_s=timeout_s, **visible)
+                                        label=label, timeout_s=timeout_s, cache=cache,
+                                        **visible)
     outcome = launched.outcome
     memory["after_kib"] = hostmemory.meminfo()
     log.info("process output:\n%s", outcome.output.rstrip())
-    info["ledger"] = {"wall_s": round(outcome.wall_s, 4)}
+    info["ledger"] = {"wall_s": round(outcome.wall_s, 4), "page_cache_s": page_cache_s}
     if outcome.timed_out or outcome.returncode != 0:
         tail = "\n".join(outcome.output.strip().splitlines()[-15:])
         why = (f"timed out after workload.timeout_s = {timeout_s} s" if outcome.timed_out
@@ -219,6 +266,7 @@ def _run_locked(campaign: Campaign, cell: schedule.Cell, paths: CellPaths, gate_
     metric_rows += [Metric(name, telemetry[key], unit) for key, name, unit in GPU_METRICS
                     if telemetry.get(key) is not None]
     metric_rows += _window_energy(workload, probe, sampler, telemetry)
+    metric_rows += _roofline(kind, probe, sampler, telemetry)
     metric_rows += _memory_metrics(memory, telemetry)
     info["ledger"]["workload_s"] = round(outcome.wall_s, 4)
     record = rawrecord.RawRecord(
@@ -282,12 +330,35 @@ def _window_energy(workload: workloads.Workload, probe: dict[str, Any], sampler:
     return [Metric("energy_per_token_j", energy / workload.window_tokens(probe), "J")]
 
 
+def _roofline(kind: str, probe: dict[str, Any], sampler: Sampler,
+              telemetry: dict[str, Any]) -> list[Metric]:
+    """The LLM's decoding step against reading its weights once at the GPU's peak memory
+    bandwidth (a data-sheet figure, or NVML's memory clock x bus width; the record says
+    which)."""
+    if kind != "transformers" or sampler.gpu is None:
+        return []
+    peak, source = sampler.gpu.peak_bandwidth()
+    telemetry["memory_bandwidth"] = {"peak_bytes_per_s": peak, "source": source}
+    pct = transformers.roofline_pct(probe, peak) if peak else None
+    return [] if pct is None else [Metric("hbm_roofline_pct", pct, "%")]
+
+
 def cool(campaign: Campaign, model: str, env: str, rep: str, out: Path) -> None:
     cell = find_cell(campaign, model, env, rep)
     with ledgered(campaign, "cooldown", cell) as info:
         t = campaign.thermal
-        outcome = thermal.cooldown(sensor_for(campaign, lane_of(campaign, cell)),
-                                   t["cooldown_s"], t["poll_s"])
+        lane = lane_of(campaign, cell)
+        sensor = sensor_for(campaign, lane)
+        if adaptive(campaign):
+            baseline = idle_baseline(campaign, sensor, lane, measure=False) or {}
+            outcome = thermal.adaptive_cooldown(
+                sensor, thermal.AdaptiveSettings.from_config(t), baseline.get("baseline_c"),
+                t["poll_s"])
+            outcome["baseline"] = {k: v for k, v in baseline.items() if k != "trace"} or None
+            log.info("cooldown %s after %.1f s: %s C (baseline %s C)", outcome["ended_by"],
+                     outcome["waited_s"], outcome["end_c"], baseline.get("baseline_c"))
+        else:
+            outcome = thermal.cooldown(sensor, t["cooldown_s"], t["poll_s"])
         info["ledger"] = {"waited_s": outcome["waited_s"]}
         outcome["ended_utc"] = records.utc_now()
         records.write_json(out, outcome, overwrite=False)

@@ -57,6 +57,8 @@ class Launch:
     gpu: str | None = None
     gpu_minor: int | None = None
     cpuset: str | None = None
+    # the campaign's compile cache, read-write, at cache_inside() in every environment
+    cache_dir: Path | None = None
 
 
 @dataclass
@@ -86,6 +88,10 @@ class Launcher:
     def inside(self, probe_dir: Path, work_dir: Path) -> tuple[Path, Path]:
         """Where the host's probe and work folders appear to the process under test."""
         return INSIDE / "probe", INSIDE / "work"
+
+    def cache_inside(self, cache_dir: Path) -> Path:
+        """Where the campaign's compile cache (Launch.cache_dir) appears."""
+        return INSIDE / "cache"
 
     def environment_vars(self, launch: Launch) -> dict[str, str]:
         return {**BASE_ENV, **launch.env, **self.env.spec.get("env", {}),
@@ -154,6 +160,9 @@ class NativeLauncher(Launcher):
     def inside(self, probe_dir: Path, work_dir: Path) -> tuple[Path, Path]:
         return probe_dir, work_dir
 
+    def cache_inside(self, cache_dir: Path) -> Path:
+        return cache_dir
+
     def run(self, launch: Launch) -> Outcome:
         rc, t_in, t_out, wall, out, to = _run_process(
             launch.argv, self.environment_vars(launch), launch.timeout_s, launch.cpuset
@@ -208,6 +217,8 @@ class ChrootLauncher(Launcher):
             (launch.probe_dir, INSIDE / "probe", True),
             (launch.work_dir, INSIDE / "work", False),
         ]
+        if launch.cache_dir is not None:
+            binds.append((launch.cache_dir, INSIDE / "cache", False))
         for spec in self.env.spec.get("mounts", []):
             binds.append(_parse_mount(spec, self.env.id))
         for host, target, ro in binds:
@@ -430,6 +441,8 @@ class DockerLauncher(Launcher):
             f"{launch.probe_dir}:{INSIDE / 'probe'}:ro",
             f"{launch.work_dir}:{INSIDE / 'work'}:rw",
         ]
+        if launch.cache_dir is not None:
+            volumes.append(f"{launch.cache_dir}:{INSIDE / 'cache'}:rw")
         for spec in self.env.spec.get("mounts", []):
             host, target, ro = _parse_mount(spec, self.env.id)
             volumes.append(f"{host}:{target}:{'ro' if ro else 'rw'}")

@@ -63,6 +63,12 @@ class NvmlGpu:
             "max_mem_clock_mhz": self._try(n.nvmlDeviceGetMaxClockInfo, h, n.NVML_CLOCK_MEM),
         }
 
+    def peak_bandwidth(self) -> tuple[float | None, str]:
+        n, h = self.nvml, self.handle
+        width = self._try(getattr(n, "nvmlDeviceGetMemoryBusWidth", lambda _: None), h)
+        return peak_bandwidth(_text(self._try(n.nvmlDeviceGetName, h)),
+                              self._try(n.nvmlDeviceGetMaxClockInfo, h, n.NVML_CLOCK_MEM), width)
+
     def _mem_used_mib(self) -> float | None:
         info = self._try(self.nvml.nvmlDeviceGetMemoryInfo, self.handle)
         if info is not None:
@@ -101,6 +107,30 @@ class NvmlGpu:
             v = self._try(n.nvmlDeviceGetViolationStatus, h, getattr(n, f"NVML_PERF_POLICY_{name}"))
             out[f"violation_{name.lower()}_ns"] = None if v is None else v.violationTime
         return out
+
+
+# Peak memory bandwidth from the vendors' data sheets, by a part of the NVML name; the
+# first match wins (more specific names first).
+PEAK_BANDWIDTH_GBPS = [
+    ("H100 NVL", 3900.0), ("H100 PCIe", 2000.0), ("H100", 3350.0),  # H100 SXM5 80GB HBM3
+    ("H200", 4800.0), ("GH200", 4000.0), ("B200", 8000.0),
+    ("A100-SXM4-80GB", 2039.0), ("A100 80GB PCIe", 1935.0), ("A100", 1555.0),
+    ("L40S", 864.0), ("GB10", 273.0),  # DGX Spark: LPDDR5x, unified memory
+]
+
+
+def peak_bandwidth(name: str | None, max_mem_clock_mhz: float | None,
+                   bus_width_bits: float | None) -> tuple[float | None, str]:
+    """Bytes per second the GPU's memory can deliver, and where the figure comes from: the
+    data-sheet table, else NVML's maximum memory clock x bus width (x2, double data rate:
+    H100 SXM5 2619 MHz x 5120 bit gives 3.35 TB/s, its data sheet's figure)."""
+    for part, gbps in PEAK_BANDWIDTH_GBPS:
+        if name and part in name:
+            return gbps * 1e9, f"table: {part}"
+    if max_mem_clock_mhz and bus_width_bits:
+        bandwidth = max_mem_clock_mhz * 1e6 * 2 * bus_width_bits / 8
+        return bandwidth, "nvml: max memory clock x bus width"
+    return None, "unknown GPU and NVML reports no memory clock or bus width"
 
 
 COLUMNS = ["gpu_temperature_c", "power_w", "sm_clock_mhz", "mem_clock_mhz", "gpu_util_pct",

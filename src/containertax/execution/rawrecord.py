@@ -15,7 +15,6 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import yaml
 
 from containertax.campaign.schedule import Cell
@@ -100,6 +99,8 @@ def _key(path: Any) -> str:
 
 def validate(data: dict[str, Any], source: str) -> None:
     """Raise RecordError naming the source and the first offending key."""
+    import jsonschema  # noqa: PLC0415 - only the steps that write or read records need it
+
     validator = jsonschema.Draft202012Validator(schema())
     errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
     if errors:

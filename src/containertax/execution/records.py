@@ -102,26 +102,32 @@ def append_ledger(root: Path, event: dict[str, Any], ledger: str = LEDGER) -> No
             os.close(fd)
 
 
-def read_ledger(root: Path, ledger: str | None = None) -> list[dict[str, Any]]:
-    """The events of one ledger file, or (ledger None) of every lane's, in time order."""
+def read_ledger(root: Path, ledger: str | None = None, **match: str) -> list[dict[str, Any]]:
+    """The events of one ledger file, or (ledger None) of every lane's, in time order;
+    only those whose fields equal `match` (step="run", ...): lines are written with sorted
+    keys and default separators, so a line that lacks the text '"step": "run"' is skipped
+    without parsing it (a gate reads a 900-run ledger)."""
     if ledger is not None:
-        return _read_ledger_file(Path(root) / ledger)
+        return _read_ledger_file(Path(root) / ledger, match)
     paths = sorted(Path(root).glob("ledger*.jsonl"))
     if len(paths) == 1:
-        return _read_ledger_file(paths[0])
-    events = [e for p in paths for e in _read_ledger_file(p)]
+        return _read_ledger_file(paths[0], match)
+    events = [e for p in paths for e in _read_ledger_file(p, match)]
     return sorted(events, key=lambda e: str(e.get("utc", "")))
 
 
-def _read_ledger_file(path: Path) -> list[dict[str, Any]]:
+def _read_ledger_file(path: Path, match: dict[str, str]) -> list[dict[str, Any]]:
     if not path.exists():
         return []
+    needles = [json.dumps({k: v})[1:-1] for k, v in match.items()]
     events = []
     for line in path.read_text().splitlines():
         line = line.strip()
-        if line:
+        if line and all(n in line for n in needles):
             try:
-                events.append(json.loads(line))
+                event = json.loads(line)
             except json.JSONDecodeError:
                 continue  # a line cut by a crash of another writer; the rest stays usable
+            if all(event.get(k) == v for k, v in match.items()):
+                events.append(event)
     return events

@@ -12,8 +12,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from containertax.execution import gpu as gpu_mod
 from containertax.execution.thermal import Sensor
 
@@ -102,6 +100,8 @@ class Sampler:
     def window_energy_j(self, start_unix: float, end_unix: float) -> float | None:
         """GPU energy between two wall-clock times: the NVML energy counter interpolated at
         both ends, or, where a GPU has no counter, the power samples integrated."""
+        import numpy as np  # noqa: PLC0415 - GPU runs only; a cell step starts without it
+
         for column in ("energy_mj", "power_w"):
             if column not in self.columns:
                 continue

@@ -126,8 +126,7 @@ def open_sensor(kind: str, device: int | str = 0, sysfs: Path = Path("/sys")) ->
 def last_run_end(root: Path, ledger: str = LEDGER) -> datetime | None:
     """When the most recent run of the campaign (of one lane: its ledger) ended (failed
     runs too)."""
-    ends = [e["utc"] for e in read_ledger(root, ledger)
-            if e.get("step") == "run" and e.get("event") == "end"]
+    ends = [e["utc"] for e in read_ledger(root, ledger, step="run", event="end")]
     return datetime.fromisoformat(max(ends)) if ends else None
 
 
@@ -218,6 +217,113 @@ def wait_gate(
         sleep(max(0.0, min(wait, settings.timeout_s - elapsed + 1e-3)))
 
 
+def idle_baseline(
+    sensor: Sensor,
+    seconds: float,
+    poll_s: float,
+    *,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> dict[str, Any]:
+    """The idle temperature at the campaign's start (median of `seconds` of readings): the
+    level an adaptive cooldown waits to get back to."""
+    start = clock()
+    trace: list[list[float | None]] = []
+    while True:
+        elapsed = clock() - start
+        trace.append([round(elapsed, 3), sensor.temperature_c()])
+        if elapsed >= seconds:
+            break
+        sleep(min(poll_s, seconds - elapsed))
+    temps = sorted(t for _, t in trace if t is not None)
+    median = None
+    if temps:
+        mid = len(temps) // 2
+        median = temps[mid] if len(temps) % 2 else (temps[mid - 1] + temps[mid]) / 2
+    return {"sensor": sensor.name, "baseline_c": median, "measured_s": round(seconds, 3),
+            "utc": datetime.now(UTC).isoformat(timespec="seconds"), "trace": trace}
+
+
+@dataclass
+class AdaptiveSettings:
+    """When an adaptive cooldown ends: the temperature is within band_c of the idle
+    baseline AND has not fallen by more than drop_c over the last stable_s; never before
+    min_s, always by max_s."""
+
+    band_c: float
+    stable_s: float
+    min_s: float
+    max_s: float
+    drop_c: float = 0.5
+    baseline_s: float = 30.0
+
+    @classmethod
+    def from_config(cls, thermal: dict[str, Any]) -> AdaptiveSettings:
+        a = thermal.get("adaptive", {})
+        return cls(a.get("band_c", 2.0), a.get("stable_s", 10.0), a.get("min_s", 5.0),
+                   a.get("max_s", 300.0), a.get("drop_c", 0.5), a.get("baseline_s", 30.0))
+
+
+def adaptive_cooldown(
+    sensor: Sensor,
+    settings: AdaptiveSettings,
+    baseline_c: float | None,
+    poll_s: float,
+    *,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> dict[str, Any]:
+    """Wait until the chip is back near its idle baseline and has stopped cooling (or
+    max_s), recording the whole decay. Without a temperature (no sensor, no baseline) it
+    waits max_s: it cannot tell that the chip has settled."""
+    start = clock()
+    trace: list[list[float | None]] = []
+    reason = "max_s"
+    while True:
+        elapsed = clock() - start
+        temp = sensor.temperature_c()
+        trace.append([round(elapsed, 3), temp])
+        if elapsed >= settings.max_s:
+            break
+        if elapsed >= settings.min_s and _settled(trace, temp, baseline_c, settings):
+            reason = "settled"
+            break
+        sleep(max(0.0, min(poll_s, settings.max_s - elapsed)))
+    temps = [t for _, t in trace if t is not None]
+    return {
+        "sensor": sensor.name,
+        "mode": "adaptive",
+        "baseline_c": baseline_c,
+        "band_c": settings.band_c,
+        "stable_s": settings.stable_s,
+        "drop_c": settings.drop_c,
+        "min_s": settings.min_s,
+        "max_s": settings.max_s,
+        "ended_by": reason,
+        "waited_s": round(clock() - start, 3),
+        "start_c": temps[0] if temps else None,
+        "end_c": temps[-1] if temps else None,
+        "trace": trace,
+    }
+
+
+def _settled(trace: list[list[float | None]], temp: float | None, baseline_c: float | None,
+             s: AdaptiveSettings) -> bool:
+    """Within the band of the baseline now, and no fall of more than drop_c from the
+    reading stable_s ago (or the latest before it) to now, every reading in between valid."""
+    if temp is None or baseline_c is None or temp > baseline_c + s.band_c:
+        return False
+    now = trace[-1][0]
+    assert now is not None
+    starts = [i for i, (e, _) in enumerate(trace) if e is not None and e <= now - s.stable_s]
+    if not starts:
+        return False
+    window = [t for _, t in trace[starts[-1]:]]
+    if any(t is None for t in window):
+        return False
+    return window[0] - temp <= s.drop_c  # type: ignore[operator]
+
+
 def cooldown(
     sensor: Sensor,
     seconds: float,
@@ -238,6 +344,7 @@ def cooldown(
     temps = [t for _, t in trace if t is not None]
     return {
         "sensor": sensor.name,
+        "mode": "fixed",
         "cooldown_s": seconds,
         "waited_s": round(clock() - start, 3),
         "start_c": temps[0] if temps else None,

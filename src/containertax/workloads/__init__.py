@@ -58,11 +58,31 @@ def problems(kind: str, params: dict[str, Any], where: Where) -> list[str]:
 
 
 def build(kind: str, params: dict[str, Any], python: str, probe: Path, out: Path,
-          check: bool = False) -> tuple[list[str], dict[str, str]]:
-    """argv and environment variables of the probe for one run (or a preflight check)."""
+          check: bool = False, cache: Path | None = None) -> tuple[list[str], dict[str, str]]:
+    """argv and environment variables of the probe for one run (or a preflight check).
+    `cache` is where the campaign's compile cache appears in the environment."""
     w = get(kind)
     p = {**w.defaults, **params}
-    return w.argv(p, python, probe, out, check), thread_env(p)
+    env = thread_env(p)
+    if cache is not None and uses_compile_cache(kind, params):
+        env.update(compile_cache_env(cache))
+    return w.argv(p, python, probe, out, check), env
+
+
+def uses_compile_cache(kind: str, params: dict[str, Any]) -> bool:
+    """Whether a run compiles with torch.compile (transformers' engine and compiled
+    decoding), so that the campaign's compile cache is bound into its environment."""
+    return kind == "transformers" and transformers.decoding_of(
+        {**get(kind).defaults, **params}) in transformers.COMPILING
+
+
+def compile_cache_env(cache: Path) -> dict[str, str]:
+    """torch.compile's persistent caches (Inductor's compiled graphs, Triton's kernels) in
+    one folder per campaign, bound at the same place in every environment: the first run
+    compiles, every later one (in any environment) loads."""
+    return {"TORCHINDUCTOR_CACHE_DIR": str(cache / "inductor"),
+            "TRITON_CACHE_DIR": str(cache / "triton"),
+            "TORCHINDUCTOR_FX_GRAPH_CACHE": "1", "TORCHINDUCTOR_AUTOGRAD_CACHE": "1"}
 
 
 def metrics(kind: str, probe: dict[str, Any], launched_unix: float, wall_s: float) -> list[Metric]:

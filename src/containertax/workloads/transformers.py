@@ -20,7 +20,17 @@ from containertax.workloads.base import (
     process_metrics,
 )
 
-DECODING = ("plain", "static", "compiled")
+DECODING = ("auto", "plain", "static", "compiled", "engine")
+COMPILING = ("compiled", "engine")  # decoding modes that use torch.compile's cache
+
+
+def decoding_of(params: dict[str, Any]) -> str:
+    """The decoding mode a run uses: 'auto' is the engine on a GPU (static KV cache, one
+    compiled CUDA-graph step) and plain decoding elsewhere (a CPU has no CUDA graphs)."""
+    mode = str(params.get("decoding", "auto"))
+    if mode == "auto":
+        return "engine" if str(params.get("device", "cuda")).startswith("cuda") else "plain"
+    return mode
 
 
 def argv(p: dict[str, Any], python: str, probe: Path, out: Path, check: bool) -> list[str]:
@@ -31,7 +41,7 @@ def argv(p: dict[str, Any], python: str, probe: Path, out: Path, check: bool) ->
              if "model_config" in p else ["--model-path", str(p["model_path"])])
     return [*cmd, *model, *flags(p, ["dtype", "attn_implementation", "batch_size",
                                      "input_len", "output_len", "warmup", "requests",
-                                     "decoding", "seed"])]
+                                     "seed"]), "--decoding", decoding_of(p)]
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -64,6 +74,23 @@ def output_tokens(probe: Probe) -> int:
     return sum(request_summary(r)["tokens"] for r in measured_requests(probe))
 
 
+def decode_step_s(probe: Probe) -> float:
+    """Median time of one decoding step (the gaps between steps) over the measured
+    requests: the prefill (time to first token) is not a decoding step."""
+    return percentile([g for r in measured_requests(probe) for g in request_summary(r)["gaps"]],
+                      50)
+
+
+def roofline_pct(probe: Probe, peak_bytes_per_s: float) -> float | None:
+    """How close one decoding step comes to reading the weights once at the memory's peak
+    bandwidth: bytes of weights a step reads / median step time / peak bandwidth, in %.
+    Decoding a small batch is bound by that read, so 100 % is the ceiling."""
+    nbytes = (probe.get("model") or {}).get("weight_bytes_per_step")
+    if not nbytes or not peak_bytes_per_s:
+        return None
+    return 100.0 * nbytes / decode_step_s(probe) / peak_bytes_per_s
+
+
 def metrics(probe: Probe, launched_unix: float, wall_s: float) -> list[Metric]:
     summaries = [request_summary(r) for r in measured_requests(probe)]
     busy = sum(s["latency_s"] for s in summaries)
@@ -94,6 +121,7 @@ def requests_rows(probe: Probe) -> list[dict[str, Any]]:
 
 def detail(probe: Probe) -> dict[str, Any]:
     return {"model": probe.get("model"), "decoding": probe.get("decoding"),
+            "compile_cache": probe.get("compile_cache"),
             "measure_window_unix": probe.get("measure_window_unix"),
             "requests": probe.get("requests")}
 
@@ -124,7 +152,7 @@ WORKLOAD = Workload(
     probe="llm.py",
     defaults={"dtype": "bfloat16", "device": "cuda", "attn_implementation": "sdpa",
               "batch_size": 8, "input_len": 512, "output_len": 128, "warmup": 1,
-              "requests": 5, "decoding": "plain", "seed": 0, "threads": 1},
+              "requests": 5, "decoding": "auto", "seed": 0, "threads": 1},
     integers={"batch_size": 1, "input_len": 1, "output_len": 2, "warmup": 0, "requests": 1,
               "threads": 1},
     argv=argv,
@@ -136,6 +164,8 @@ WORKLOAD = Workload(
     metric_info=(
         MetricInfo("token_throughput", "tok/s", "higher", "Token throughput",
                    "output tokens per second of busy time", "decreasing"),
+        MetricInfo("hbm_roofline_pct", "%", "higher", "Memory roofline of a decoding step",
+                   "weights a decoding step reads / median step time / peak memory bandwidth"),
         MetricInfo("request_throughput", "req/s", "higher", "Request throughput",
                    "sequences completed per second of busy time", "decreasing"),
         MetricInfo("ttft_s", "s", "lower", "Time to first token", "mean time to first token"),

@@ -6,6 +6,13 @@ ids of a fixed length and every request generates exactly output_len tokens
 (min_new_tokens = max_new_tokens), so every environment does the same work. A streamer
 timestamps each decoding step on the host: the token is on the host when put() is called
 (generate copies it there), which gives time to first token and inter-token latency.
+
+Decoding `engine` is what an inference engine does instead of `generate`: the prompt is
+prefilled into a static KV cache, then every decoding step is one call of a function
+compiled once with torch.compile (mode reduce-overhead: on a GPU, CUDA graphs replay the
+whole step without launching its kernels one by one); the host never waits between steps,
+and CUDA events time them. Compiled code is kept in TORCHINDUCTOR_CACHE_DIR when the host
+sets it, so only the campaign's first run pays for compilation, in its warm-up requests.
 """
 
 import time
@@ -13,8 +20,13 @@ import time
 T_ENTER = time.time()  # first statement: the launcher's clock minus this is start-up latency
 
 import argparse  # noqa: E402
+import inspect  # noqa: E402
 import json  # noqa: E402
+import os  # noqa: E402
 import sys  # noqa: E402
+
+# as the host set it: torch fills in its own default once it compiles something
+COMPILE_CACHE = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
 
 from probe_common import (  # noqa: E402
     finish,
@@ -84,6 +96,121 @@ def generation_kwargs(model, args) -> dict:
     return kwargs
 
 
+def weight_bytes(model) -> dict:
+    """Bytes of the weights, and of those a decoding step reads whole: the input embedding
+    table is only gathered (a few rows per token) unless the output layer shares it."""
+    total = sum(p.numel() * p.element_size() for p in model.parameters())
+    emb = model.get_input_embeddings().weight
+    out = model.get_output_embeddings()
+    tied = out is not None and out.weight.data_ptr() == emb.data_ptr()
+    per_step = total if tied else total - emb.numel() * emb.element_size()
+    return {"weight_bytes": total, "weight_bytes_per_step": per_step, "tied_embeddings": tied}
+
+
+def static_cache(transformers, model, args, max_len: int):
+    """A static KV cache for the batch (its signature changed across transformers
+    releases: 5.x sizes itself on first use, 4.x takes batch, device and dtype)."""
+    cls = transformers.StaticCache
+    try:
+        return cls(config=model.config, max_cache_len=max_len)
+    except TypeError:
+        import torch
+
+        return cls(config=model.config, max_batch_size=args.batch_size, max_cache_len=max_len,
+                   device=args.device, dtype=getattr(torch, args.dtype))
+
+
+class EventClock:
+    """Step times without synchronising: a CUDA event per step, read after the request
+    (on the CPU, where there are no events, the host clock after each step)."""
+
+    def __init__(self, torch, device: str) -> None:
+        self.torch = torch
+        self.cuda = device.startswith("cuda")
+        self.marks: list = []
+
+    def mark(self) -> None:
+        if self.cuda:
+            event = self.torch.cuda.Event(enable_timing=True)
+            event.record()
+            self.marks.append(event)
+        else:
+            self.marks.append(time.perf_counter())
+
+    def offsets_s(self) -> list[float]:
+        """Seconds from the first mark to each later one (call after synchronising)."""
+        first = self.marks[0]
+        if self.cuda:
+            return [first.elapsed_time(e) / 1000.0 for e in self.marks[1:]]
+        return [m - first for m in self.marks[1:]]
+
+
+def engine_requests(torch, transformers, model, args) -> tuple[list[dict], list[float]]:
+    """Static cache + one compiled decoding step (CUDA graphs on a GPU), greedy, exactly
+    output_len tokens per sequence; the warm-up requests compile and capture."""
+    gen = torch.Generator(device="cpu").manual_seed(args.seed)
+    vocab = model.config.vocab_size
+    sync = torch_sync(torch, args.device)
+    cache = static_cache(transformers, model, args, args.input_len + args.output_len)
+
+    # only the last position's logits, as an engine computes them (the prefill would
+    # otherwise write batch x prompt x vocabulary logits); older releases lack the argument
+    last_only = ({"logits_to_keep": 1}
+                 if "logits_to_keep" in inspect.signature(model.forward).parameters else {})
+
+    def forward(ids, position):
+        logits = model(input_ids=ids, cache_position=position, past_key_values=cache,
+                       use_cache=True, return_dict=False, **last_only)[0]
+        return logits[:, -1].argmax(-1, keepdim=True)
+
+    step = torch.compile(forward, mode="reduce-overhead", fullgraph=True)
+    prompt_positions = torch.arange(args.input_len, device=args.device)
+    decode_positions = [torch.tensor([args.input_len + i], device=args.device)
+                        for i in range(args.output_len - 1)]
+    rows = []
+    window = [0.0, 0.0]
+    for i in range(args.warmup + args.requests):
+        ids = torch.randint(1, vocab, (args.batch_size, args.input_len), generator=gen)
+        ids = ids.to(args.device)
+        clock = EventClock(torch, args.device)
+        # no_grad, not inference_mode: the cache's tensors are updated in place across
+        # requests, which inference tensors do not allow outside inference mode
+        with torch.no_grad():
+            cache.reset()
+            sync()
+            if i == args.warmup:
+                window[0] = time.time()
+            t0 = time.perf_counter()
+            clock.mark()
+            token = forward(ids, prompt_positions)  # prefill, eager: compute-bound
+            clock.mark()
+            tokens = [token]
+            for position in decode_positions:
+                torch.compiler.cudagraph_mark_step_begin()
+                token = step(token, position).clone()  # graph outputs are reused buffers
+                clock.mark()
+                tokens.append(token)
+            sync()
+        t1 = time.perf_counter()
+        window[1] = time.time()
+        new = len(tokens)
+        steps = clock.offsets_s()
+        if new != args.output_len or len(steps) != args.output_len:
+            raise RuntimeError(f"request {i} generated {new} tokens in {len(steps)} steps, "
+                               f"expected {args.output_len}")
+        rows.append({
+            "index": i,
+            "warmup": i < args.warmup,
+            "batch_size": args.batch_size,
+            "input_len": args.input_len,
+            "output_len": new,
+            "latency_s": t1 - t0,
+            "step_s": steps,
+            "token_sum": int(torch.cat(tokens, dim=1).sum()),
+        })
+    return rows, window
+
+
 def run_requests(torch, model, args) -> tuple[list[dict], list[float]]:
     gen = torch.Generator(device="cpu").manual_seed(args.seed)
     vocab = model.config.vocab_size
@@ -117,6 +244,7 @@ def run_requests(torch, model, args) -> tuple[list[dict], list[float]]:
             "output_len": new,
             "latency_s": t1 - t0,
             "step_s": [s - t0 for s in clock.steps],
+            "token_sum": int(out[:, ids.shape[1]:].sum()),
         })
     return rows, window
 
@@ -134,12 +262,15 @@ def main(argv=None) -> int:
     p.add_argument("--output-len", type=int, default=128)
     p.add_argument("--warmup", type=int, default=1)
     p.add_argument("--requests", type=int, default=5)
-    p.add_argument("--decoding", default="plain", choices=["plain", "static", "compiled"])
+    p.add_argument("--decoding", default="auto",
+                   choices=["auto", "plain", "static", "compiled", "engine"])
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--check", action="store_true", help="import, reach the device, report")
     args = p.parse_args(argv)
     if not args.check and bool(args.model_config) == bool(args.model_path):
         p.error("give exactly one of --model-config and --model-path")
+    if args.decoding == "auto":  # as the host resolves it (workloads/transformers.py)
+        args.decoding = "engine" if args.device.startswith("cuda") else "plain"
 
     t_import0 = time.perf_counter()
     import torch
@@ -156,10 +287,16 @@ def main(argv=None) -> int:
     model, facts = build_model(torch, transformers, args)
     torch_sync(torch, args.device)()
     result["build_s"] = time.perf_counter() - t_build0
-    result["model"] = facts
-    rows, window = run_requests(torch, model, args)
+    result["model"] = {**facts, **weight_bytes(model)}
+    if args.decoding == "engine":
+        rows, window = engine_requests(torch, transformers, model, args)
+    else:
+        rows, window = run_requests(torch, model, args)
     result.update({
         "decoding": args.decoding,
+        "compile_cache": COMPILE_CACHE,
+        # the same greedy tokens whatever the decoding mode: a check that it decodes alike
+        "checksum": sum(r["token_sum"] for r in rows),
         "requests": rows,
         "measure_window_unix": window,
         **torch_peak_bytes(torch, args.device),
