@@ -131,8 +131,46 @@ class Campaign:
         # and config.yaml are one campaign; nor do lanes (where cells run, not what they
         # measure: a campaign may gain a GPU half-way, and each record names its lane)
         raw = {k: v for k, v in self.raw.items() if k not in ("based_on", "lanes")}
-        text = json.dumps(raw, default=str)
+        text = json.dumps(_without_new_defaults(raw), default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+# Keys added to the schema after campaigns were committed: at their default they leave the
+# config hash as it was, so a committed campaign stays the campaign its records name.
+HASH_NEUTRAL_DEFAULTS = (("thermal", "cooldown"), ("thermal", "adaptive"))
+
+
+def _filled_default(sub: dict[str, Any]) -> Any:
+    """A subschema's default with its own properties' defaults filled in."""
+    value = copy.deepcopy(sub.get("default"))
+    if isinstance(value, dict):
+        for prop, inner in sub.get("properties", {}).items():
+            if prop not in value and "default" in inner:
+                value[prop] = _filled_default(inner)
+    return value
+
+
+def _deref(sub: dict[str, Any]) -> dict[str, Any]:
+    """A subschema, with a local '$ref' ('#/$defs/...') followed."""
+    ref = sub.get("$ref")
+    if ref:
+        for part in ref.removeprefix("#/").split("/"):
+            sub = _schema()[part] if part == "$defs" else sub[part]
+    return sub
+
+
+def _without_new_defaults(raw: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(raw)
+    for path in HASH_NEUTRAL_DEFAULTS:
+        parent, sub = out, _schema()
+        for key in path[:-1]:
+            parent = parent.get(key, {}) if isinstance(parent, dict) else {}
+            sub = _deref(sub["properties"][key])
+        sub = _deref(sub["properties"][path[-1]])
+        if isinstance(parent, dict) and path[-1] in parent \
+                and parent[path[-1]] == _filled_default(sub):
+            del parent[path[-1]]
+    return out
 
 
 # libyaml where PyYAML was built with it (ten times faster on the schema)
