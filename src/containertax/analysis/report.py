@@ -295,6 +295,24 @@ def _quality_tex(q: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def cpuset_text(campaign: Campaign) -> str:
+    """Which cores `cpuset_cpus: performance` gave each environment, from the raw records
+    (resolved on the machine that ran them)."""
+    found: dict[str, set[str]] = {}
+    for path in campaign.paths.raw_records():
+        rec = records.read_json(path)
+        cpuset = ((rec.get("environment") or {}).get("resolved") or {}).get("cpuset")
+        if cpuset:
+            found.setdefault(rec["cell"]["environment"], set()).add(
+                f"{cpuset['cpus']} ({cpuset['source']})")
+    if not found:
+        return ""
+    parts = [f"{tables.tex(env)} on CPUs {tables.tex(', '.join(sorted(cores)))}"
+             for env, cores in sorted(found.items())]
+    return ("The performance-core CPU set was resolved on the machine at run time to the "
+            "cores of highest capacity: " + "; ".join(parts) + ".")
+
+
 def run_numbers(campaign: Campaign, kept_csv: Path, comparisons_csv: Path,
                 quality_json: Path, out_numbers: Path, out_quality: Path) -> None:
     runs = read_table(kept_csv)
@@ -359,6 +377,7 @@ def run_numbers(campaign: Campaign, kept_csv: Path, comparisons_csv: Path,
             + ", and a machine-adjusted relative difference (a fixed effect per machine on "
             "log values) is in the machine-readable results beside the plain one.")
         v["page-cache-text"] = page_cache_text(campaign, runs)
+        v["cpuset-text"] = cpuset_text(campaign)
         v["repetitions"] = campaign.repetitions
         v["design"] = campaign.schedule["design"]
         v["design-text"] = (

@@ -101,8 +101,8 @@ def inferential_table(results: pd.DataFrame, registry: dict[str, MetricInfo]) ->
 
 
 MEMORY_METRICS = ("kv_cache_gib", "host_mem_used_peak_gib", "host_mem_rise_gib",
-                  "gpu_mem_peak_gib", "peak_memory_gib", "mem_available_before_gib",
-                  "mem_available_after_gib", "max_rss_mib")
+                  "gpu_mem_peak_gib", "gpu_proc_mem_peak_gib", "peak_memory_gib",
+                  "mem_available_before_gib", "mem_available_after_gib", "max_rss_mib")
 
 
 def memory_table(runs: pd.DataFrame, registry: dict[str, MetricInfo]) -> str:
