@@ -56,6 +56,8 @@ rule preflight:
     input:
         config=ancient(RESOLVED),
         rootfs=rootfs_marker,
+        # the datasets first: preflight checks their folder from inside the environment
+        datasets=list(DATASETS),
     output:
         at(R.PREFLIGHT),
     log:
