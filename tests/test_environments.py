@@ -155,3 +155,53 @@ def test_preflight_checks_workload_inside_docker(config_dict, tmp_path):
     facts = preflight.check_environment(c, "docker")
     assert facts["ok"] and facts["inside"]["software"]["numpy"]
     assert facts["inside"]["environment"]["in_container_hint"] is True
+
+
+ENV_IMAGE = "containertax-envtest:latest"
+
+
+def _env_test_image() -> str:
+    """The demo image's root filesystem re-imported with an ENV and a WORKDIR of its own
+    (`docker import --change`, nothing pulled), once per machine."""
+    import subprocess
+
+    if subprocess.run(["docker", "image", "inspect", ENV_IMAGE], capture_output=True).returncode:
+        script = (f"c=$(docker create {DEMO_IMAGE} true) && docker export $c | docker import "
+                  "--change 'ENV CT_IMAGE_VAR=from-image' "
+                  "--change 'ENV LD_LIBRARY_PATH=/opt/ct/lib' "
+                  "--change 'ENV PATH=/opt/ct/bin:/usr/local/bin:/usr/bin:/bin' "
+                  f"--change 'WORKDIR /tmp' - {ENV_IMAGE}; rc=$?; docker rm $c >/dev/null; "
+                  "exit $rc")
+        subprocess.run(["sh", "-c", script], check=True, capture_output=True)
+    return ENV_IMAGE
+
+
+@needs_docker
+@pytest.mark.docker
+def test_chroot_and_docker_see_the_image_environment(config_dict, tmp_path):
+    """Both start from the image's ENV and WORKDIR (the chroot from the image metadata
+    recorded at export), the project overrides none of it, and both record it."""
+    import json
+
+    image = _env_test_image()
+    spec = {"image": image, "python": "python3", "env": {"CT_CONFIG_VAR": "from-config"}}
+    config_dict["reference_environment"] = "chroot"
+    c = _campaign(config_dict, tmp_path, chroot={"kind": "chroot", **spec},
+                  docker={"kind": "docker", **spec})
+    chroot = environments.launcher(c, "chroot")
+    environments.export_rootfs(image, chroot.rootfs())
+    show = ["python3", "-c", "import json, os; print(json.dumps({'env': dict(os.environ), "
+            "'cwd': os.getcwd()}))"]
+    seen = {}
+    for name in ("chroot", "docker"):
+        out = environments.launcher(c, name).run(_launch(tmp_path, show))
+        assert out.returncode == 0, out.output
+        seen[name] = json.loads(out.output.strip().splitlines()[-1])
+        assert out.resolved["image"]["config"]["env"]["CT_IMAGE_VAR"] == "from-image"
+        assert out.resolved["env"]["CT_CONFIG_VAR"] == "from-config"
+    env_c, env_d = seen["chroot"]["env"], seen["docker"]["env"]
+    env_d.pop("HOSTNAME")  # the container's own name: Docker's, not the image's
+    assert env_c == env_d
+    assert env_c["PATH"] == "/opt/ct/bin:/usr/local/bin:/usr/bin:/bin"  # the image's PATH
+    assert env_c["CT_IMAGE_VAR"] == "from-image" and env_c["CT_CONFIG_VAR"] == "from-config"
+    assert seen["chroot"]["cwd"] == seen["docker"]["cwd"] == "/tmp"

@@ -11,7 +11,7 @@ import yaml
 
 from containertax import cli
 from containertax.campaign import config, optimisation
-from containertax.execution import environments
+from containertax.execution import environments, preflight
 from tests.conftest import REPO
 
 PHASES = {
@@ -55,7 +55,11 @@ def test_phase_2b_varies_one_option_each():
         assert env.spec["variant_of"] == "docker_baseline"
         changed = {k for k in set(base) | set(env.spec["options"])
                    if base.get(k) != env.spec["options"].get(k)}
-        assert changed <= set(env.spec["variant"]) and len(env.spec["variant"]) == 1, env.id
+        assert changed <= set(env.spec["variant"]), env.id
+        # one option each; a shm size needs a private IPC namespace (Docker ignores
+        # --shm-size with --ipc host), so the shm variants set ipc: private with it
+        assert len(env.spec["variant"]) == 1 or env.spec["variant"].keys() == {
+            "ipc", "shm_size"} and env.spec["variant"]["ipc"] == "private", env.id
         seen |= set(env.spec["variant"])
         assert env.spec["mounts"] == c.environment("docker_baseline").spec["mounts"]
     assert seen == {"shm_size", "network", "cpuset_cpus", "privileged", "cgroup_parent", "ipc",
@@ -64,7 +68,21 @@ def test_phase_2b_varies_one_option_each():
     assert "ipc" not in ipc_default and ipc_default["ulimits"] == base["ulimits"]
     # the docker SDK arguments of a variant are the baseline's plus its own option
     kw = environments.docker_kwargs(c.environment("docker_shm_60g").spec["options"])
-    assert kw["shm_size"] == "60g" and kw["ipc_mode"] == "host"
+    assert kw["shm_size"] == "60g" and kw["ipc_mode"] == "private"
+    assert environments.docker_kwargs(c.environment("docker_memory_100g").spec["options"])[
+        "mem_limit"] == "100g"
+    for env in c.environments:  # no variant sets a shm size Docker would ignore
+        assert preflight.shm_with_host_ipc(c, env.id) == [], env.id
+
+
+def test_preflight_warns_of_shm_size_with_host_ipc(tmp_path):
+    cfg = _write(tmp_path / "mine.yaml", {
+        "base": str(REPO / "config" / "phase-2b.yaml"),
+        "environments": {"docker_shm_8g": {"options": {"ipc": "host"}}}})
+    c = config.load_file(cfg)
+    (warning,) = preflight.shm_with_host_ipc(c, "docker_shm_8g")
+    assert "environments.docker_shm_8g.options.shm_size (8g) is ignored" in warning
+    assert "ipc: private" in warning
 
 
 def _write(path, data):
@@ -141,7 +159,8 @@ def test_best_options_picks_variants_better_everywhere_and_significant_somewhere
     verdicts = optimisation.judge(c, _comparisons(rows), "token_throughput")
     chosen = {v.environment for v in verdicts if v.qualifies}
     assert chosen == {"docker_shm_8g", "docker_shm_32g", "docker_net_host"}
-    assert optimisation.combine(verdicts) == {"shm_size": "32g", "network": "host"}
+    assert optimisation.combine(verdicts) == {"ipc": "private", "shm_size": "32g",
+                                              "network": "host"}
     text = optimisation.render(c, verdicts, "token_throughput")
     assert "docker_optimised:" in text and "extends: docker_baseline" in text
     # lower is better for latency: the same numbers now count against every variant
@@ -163,3 +182,49 @@ def test_best_options_command(tmp_path, capsys):
     assert cli.main(["best-options", str(cfg)]) == 0
     out = capsys.readouterr().out
     assert "yes docker_net_host" in out and "network: host" in out
+
+
+def test_best_options_writes_docker_optimised_into_the_config(tmp_path, capsys):
+    """The optimised environment of phases 2C/2D is best-options' output: --write replaces
+    the marked block of config.yaml, which then loads with those options."""
+    import shutil
+
+    for name in ("config.yaml", "phase-2b.yaml", "phase-2c.yaml"):
+        shutil.copy(REPO / "config" / name, tmp_path / name)
+    with (tmp_path / "phase-2b.yaml").open("a") as fh:
+        fh.write(f"results_dir: {tmp_path / 'results'}\n")
+    c = config.load_file(tmp_path / "phase-2b.yaml")
+    before = config.load_file(tmp_path / "phase-2c.yaml").environment("docker_optimised")
+    assert before.spec["options"] == c.environment("docker_baseline").spec["options"]
+    stats = c.root / "stats"
+    stats.mkdir(parents=True)
+    rows = [(m.id, "token_throughput", "docker_net_host", "docker_baseline", 0.03, 0.001)
+            for m in c.models]
+    _comparisons(rows).to_csv(stats / "comparisons.csv", index=False)
+    assert cli.main(["best-options", str(tmp_path / "phase-2b.yaml"), "--write",
+                     str(tmp_path / "config.yaml")]) == 0
+    text = (tmp_path / "config.yaml").read_text()
+    assert "# written " in text and "qualifying: docker_net_host" in text
+    after = config.load_file(tmp_path / "phase-2c.yaml").environment("docker_optimised")
+    assert after.spec["options"]["network"] == "host"
+    assert after.spec["options"]["ipc"] == "host"  # the rest stays the baseline's
+    assert cli.main(["best-options", str(tmp_path / "phase-2b.yaml"), "--write",
+                     str(tmp_path / "phase-2b.yaml")]) == 1  # no markers there: says so
+    assert "no '# BEGIN best-options'" in capsys.readouterr().err
+
+
+def test_performance_cores_stated_from_the_records(tmp_path, config_dict):
+    """The cores `cpuset_cpus: performance` resolved to on the machine (recorded by the
+    Docker launcher) become the paper's methods sentence (\\ctx{cpuset-text})."""
+    from containertax.analysis import report
+
+    config_dict["results_dir"] = str(tmp_path / "results")
+    c = config.load_campaign(config_dict, "c.yaml")
+    assert report.cpuset_text(c) == ""  # no such variant: no sentence
+    rec = {"cell": {"environment": "docker"}, "environment": {"resolved": {"cpuset": {
+        "requested": "performance", "cpus": "0-9", "source": "cpu_capacity"}}}}
+    path = c.root / "raw" / "m" / "docker" / "rep01.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(rec))
+    text = report.cpuset_text(c)
+    assert "docker on CPUs 0-9 (cpu\\_capacity)" in text

@@ -69,6 +69,14 @@ class FakeNvml:
     def nvmlDeviceGetMemoryInfo(self, h):
         raise RuntimeError("Not Supported")
 
+    def nvmlDeviceGetComputeRunningProcesses(self, h):
+        """Per-process accounting: 3 GiB and 1 GiB, and one process NVML gives no figure for
+        (usedGpuMemory None, as nvidia-ml-py reports NVML_VALUE_NOT_AVAILABLE)."""
+        p = type("P", (), {})
+        return [type("P", (p,), {"pid": 1, "usedGpuMemory": 3 * 2**30})(),
+                type("P", (p,), {"pid": 2, "usedGpuMemory": 2**30})(),
+                type("P", (p,), {"pid": 3, "usedGpuMemory": None})()]
+
     def nvmlDeviceGetPowerUsage(self, h):
         return 650_000
 
@@ -101,7 +109,8 @@ def test_gpu_telemetry_through_fake_nvml(tmp_path):
     gpu = NvmlGpu(0, nvml=FakeNvml(), proc=tmp_path)
     assert gpu.identity()["cuda_driver"] == "13.0" and gpu.identity()["power_limit_w"] == 700
     sample = gpu.sample()
-    assert sample["gpu_mem_used_mib"] == 512.0  # unified-memory fallback from meminfo
+    # device query Not Supported (GB10): the processes' sum, labelled so; never meminfo's 512
+    assert sample["gpu_mem_used_mib"] == 4096.0 and sample["gpu_mem_source"] == "nvml_processes"
     assert sample["power_w"] == 650 and sample["sm_clock_mhz"] == 1485
     with Sampler(NoSensor(), hz=20, proc=tmp_path, gpu=gpu) as s:
         t_start = time.time()
@@ -111,6 +120,9 @@ def test_gpu_telemetry_through_fake_nvml(tmp_path):
     summary = s.summary()
     assert summary["gpu"]["name"] == "NVIDIA H100 80GB HBM3"
     assert 650 * 0.4 <= summary["energy_j"] <= 650 * 0.6  # counter before minus after
+    assert summary["energy_source"] == "nvml_counter"
+    assert summary["gpu_mem_source"] == "nvml_processes"
+    assert summary["gpu_mem_used_peak_mib"] == 4096.0
     # energy of a window inside the run: the sampled counter interpolated at both ends
     assert s.window_energy_j(*window) == pytest.approx(650 * (window[1] - window[0]), rel=0.1)
     assert s.window_energy_j(window[0] - 10, window[1]) is None  # not covered by samples
@@ -140,3 +152,24 @@ def test_window_energy_integrates_power_without_a_counter():
     # 1.5 -> 2.5: half a second rising 200 -> 300 W (avg 250), then 300 W for 0.5 s
     assert s.window_energy_j(1001.5, 1002.5) == pytest.approx(0.5 * 250 + 0.5 * 300)
     assert s.window_energy_j(999.0, 1002.0) is None
+
+
+class FakeNvmlNoCounter(FakeNvml):
+    """TEST DOUBLE: a GPU without NVML's energy counter (Not Supported)."""
+
+    def nvmlDeviceGetTotalEnergyConsumption(self, h):
+        raise RuntimeError("Not Supported")
+
+
+def test_energy_from_power_where_no_counter(tmp_path):
+    from containertax.execution.gpu import NvmlGpu
+
+    (tmp_path / "meminfo").write_text("MemTotal: 1048576 kB\nMemAvailable: 524288 kB\n")
+    (tmp_path / "stat").write_text("cpu 1 0 1 10 0 0 0 0 0 0\n")
+    gpu = NvmlGpu(0, nvml=FakeNvmlNoCounter(), proc=tmp_path)
+    with Sampler(NoSensor(), hz=20, proc=tmp_path, gpu=gpu) as s:
+        time.sleep(0.4)
+    summary = s.summary()
+    span = s.rows[-1][0] - s.rows[0][0]
+    assert summary["energy_source"] == "power_integration"
+    assert summary["energy_j"] == pytest.approx(650 * span, rel=1e-6)  # 650 W throughout

@@ -236,3 +236,25 @@ def test_idle_baseline_is_the_median_of_the_readings():
     out = thermal.idle_baseline(FakeSensor([39, 40, 39, 38, 41, 39]), 5, 1,
                                 clock=clock.monotonic, sleep=clock.sleep)
     assert out["baseline_c"] == 39 and len(out["trace"]) == 6
+class FlakyNvml(FakeNvml):
+    """TEST DOUBLE: NVML temperature reads that fail `failures` times (pynvml raises
+    NVMLError subclasses, e.g. NVMLError_Unknown / GpuIsLost) before answering."""
+
+    def __init__(self, failures):
+        self.failures = failures
+
+    def nvmlDeviceGetTemperature(self, handle, kind):
+        if self.failures:
+            self.failures -= 1
+            raise RuntimeError("NVML_ERROR_UNKNOWN")
+        return 44
+
+
+def test_nvml_read_errors_are_retried_then_fail_the_cell_clearly():
+    slept = []
+    sensor = thermal.NvmlSensor(0, nvml=FlakyNvml(2), sleep=slept.append)
+    assert sensor.temperature_c() == 44.0 and slept == [0.5, 1.0]  # two retries, then read
+    sensor = thermal.NvmlSensor(0, nvml=FlakyNvml(99), sleep=lambda s: None)
+    with pytest.raises(thermal.SensorError, match="3 tries: RuntimeError: NVML_ERROR_UNKNOWN"):
+        thermal.wait_gate(sensor, thermal.GateSettings(threshold_c=45, min_interval_s=0,
+                                                       timeout_s=10, poll_s=0.01), None)

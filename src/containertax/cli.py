@@ -12,18 +12,21 @@ import sys
 from pathlib import Path
 
 from containertax import workloads
-from containertax.campaign import config, optimisation, schedule, status
+from containertax.campaign import config, optimisation, rehearsal, schedule, status
 from containertax.execution import cells, environments, preflight, rawrecord, records, thermal
+from containertax.workloads import trtllm
 
 KNOWN = (
     config.ConfigError,
     preflight.PreflightError,
     thermal.GateTimeout,
+    thermal.SensorError,
     cells.RunFailed,
     environments.EnvironmentFailure,
     workloads.WorkloadError,
     records.RecordExistsError,
     rawrecord.RecordError,
+    trtllm.DatasetError,
     optimisation.OptimisationError,
 )
 # The analysis steps' own failures: their modules (pandas, scipy, matplotlib) are imported
@@ -83,6 +86,13 @@ def main(argv: list[str] | None = None) -> int:
     p = cell_cmd("cooldown", "cool down after a cell")
     p.add_argument("--out", required=True)
 
+    p = sub.add_parser("dataset", help="write a trtllm model's synthetic token dataset "
+                       "(before any run)")
+    p.add_argument("--config", required=True)
+    p.add_argument("--model", required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--log")
+
     p = sub.add_parser("preflight", help="check one environment")
     p.add_argument("--config", required=True)
     p.add_argument("--environment", required=True)
@@ -133,6 +143,17 @@ def main(argv: list[str] | None = None) -> int:
                        "the baseline, and their combination for docker_optimised")
     p.add_argument("config", help="the phase-2B config (e.g. config/phase-2b.yaml)")
     p.add_argument("--metric", default="token_throughput")
+    p.add_argument("--write", metavar="CONFIG", help="replace the BEGIN/END best-options block "
+                   "of docker_optimised in this file (e.g. config/config.yaml)")
+
+    p = sub.add_parser("rehearse", help="every model x environment once with few requests "
+                       "(its own campaign, <name>-rehearsal), then a go/no-go table; exit 0 "
+                       "on GO, 2 on NO-GO")
+    p.add_argument("config", help="the study's config file (e.g. config/config.yaml)")
+    p.add_argument("--requests", type=int, help="requests (repeats) per run; default per "
+                   "workload: trtllm 32, transformers 2, matmul 3, microbench 10")
+    p.add_argument("--snakemake", nargs=argparse.REMAINDER, default=[],
+                   help="further arguments for Snakemake (last on the line)")
 
     p = sub.add_parser("status", help="progress and ETA of a campaign")
     p.add_argument("config", help="the campaign's config file (e.g. config/demo.yaml)")
@@ -159,6 +180,11 @@ def _dispatch(args: argparse.Namespace) -> int:
     if cmd == "host-image":
         print(environments.host_software_image(args.tag))
         return 0
+    if cmd == "rehearse":
+        result = rehearsal.run(Path(args.config), args.requests,
+                               snakemake_args=args.snakemake)
+        print(rehearsal.render(result))
+        return 0 if result["go"] else 2
     campaign = load(args.config)
     if cmd == "targets":
         print("\n".join(schedule.block_targets(campaign, _rep_range(args.reps))))
@@ -172,6 +198,10 @@ def _dispatch(args: argparse.Namespace) -> int:
 
         verdicts = optimisation.judge(campaign, pd.read_csv(comparisons), args.metric)
         print(optimisation.render(campaign, verdicts, args.metric))
+        if args.write:
+            chosen = optimisation.write_block(Path(args.write), campaign, verdicts,
+                                              args.metric, comparisons, records.utc_now())
+            print(f"\nwrote docker_optimised options {chosen} into {args.write}")
     elif cmd == "status":
         summary = status.summarize(campaign, args.lanes)
         print(json.dumps(summary, indent=1) if args.json else status.render(summary))
@@ -182,6 +212,13 @@ def _dispatch(args: argparse.Namespace) -> int:
                   Path(args.log) if args.log else None)
     elif cmd == "cooldown":
         cells.cool(campaign, args.model, args.environment, args.rep, Path(args.out))
+    elif cmd == "dataset":
+        params = {**trtllm.WORKLOAD.defaults, **campaign.workload_params(args.model)}
+        meta = trtllm.write_dataset(params, Path(args.out))
+        logging.getLogger("containertax").info(
+            "dataset %s: %d requests, %d+%d tokens, vocabulary %d, sha256 %s", args.out,
+            meta["num_requests"], meta["input_len"], meta["output_len"], meta["vocab_size"],
+            meta["sha256"])
     elif cmd == "preflight":
         preflight.write_environment(campaign, args.environment, Path(args.out))
     elif cmd == "system":

@@ -14,6 +14,7 @@ rule gate:
         schedule=at(R.SCHEDULE),
         system=at(R.SYSTEM),
         preflight=at(R.PREFLIGHT),
+        dataset=cell_dataset,
     output:
         # temp(): consumed by the run; a token left by an interrupted invocation is
         # detected as stale by the run step, which gates again

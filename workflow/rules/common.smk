@@ -1,4 +1,5 @@
 # Shared state of the workflow: the validated campaign, its schedule and its paths.
+import re
 import sys
 from pathlib import Path
 
@@ -10,6 +11,7 @@ from containertax.campaign import paths as R
 from containertax.campaign import schedule as ct_schedule
 from containertax.campaign import lanes as ct_lanes
 from containertax.execution.environments import image_slug
+from containertax.campaign import datasets as ct_datasets
 from snakemake.exceptions import WorkflowError
 
 # With --configfile, the profile's replace-workflow-config makes that file the whole config.
@@ -61,6 +63,22 @@ ENVS = {e.id: e for e in CAMPAIGN.environments}
 IMAGES = {
     image_slug(e.image): e.image for e in CAMPAIGN.environments if e.kind == "chroot"
 }
+
+# trtllm models' synthetic datasets (path -> model), written before any run
+DATASETS = ct_datasets.all_datasets(CAMPAIGN)
+DATASET_DIRS = (
+    "|".join(sorted({re.escape(str(Path(p).parent)) for p in DATASETS})) or "(?!)"
+)
+
+
+def dataset_model(wildcards):
+    return DATASETS[f"{wildcards.dataset_dir}/{wildcards.dataset_name}.jsonl"]
+
+
+def cell_dataset(wildcards):
+    """The dataset a trtllm cell reads (none for other workloads)."""
+    return ct_datasets.of_model(CAMPAIGN, wildcards.model)
+
 
 # Execution order: the cell at schedule position p gets priority N - p for its gate, run
 # and cooldown; with --cores 1 Snakemake then runs the cells in schedule order. Cells are

@@ -62,6 +62,8 @@ rule preflight:
     input:
         config=ancient(RESOLVED),
         rootfs=rootfs_marker,
+        # the datasets first: preflight checks their folder from inside the environment
+        datasets=list(DATASETS),
     output:
         at(R.PREFLIGHT),
     log:
@@ -76,3 +78,28 @@ rule preflight:
     shell:
         "{params.ct} preflight --config {input.config} --environment {wildcards.environment} "
         "--out {output} --log {log}"
+
+
+rule dataset:
+    """A trtllm model's synthetic token dataset (random ids within its vocabulary, fixed
+    lengths, seeded, with its sha256), written once on the host before any run: no
+    measured run makes it, and every environment reads the same bytes."""
+    input:
+        config=ancient(RESOLVED),
+    output:
+        data="{dataset_dir}/{dataset_name}.jsonl",
+        meta="{dataset_dir}/{dataset_name}.jsonl.json",
+    log:
+        at("logs/dataset{dataset_dir}/{dataset_name}.log"),
+    wildcard_constraints:
+        dataset_dir=DATASET_DIRS,
+        dataset_name=r"[^/]+",
+    priority: FIRST
+    conda:
+        "../../envs/workflow.yaml"
+    params:
+        ct=CT,
+        model=dataset_model,
+    shell:
+        "{params.ct} dataset --config {input.config} --model {params.model} "
+        "--out {output.data} --log {log}"

@@ -52,6 +52,9 @@ _SHARED = [
                "peak in use during the run minus in use at its start", "increasing"),
     MetricInfo("gpu_mem_peak_gib", "GiB", "lower", "Peak GPU memory (NVML)",
                "peak device memory in use, all processes (10 Hz)", "increasing"),
+    MetricInfo("gpu_proc_mem_peak_gib", "GiB", "lower", "Peak GPU memory of processes (NVML)",
+               "peak of the compute processes' GPU memory, NVML per-process accounting "
+               "(where the device query is not supported, GB10)", "increasing"),
 ]
 REGISTRY: dict[str, MetricInfo] = {m.name: m for m in [*workloads.metric_info(), *_SHARED]}
 

@@ -417,6 +417,10 @@ def _design_values(campaign: Campaign, runs: pd.DataFrame) -> dict[str, Any]:
         "has-stability": bool(t.get("stability_s")),
         "stability": f"{t.get('stability_s') or 0:g}",
         "cooldown": f"{t['cooldown_s']:g}",
+        "cooldown-adaptive": t.get("cooldown", "fixed") == "adaptive",
+        "adaptive-band": f"{t.get('adaptive', {}).get('band_c', 0):g}",
+        "adaptive-min": f"{t.get('adaptive', {}).get('min_s', 0):g}",
+        "adaptive-max": f"{t.get('adaptive', {}).get('max_s', 0):g}",
         "telemetry-hz": f"{campaign.telemetry['hz']:g}",
         "gate-constant": bool(len(waits)) and waits.nunique() == 1,
         "gate-wait": tables.num(float(waits.iloc[0])) if len(waits) else "--",
@@ -433,6 +437,7 @@ def _design_values(campaign: Campaign, runs: pd.DataFrame) -> dict[str, Any]:
         "has-docker": bool(docker),
         "docker-device-nodes": any("device nodes" in e["gpu"] for e in docker),
         **page_cache_values(campaign, runs),
+        "cpuset-text": cpuset_text(campaign),
     }
 
 
@@ -496,6 +501,22 @@ def _result_values(campaign: Campaign, results: pd.DataFrame | None,
         v[f"p-bh/{key}"] = tables.pval(r.p_bh)
         v[f"test/{key}"] = r.primary_test
     return v
+def cpuset_text(campaign: Campaign) -> str:
+    """Which cores `cpuset_cpus: performance` gave each environment, from the raw records
+    (resolved on the machine that ran them)."""
+    found: dict[str, set[str]] = {}
+    for path in campaign.paths.raw_records():
+        rec = records.read_json(path)
+        cpuset = ((rec.get("environment") or {}).get("resolved") or {}).get("cpuset")
+        if cpuset:
+            found.setdefault(rec["cell"]["environment"], set()).add(
+                f"{cpuset['cpus']} ({cpuset['source']})")
+    if not found:
+        return ""
+    parts = [f"{tables.tex(env)} on CPUs {tables.tex(', '.join(sorted(cores)))}"
+             for env, cores in sorted(found.items())]
+    return ("The performance-core CPU set was resolved on the machine at run time to the "
+            "cores of highest capacity: " + "; ".join(parts) + ".")
 
 
 def run_numbers(campaign: Campaign, kept_csv: Path, comparisons_csv: Path,

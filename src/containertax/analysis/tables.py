@@ -158,8 +158,8 @@ def key_value_table(facts: dict[str, Any], label: str) -> str:
 
 
 MEMORY_METRICS = ("kv_cache_gib", "host_mem_used_peak_gib", "host_mem_rise_gib",
-                  "gpu_mem_peak_gib", "peak_memory_gib", "mem_available_before_gib",
-                  "mem_available_after_gib", "max_rss_mib")
+                  "gpu_mem_peak_gib", "gpu_proc_mem_peak_gib", "peak_memory_gib",
+                  "mem_available_before_gib", "mem_available_after_gib", "max_rss_mib")
 
 def memory_table(runs: pd.DataFrame, registry: dict[str, MetricInfo]) -> str:
     """Memory per model and environment (mean and SD over the runs), one row per model,

@@ -10,8 +10,10 @@ the researcher's: this prints the evidence and a snippet, it edits no config.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import yaml
@@ -99,3 +101,38 @@ def render(campaign: Campaign, verdicts: list[Verdict], metric: str) -> str:
         lines.append("No single option qualifies: keep docker_optimised equal to the baseline "
                      "(or leave it out of phases 2C and 2D).")
     return "\n".join(lines)
+
+
+BEGIN, END = "# BEGIN best-options", "# END best-options"
+
+
+def write_block(config_file: Path, campaign: Campaign, verdicts: list[Verdict], metric: str,
+                comparisons: Path, utc: str) -> dict[str, Any]:
+    """Replace the lines between the markers in `config_file` (inside docker_optimised)
+    with the combined options and where they came from; returns those options."""
+    lines = config_file.read_text().splitlines()
+    try:
+        start = next(i for i, ln in enumerate(lines) if ln.strip().startswith(BEGIN))
+        end = next(i for i, ln in enumerate(lines) if i > start and ln.strip().startswith(END))
+    except StopIteration:
+        raise OptimisationError(
+            f"{config_file}: no '{BEGIN}' ... '{END}' lines inside "
+            "environments.docker_optimised; add them (config/config.yaml shows how) or copy "
+            "the printed snippet by hand.") from None
+    indent = lines[start][: len(lines[start]) - len(lines[start].lstrip())]
+    chosen = combine(verdicts)
+    digest = hashlib.sha256(comparisons.read_bytes()).hexdigest()[:16]
+    qualifying = [v.environment for v in verdicts if v.qualifies] or ["none"]
+    said = ", ".join(f"{k}={v}" for k, v in chosen.items()) or "no option (= the baseline)"
+    body = yaml.safe_dump({"description": f"baseline + {said} (best-options, {campaign.name})",
+                           "options": chosen}, sort_keys=False, default_flow_style=None)
+    block = [f"{indent}# written {utc} by containertax best-options {campaign.source} "
+             f"--metric {metric}",
+             f"{indent}# from {comparisons} (sha256 {digest}); qualifying: "
+             f"{', '.join(qualifying)}",
+             *(indent + ln for ln in body.splitlines())]
+    new = [*lines[: start + 1], *block, *lines[end:]]
+    tmp = config_file.with_name(f".{config_file.name}.partial")
+    tmp.write_text("\n".join(new) + "\n")
+    tmp.replace(config_file)
+    return chosen

@@ -225,7 +225,7 @@ def _run_locked(campaign: Campaign, cell: schedule.Cell, paths: CellPaths, gate_
     params = campaign.workload_params(cell.model)
     work = campaign.paths.work(info["attempt"]).resolve()
     label = f"{cell.model}/{cell.environment}/rep{paths.label}"
-    timeout_s = campaign.workload["timeout_s"]
+    timeout_s = params.get("timeout_s", campaign.workload["timeout_s"])  # per model
     # compiled once per campaign: the cache is shared by every run and environment
     cache = (campaign.paths.compile_cache.resolve()
              if workloads.uses_compile_cache(kind, params) else None)
@@ -310,8 +310,10 @@ def _run_locked(campaign: Campaign, cell: schedule.Cell, paths: CellPaths, gate_
 
 def _memory_metrics(memory: dict[str, Any], telemetry: dict[str, Any]) -> list[Metric]:
     rows = hostmemory.metrics(memory, telemetry.get("mem_used_peak_mib"))
-    if telemetry.get("gpu_mem_used_peak_mib") is not None:  # NVML; GB10 may not report it
-        rows.append(("gpu_mem_peak_gib", telemetry["gpu_mem_used_peak_mib"] / 1024, "GiB"))
+    if telemetry.get("gpu_mem_used_peak_mib") is not None:  # named by its source
+        name = ("gpu_proc_mem_peak_gib" if telemetry.get("gpu_mem_source") == "nvml_processes"
+                else "gpu_mem_peak_gib")
+        rows.append((name, telemetry["gpu_mem_used_peak_mib"] / 1024, "GiB"))
     return [Metric(*row) for row in rows]
 
 

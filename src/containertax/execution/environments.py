@@ -23,6 +23,15 @@ from containertax.campaign.config import Campaign, Environment
 from containertax.execution import hostcpus, passthrough
 
 INSIDE = Path("/containertax")  # not under /opt: GPU hosts bind their /opt read-only
+# what the project adds in every environment (never PATH and friends: an image's own ENV
+# carries its libraries, MPI and CUDA settings, and Docker keeps it)
+PROJECT_ENV = {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1"}
+# Docker's own defaults for a container whose image does not set them (moby: the default
+# PATH of oci defaults, HOME of the user): the chroot gets the same
+DOCKER_DEFAULT_ENV = {
+    "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    "HOME": "/root",
+}
 BASE_ENV = {
     "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
     "LANG": "C.UTF-8",
@@ -71,6 +80,14 @@ class Outcome:
     resolved: dict[str, Any]
     timed_out: bool = False
     phases_s: dict[str, float] = field(default_factory=dict)
+
+
+def image_config(attrs: dict[str, Any]) -> dict[str, Any]:
+    """An image's run-time environment from its metadata (`docker image inspect`): ENV as a
+    mapping, and WORKDIR."""
+    cfg = attrs.get("Config") or {}
+    env = dict(item.split("=", 1) for item in cfg.get("Env") or [] if "=" in item)
+    return {"env": env, "working_dir": cfg.get("WorkingDir") or "/"}
 
 
 def image_slug(image: str) -> str:
@@ -187,8 +204,19 @@ class ChrootLauncher(Launcher):
     def gpu(self) -> bool:
         return bool(self.env.spec.get("gpu"))
 
+    def image(self) -> dict[str, Any]:
+        """What the rootfs rule recorded of the image: id, ENV, WORKDIR."""
+        import json
+
+        marker = self.rootfs_marker()
+        return json.loads(marker.read_text()) if marker.exists() else {}
+
     def environment_vars(self, launch: Launch) -> dict[str, str]:
-        env = super().environment_vars(launch)
+        """The image's own ENV (as Docker would start it), then the project's and the
+        config's variables: native and container run the same environment."""
+        image_env = self.image().get("config", {}).get("env", {})
+        env = {**DOCKER_DEFAULT_ENV, **image_env, **PROJECT_ENV, **launch.env,
+               **self.env.spec.get("env", {})}
         if self.gpu:
             env["LD_LIBRARY_PATH"] = passthrough.ld_library_path(env.get("LD_LIBRARY_PATH"))
         return env
@@ -208,6 +236,8 @@ class ChrootLauncher(Launcher):
         root = shlex.quote(str(self.rootfs()))
         lines = [
             "set -eu",
+            # the host's tools for the mounts; the process gets the image's PATH back below
+            f"PATH={DOCKER_DEFAULT_ENV['PATH']}",
             f"R={root}",
             'mount -t proc proc "$R/proc"',
             'mount --rbind /sys "$R/sys"',
@@ -229,7 +259,12 @@ class ChrootLauncher(Launcher):
                 lines.append(f'mount -o remount,bind,ro "$R"{t}')
         if libraries:
             lines += self.gpu_lines(libraries)
-        lines.append('exec chroot "$R" "$@"')
+        workdir = shlex.quote(self.image().get("config", {}).get("working_dir", "/"))
+        # the image's WORKDIR, as Docker starts the container there
+        path = shlex.quote(self.environment_vars(launch)["PATH"])
+        chroot = shutil.which("chroot", path=DOCKER_DEFAULT_ENV["PATH"]) or "chroot"
+        enter = "'cd \"$0\" && unset OLDPWD PWD && exec \"$@\"'"
+        lines.append(f'exec env PATH={path} {chroot} "$R" /bin/sh -c {enter} {workdir} "$@"')
         return "\n".join(lines)
 
     def run(self, launch: Launch) -> Outcome:
@@ -249,12 +284,8 @@ class ChrootLauncher(Launcher):
             argv, self.environment_vars(launch), launch.timeout_s, launch.cpuset
         )
         resolved = {"argv": launch.argv, "rootfs": str(self.rootfs()), "wrapper": argv[:5],
-                    "driver_libraries": libraries}
-        marker = self.rootfs_marker()
-        if marker.exists():
-            import json
-
-            resolved["image"] = json.loads(marker.read_text())
+                    "driver_libraries": libraries, "image": self.image(),
+                    "env": self.environment_vars(launch)}
         return Outcome(rc, t_in, t_out, wall, out, resolved, to)
 
 
@@ -312,7 +343,9 @@ def docker_kwargs(options: dict[str, Any], launch: Launch | None = None) -> dict
             kw[arg] = options[key]
     if options.get("cpuset_cpus") == "performance":
         try:
-            kw["cpuset_cpus"] = hostcpus.cpulist(hostcpus.performance_cores()[0])
+            cores, source = hostcpus.performance_cores()
+            kw["cpuset_cpus"] = hostcpus.cpulist(cores)
+            kw["cpuset_source"] = source  # recorded; popped before create()
         except hostcpus.CpuTopologyError as exc:
             raise EnvironmentFailure(f"options.cpuset_cpus: {exc}") from None
     if "ulimits" in options:
@@ -425,7 +458,12 @@ class DockerLauncher(Launcher):
                 explain_docker_error(self.env, "No such image", self.campaign.source)
             ) from None
         return {"name": self.env.image, "id": img.id, "repo_digests": img.attrs.get(
-            "RepoDigests", [])}
+            "RepoDigests", []), "config": image_config(img.attrs)}
+
+    def environment_vars(self, launch: Launch) -> dict[str, str]:
+        """Only what the project and the config add: Docker starts from the image's own
+        ENV (PATH, LD_LIBRARY_PATH, ...) and keeps every variable not named here."""
+        return {**PROJECT_ENV, **launch.env, **self.env.spec.get("env", {})}
 
     def run(self, launch: Launch) -> Outcome:
         import docker
@@ -447,17 +485,21 @@ class DockerLauncher(Launcher):
             host, target, ro = _parse_mount(spec, self.env.id)
             volumes.append(f"{host}:{target}:{'ro' if ro else 'rw'}")
         env_vars = self.environment_vars(launch)
+        image = self.image_facts()
+        cpuset = ({"requested": "performance", "cpus": kw["cpuset_cpus"],
+                   "source": kw.pop("cpuset_source")} if "cpuset_source" in kw else None)
         if self.env.spec.get("options", {}).get("nvidia_libraries"):
             libraries = _driver_libraries(self.env)
             volumes += [f"{path}:{passthrough.DRIVER_DIR / soname}:ro"
                         for soname, path in sorted(libraries.items())]
             env_vars["LD_LIBRARY_PATH"] = passthrough.ld_library_path(
-                env_vars.get("LD_LIBRARY_PATH"))
-        image = self.image_facts()
+                env_vars.get("LD_LIBRARY_PATH", image["config"]["env"].get("LD_LIBRARY_PATH")))
         resolved = {
             "argv": launch.argv,
             "image": image,
             "create_kwargs": _jsonable(kw),
+            "env": env_vars,  # added to the image's ENV (image.config.env)
+            "cpuset": cpuset,  # the cores `cpuset_cpus: performance` resolved to here
             "volumes": volumes,
             "engine_version": client.version().get("Version"),
         }
@@ -537,7 +579,8 @@ def export_rootfs(image: str, dest: Path) -> dict[str, Any]:
     for d in ("proc", "sys", "dev", "containertax/probe", "containertax/work",
               str(passthrough.DRIVER_DIR).lstrip("/")):
         (tmp / d).mkdir(parents=True, exist_ok=True)
-    facts = {"name": image, "id": img.id, "exported_unix": time.time()}
+    facts = {"name": image, "id": img.id, "exported_unix": time.time(),
+             "config": image_config(img.attrs)}
     if dest.exists():
         shutil.rmtree(dest)
     tmp.rename(dest)

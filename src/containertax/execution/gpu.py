@@ -1,8 +1,12 @@
 """GPU telemetry through NVML (nvidia-ml-py, import name pynvml), read on the host.
 
 One sample costs a handful of NVML calls (microseconds); every reading that a GPU does not
-support (GB10's memory info, say) is None rather than an error, and unified-memory GPUs fall
-back to MemTotal - MemAvailable from /proc/meminfo.
+support is None rather than an error. GPU memory comes from the device query where the GPU
+answers it, else (GB10, unified memory: the device query is Not Supported) from NVML's
+per-process accounting, the sum over the compute processes; each sample says which
+(`gpu_mem_source`). Host memory (MemTotal - MemAvailable) is the telemetry's own column,
+never labelled GPU. Energy: NVML's counter where the GPU has one, else the power samples
+integrated over the run (`energy_source` says which).
 """
 
 from __future__ import annotations
@@ -69,18 +73,18 @@ class NvmlGpu:
         return peak_bandwidth(_text(self._try(n.nvmlDeviceGetName, h)),
                               self._try(n.nvmlDeviceGetMaxClockInfo, h, n.NVML_CLOCK_MEM), width)
 
-    def _mem_used_mib(self) -> float | None:
-        info = self._try(self.nvml.nvmlDeviceGetMemoryInfo, self.handle)
+    def _mem_used(self) -> tuple[float | None, str | None]:
+        """GPU memory in use (MiB) and where the number comes from."""
+        n, h = self.nvml, self.handle
+        info = self._try(n.nvmlDeviceGetMemoryInfo, h)
         if info is not None:
-            return round(info.used / 2**20, 1)
-        try:  # unified memory (GB10): NVML says Not Supported, the system's memory is the GPU's
-            fields = dict(line.split(":", 1) for line in
-                          (self.proc / "meminfo").read_text().splitlines())
-            total = int(fields["MemTotal"].split()[0])
-            avail = int(fields["MemAvailable"].split()[0])
-            return round((total - avail) / 1024, 1)
-        except (OSError, KeyError, ValueError):
-            return None
+            return round(info.used / 2**20, 1), "nvml_device"
+        procs = self._try(n.nvmlDeviceGetComputeRunningProcesses, h)
+        used = [p.usedGpuMemory for p in procs or []
+                if getattr(p, "usedGpuMemory", None) is not None]
+        if used:
+            return round(sum(used) / 2**20, 1), "nvml_processes"
+        return None, None
 
     def sample(self) -> dict[str, Any]:
         n, h = self.nvml, self.handle
@@ -94,7 +98,7 @@ class NvmlGpu:
             "mem_clock_mhz": self._try(n.nvmlDeviceGetClockInfo, h, n.NVML_CLOCK_MEM),
             "gpu_util_pct": None if util is None else util.gpu,
             "mem_util_pct": None if util is None else util.memory,
-            "gpu_mem_used_mib": self._mem_used_mib(),
+            **dict(zip(("gpu_mem_used_mib", "gpu_mem_source"), self._mem_used(), strict=True)),
             "clock_event_reasons": self._try(n.nvmlDeviceGetCurrentClocksEventReasons, h),
             "energy_mj": self._try(n.nvmlDeviceGetTotalEnergyConsumption, h),
         }
@@ -134,7 +138,19 @@ def peak_bandwidth(name: str | None, max_mem_clock_mhz: float | None,
 
 
 COLUMNS = ["gpu_temperature_c", "power_w", "sm_clock_mhz", "mem_clock_mhz", "gpu_util_pct",
-           "mem_util_pct", "gpu_mem_used_mib", "clock_event_reasons", "energy_mj"]
+           "mem_util_pct", "gpu_mem_used_mib", "gpu_mem_source", "clock_event_reasons",
+           "energy_mj"]
+
+
+def integrate_power_j(rows: list[dict[str, Any]]) -> float | None:
+    """Energy from the power samples (trapezoids over their times): GPUs without NVML's
+    energy counter."""
+    pts = [(r["t_s"], r["power_w"]) for r in rows
+           if r.get("power_w") is not None and r.get("t_s") is not None]
+    if len(pts) < 2:
+        return None
+    return float(sum((t1 - t0) * (p0 + p1) / 2 for (t0, p0), (t1, p1) in zip(pts, pts[1:],
+                                                                             strict=False)))
 
 
 def summarize(rows: list[dict[str, Any]], before: dict[str, Any], after: dict[str, Any],
@@ -157,8 +173,13 @@ def summarize(rows: list[dict[str, Any]], before: dict[str, Any], after: dict[st
         return None if a is None or b is None else b - a
 
     energy = delta("energy_mj")
+    energy_j, source = (energy / 1000, "nvml_counter") if energy is not None else (
+        integrate_power_j(rows), "power_integration")
+    mem_sources = sorted({r["gpu_mem_source"] for r in rows if r.get("gpu_mem_source")})
     return {
-        "energy_j": energy / 1000 if energy is not None else None,
+        "energy_j": energy_j,
+        "energy_source": source if energy_j is not None else None,
+        "gpu_mem_source": "+".join(mem_sources) or None,
         "power_mean_w": mean(power),
         "power_peak_w": max(power) if power else None,
         "gpu_util_mean_pct": mean(util),

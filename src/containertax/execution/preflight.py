@@ -6,6 +6,8 @@ environment is checked on its own so that one broken environment blocks only its
 
 from __future__ import annotations
 
+import json
+import logging
 import os
 import resource
 import shutil
@@ -41,6 +43,17 @@ def host_limit_problems(campaign: Campaign, env_id: str) -> list[str]:
     return problems
 
 
+def shm_with_host_ipc(campaign: Campaign, env_id: str) -> list[str]:
+    """--shm-size does nothing with --ipc host (the container uses the host's /dev/shm):
+    a variant that sets both measures the baseline under another name."""
+    options = campaign.environment(env_id).spec.get("options", {})
+    if options.get("shm_size") is not None and options.get("ipc") == "host":
+        return [f"environments.{env_id}.options.shm_size ({options['shm_size']}) is ignored by "
+                f"Docker because environments.{env_id}.options.ipc is 'host' (the host's "
+                "/dev/shm is shared); set ipc: private for a /dev/shm of that size"]
+    return []
+
+
 def page_cache_problems(campaign: Campaign) -> list[str]:
     """Where the page cache cannot be dropped: a warning (auto), or no cell at all
     (required) rather than every run failing after its gate."""
@@ -60,7 +73,11 @@ def check_environment(campaign: Campaign, env_id: str) -> dict[str, Any]:
     env = campaign.environment(env_id)
     facts: dict[str, Any] = {"environment": env_id, "kind": env.kind, "utc": records.utc_now()}
     warnings = host_limit_problems(campaign, env_id) if env.kind == "docker" else []
+    if env.kind == "docker":
+        warnings += shm_with_host_ipc(campaign, env_id)
     warnings += page_cache_problems(campaign)
+    for warning in warnings:
+        logging.getLogger("containertax").warning("preflight %s: %s", env_id, warning)
     if env.kind == "chroot":
         if os.geteuid() != 0:
             raise PreflightError(
@@ -73,7 +90,13 @@ def check_environment(campaign: Campaign, env_id: str) -> dict[str, Any]:
     if isinstance(launcher, environments.ChrootLauncher):
         exported = records.read_json(launcher.rootfs_marker())
         facts["rootfs"] = exported
-        current = environments.DockerLauncher(campaign, env).image_facts()["id"]
+        image = environments.DockerLauncher(campaign, env).image_facts()
+        current = image["id"]
+        if "config" not in exported and current == exported["id"]:
+            # exported by an older containertax: the same image's ENV and WORKDIR, added
+            exported["config"] = image["config"]
+            records.atomic_write_text(launcher.rootfs_marker(),
+                                      json.dumps(exported, indent=2) + "\n")
         if current != exported["id"]:
             raise PreflightError(
                 f"environment {env_id}: {launcher.rootfs()} was exported from image id "
@@ -127,7 +150,8 @@ def _check_workload(campaign: Campaign, env_id: str, work: Path, kind: str, mode
         )
     return {"kind": kind, "wall_s": outcome.wall_s, "resolved": outcome.resolved,
             "inside": {"environment": check.get("environment"), "software": check.get("software")},
-            **{k: check[k] for k in ("gpu", "models") if k in check}}
+            **{k: check[k] for k in ("gpu", "models", "dialect", "compute_capability",
+                                     "model_registry") if k in check}}
 
 
 def system(campaign: Campaign) -> dict[str, Any]:

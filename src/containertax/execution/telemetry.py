@@ -86,7 +86,7 @@ class Sampler:
             prev = now
             row: list[Any] = [
                 round(time.monotonic() - self._t0, 4),
-                self.sensor.temperature_c(),
+                self._temperature(),
                 util,
                 _mem_used_mib(self.proc),
             ]
@@ -96,6 +96,13 @@ class Sampler:
             self.rows.append(row)
             next_t += self.period
             self._stop.wait(max(0.0, next_t - time.monotonic()))
+
+    def _temperature(self) -> float | None:
+        """A failed read is a missing sample here (the gate, not telemetry, fails a cell)."""
+        try:
+            return self.sensor.temperature_c()
+        except Exception:  # noqa: BLE001 - e.g. thermal.SensorError after NVML's retries
+            return None
 
     def window_energy_j(self, start_unix: float, end_unix: float) -> float | None:
         """GPU energy between two wall-clock times: the NVML energy counter interpolated at

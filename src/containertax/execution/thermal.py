@@ -70,23 +70,43 @@ class CpuSensor:
         return {"sensor": self.name, "files": [str(f) for f in self.files]}
 
 
+class SensorError(RuntimeError):
+    """The thermal sensor cannot be read; the message says what failed and the way out."""
+
+
 class NvmlSensor:
     """GPU core temperature through NVML (nvidia-ml-py, import name pynvml)."""
 
     name = "nvml"
 
-    def __init__(self, device: int | str = 0, nvml: Any = None) -> None:
+    def __init__(self, device: int | str = 0, nvml: Any = None,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
         if nvml is None:
             import pynvml as nvml  # noqa: PLC0415 - optional at import time
         self.nvml = nvml
+        self.sleep = sleep
         nvml.nvmlInit()
         self.handle = nvml_handle(nvml, device)
         self.device = device
 
+    RETRIES = 3
+
     def temperature_c(self) -> float | None:
-        return float(
-            self.nvml.nvmlDeviceGetTemperature(self.handle, self.nvml.NVML_TEMPERATURE_GPU)
-        )
+        """The GPU temperature; a failed NVML read is retried, then the gate cannot tell
+        whether the GPU is cool: SensorError, a clear failure of this cell."""
+        errors = []
+        for attempt in range(self.RETRIES):
+            try:
+                return float(self.nvml.nvmlDeviceGetTemperature(
+                    self.handle, self.nvml.NVML_TEMPERATURE_GPU))
+            except Exception as exc:  # noqa: BLE001 - pynvml.NVMLError and its subclasses
+                errors.append(f"{type(exc).__name__}: {exc}")
+                if attempt + 1 < self.RETRIES:
+                    self.sleep(0.5 * (attempt + 1))
+        raise SensorError(
+            f"NVML could not read the temperature of GPU {self.device} ({self.RETRIES} tries: "
+            f"{'; '.join(errors)}); the thermal gate cannot tell whether it is cool, so this "
+            "cell fails. Check nvidia-smi; thermal.sensor: cpu or none gates without NVML.")
 
     def describe(self) -> dict[str, Any]:
         name = self.nvml.nvmlDeviceGetName(self.handle)

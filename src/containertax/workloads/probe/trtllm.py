@@ -1,9 +1,12 @@
 """trtllm-bench inside the environment under test (the TensorRT-LLM image's own tools).
 
-Prepares the model's dataset once (the first environment to need it writes it into the
-shared, mounted dataset folder; every later run of every environment reads that file), then
-runs the benchmark with its report written to the work folder and its log captured: the
-host parses both (containertax.workloads.trtllm).
+Finds the TensorRT-LLM version installed here and runs the benchmark in that release's
+dialect (the host sends one command per dialect); checks the dataset the workflow wrote
+before any run against its sha256; keeps the report, the per-request rows and the lines
+of the whole log the host parses (containertax.workloads.trtllm).
+Check mode (preflight): the version and dialect, every flag against the tool's own
+--help, every checkpoint's architecture against the image's model registry and its
+quantisation against what the config declares and what this GPU supports.
 """
 
 import time
@@ -11,6 +14,7 @@ import time
 T_ENTER = time.time()  # first statement: the launcher's clock minus this is start-up latency
 
 import argparse  # noqa: E402
+import hashlib  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
 import re  # noqa: E402
@@ -19,8 +23,24 @@ import sys  # noqa: E402
 
 from probe_common import finish, header, write_atomic  # noqa: E402
 
+KEY_LINE = re.compile(r"paged KV cache|TensorRT[- ]LLM [Vv]ersion|Throughput|Latency|"
+                      r"Average|Number of|\[(?:TPOT|TTFT|GTPS|Latency)\]|Per User|Per GPU")
+# quantisations a GPU generation runs with the PyTorch backend: the hardware support matrix
+# of TensorRT-LLM's features/quantization documentation (1.1-1.3; sm120 = GB10's family)
+QUANT_SUPPORT = {
+    12: {"NVFP4", "MXFP4", "FP8", "FP8_KV"},
+    10: {"NVFP4", "MXFP4", "FP8", "FP8_BLOCK_SCALES", "FP8_KV", "W4A8_AWQ", "W4A16_AWQ",
+         "W4A8_GPTQ", "W4A16_GPTQ"},
+    9: {"FP8", "FP8_BLOCK_SCALES", "FP8_PER_CHANNEL_PER_TOKEN", "FP8_KV", "W4A8_AWQ",
+        "W4A16_AWQ", "W4A8_GPTQ", "W4A16_GPTQ"},
+    8.9: {"FP8", "FP8_KV", "W4A8_AWQ", "W4A16_AWQ", "W4A8_GPTQ", "W4A16_GPTQ"},
+    8: {"FP8_KV", "W4A16_AWQ", "W4A16_GPTQ"},
+}
+QUANT_ALIASES = {"awq": "W4A16_AWQ", "gptq": "W4A16_GPTQ", "fp8": "FP8", "nvfp4": "NVFP4",
+                 "modelopt_fp4": "NVFP4", "mxfp4": "MXFP4"}
 
-def version() -> str | None:
+
+def version():
     try:
         from importlib.metadata import version as v
 
@@ -29,12 +49,43 @@ def version() -> str | None:
         return None
 
 
-def read(path: str) -> str:
+def version_key(text):
+    m = re.match(r"(\d+)\.(\d+)(?:\.(\d+))?(?:\.?(rc|a|b|dev|post)\.?(\d+))?", text.strip())
+    if not m:
+        return None
+    major, minor, patch, tag, num = m.groups()
+    pre = {"dev": 0, "a": 1, "b": 2, "rc": 3, None: 4, "post": 5}[tag]
+    return int(major), int(minor), int(patch or 0), pre, int(num or 0)
+
+
+def pick_dialect(found, dialects):
+    """The host's dialect for this version (same rule as containertax.workloads.trtllm)."""
+    key = version_key(found) if found else None
+    if key is None:
+        return None, (f"TensorRT-LLM version not found here (importlib.metadata "
+                      f"'tensorrt_llm': {found!r}); is this the TensorRT-LLM image?")
+    fitting = [d for d in dialects if version_key(d["first"]) <= key]
+    if not fitting:
+        names = ", ".join(d["name"] for d in dialects)
+        return None, (f"TensorRT-LLM {found} is older than the release lines this workflow "
+                      f"speaks ({names}); use an image with 1.0 or later")
+    return fitting[-1], None
+
+
+def read(path):
     with open(path) as fh:
         return fh.read()
 
 
-def checkpoint_quantization(path: str) -> str | None:
+def checkpoint_config(path):
+    try:
+        with open(os.path.join(path, "config.json")) as fh:
+            return json.load(fh)
+    except (OSError, ValueError):
+        return {}
+
+
+def checkpoint_quantization(path):
     """What a Hugging Face checkpoint says it is quantised as: ModelOpt's
     hf_quant_config.json (quantization.quant_algo), else config.json's quantization_config."""
     try:
@@ -44,20 +95,48 @@ def checkpoint_quantization(path: str) -> str | None:
             return str(algo)
     except (OSError, ValueError):
         pass
-    try:
-        with open(os.path.join(path, "config.json")) as fh:
-            q = json.load(fh).get("quantization_config") or {}
-        return str(q["quant_method"]) if q.get("quant_method") else None
-    except (OSError, ValueError):
-        return None
+    q = checkpoint_config(path).get("quantization_config") or {}
+    return str(q.get("quant_algo") or q.get("quant_method")) if (
+        q.get("quant_algo") or q.get("quant_method")) else None
 
 
-def squash(text: str) -> str:
+def squash(text):
     return "".join(ch for ch in text.lower() if ch.isalnum())
 
 
-def check_models(models: list) -> list:
-    """Every model's checkpoint visible here, with the quantisation the config declares."""
+def quant_supported(algo, capability):
+    """None when this GPU runs `algo`, else why not (the support matrix)."""
+    if not algo or capability is None:
+        return None
+    name = QUANT_ALIASES.get(algo.lower(), algo.upper())
+    major, minor = capability
+    gen = 8.9 if (major, minor) == (8, 9) else major
+    supported = QUANT_SUPPORT.get(gen)
+    if supported is None or name in supported:
+        return None
+    return (f"quantisation {algo} ({name}) is not supported by TensorRT-LLM on compute "
+            f"capability {major}.{minor} (its hardware support matrix); pick a checkpoint in "
+            f"one of {sorted(supported)}")
+
+
+def model_registry():
+    """Architectures the image's PyTorch backend registers (register_auto_model), or None
+    where this release keeps them elsewhere."""
+    try:
+        import tensorrt_llm._torch.models  # noqa: F401 - registers every model class
+        from tensorrt_llm._torch.models import modeling_utils as mu
+    except Exception:  # noqa: BLE001 - no registry to check against: said in the record
+        return None
+    for name in ("MODEL_CLASS_MAPPING", "_MODEL_CLASS_REGISTRY"):
+        table = getattr(mu, name, None)
+        if isinstance(table, dict) and table:
+            return sorted(table)
+    return None
+
+
+def check_models(models, capability, registry):
+    """Every model's checkpoint visible here, its architecture registered, its
+    quantisation the declared one and one this GPU runs."""
     problems = []
     for m in models:
         path = m.get("model_path")
@@ -67,6 +146,12 @@ def check_models(models: list) -> list:
             problems.append(f"model {m['id']}: no checkpoint at {path} (no config.json) in this "
                             "environment; check models[].model_path and the mount of its folder")
             continue
+        archs = checkpoint_config(path).get("architectures") or []
+        m["architectures"] = archs
+        if registry is not None and archs and archs[0] not in registry:
+            problems.append(f"model {m['id']}: architecture {archs[0]} is not in this "
+                            "TensorRT-LLM's model registry (PyTorch backend); choose a model "
+                            "it supports (models[] in the config)")
         declared, found = m.get("quantization"), checkpoint_quantization(path)
         m["checkpoint_quantization"] = found
         if declared and not found:
@@ -78,27 +163,32 @@ def check_models(models: list) -> list:
                 and squash(declared) not in squash(found):
             problems.append(f"model {m['id']}: declared quantization {declared!r} but {path} "
                             f"says {found!r}")
+        why = quant_supported(found, capability)
+        if why:
+            problems.append(f"model {m['id']}: {why}")
     return problems
 
 
-def gpu_visible() -> str | None:
-    """The GPU as the image's own torch sees it; None where it sees none."""
+def gpu_visible():
+    """The GPU as the image's own torch sees it: (name, (major, minor)), or (None, None)."""
     try:
         import torch
 
-        return torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
+        if not torch.cuda.is_available():
+            return None, None
+        return torch.cuda.get_device_name(0), tuple(torch.cuda.get_device_capability(0))
     except Exception:  # noqa: BLE001 - no torch or no driver: no GPU here
-        return None
+        return None, None
 
 
-def flatten(segments: list) -> list:
+def flatten(segments):
     return [word for segment in segments for word in segment]
 
 
-def help_commands(command_lists: list) -> dict:
+def help_commands(command_lists):
     """Each (sub)command's --help (the commands before it, with their flags, then its name
     and --help), once, with the flags to look up there."""
-    helps: dict = {}
+    helps = {}
     for segments in command_lists:
         for i, segment in enumerate(segments):
             argv = (*flatten(segments[:i]), segment[0], "--help")
@@ -106,9 +196,9 @@ def help_commands(command_lists: list) -> dict:
     return helps
 
 
-def unknown_flags(command_lists: list, log_path: str) -> list:
+def unknown_flags(command_lists, log_path):
     """Flags of each (sub)command that its own --help does not list: a TensorRT-LLM whose
-    command line differs from the one these commands were written for."""
+    command line differs from the dialect chosen for its version."""
     problems = []
     for argv, flags in help_commands(command_lists).items():
         with open(log_path, "a") as log:
@@ -131,38 +221,74 @@ def unknown_flags(command_lists: list, log_path: str) -> list:
     return problems
 
 
-def run(argv: list, log_path: str) -> tuple[int, float]:
+def sha256(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def dataset_check(path):
+    """(sidecar facts, problem): the dataset exists here with the bytes the host wrote."""
+    try:
+        meta = json.loads(read(path + ".json"))
+    except (OSError, ValueError):
+        return None, (f"dataset {path} (or its .json sidecar) is missing here: the workflow's "
+                      "dataset rule writes it before any run (run snakemake, and check that "
+                      "workload.dataset_dir is mounted at the same path in this environment)")
+    if not os.path.exists(path) or sha256(path) != meta.get("sha256"):
+        return meta, f"dataset {path} does not match the sha256 in {path}.json: rewritten?"
+    return meta, None
+
+
+def run(argv, log_path):
     t0 = time.perf_counter()
     with open(log_path, "a") as log:
         rc = subprocess.call(argv, stdout=log, stderr=subprocess.STDOUT)
     return rc, time.perf_counter() - t0
 
 
-def main(argv=None) -> int:
+def load_json(path):
+    return json.loads(read(path)) if os.path.exists(path) else None
+
+
+def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--out", required=True)
     p.add_argument("--dataset", required=True)
-    p.add_argument("--prepare", required=True,
-                   help="JSON list of command segments (command and its flags) that writes "
-                   "the dataset")
-    p.add_argument("--bench", required=True, help="JSON segments of the benchmark")
+    p.add_argument("--bench", required=True, help="JSON list of dialects, each with the "
+                   "command's segments (command and its flags)")
+    p.add_argument("--expect", default="{}", help="JSON: input_len, output_len, num_requests")
     p.add_argument("--check", action="store_true")
     p.add_argument("--check-models", default="[]", help="JSON list of the models to check")
-    p.add_argument("--dataset-dir", help="the shared dataset folder (checked writable)")
+    p.add_argument("--dataset-dir", help="the shared dataset folder (checked readable)")
     args = p.parse_args(argv)
     work = os.path.dirname(args.out)
     log_path = os.path.join(work, "trtllm-bench.log")
-    result = header("trtllm", T_ENTER, 0.0, {"tensorrt_llm": version()})
+    found = version()
+    result = header("trtllm", T_ENTER, 0.0, {"tensorrt_llm": found})
+    dialect, problem = pick_dialect(found, json.loads(args.bench))
+    result["dialect"] = dialect and {k: v for k, v in dialect.items() if k != "segments"}
     if args.check:
+        problems = [problem] if problem else []
+        bench = json.loads(args.bench)[-1] if dialect is None else dialect
+        problems += unknown_flags([bench["segments"]], log_path)
+        backend = bench["segments"][1][bench["segments"][1].index("--backend") + 1]
+        if dialect and backend not in dialect["backends"]:
+            problems.append(f"backend {backend!r} is not one of TensorRT-LLM {found}'s "
+                            f"{dialect['backends']} (workload.backend)")
+        name, capability = gpu_visible()
+        result["gpu"], result["compute_capability"] = name, capability
+        registry = model_registry()
+        result["model_registry"] = registry
         models = json.loads(args.check_models)
-        problems = unknown_flags([json.loads(args.prepare), json.loads(args.bench)], log_path)
-        problems += check_models(models)
-        result["gpu"] = gpu_visible()
-        if result["gpu"] is None:
+        problems += check_models(models, capability, registry)
+        if name is None:
             problems.append("no GPU visible to the image's torch (chroot: gpu: true; docker: "
                             "options.gpus, or nvidia_devices + nvidia_libraries)")
-        if args.dataset_dir and not os.access(args.dataset_dir, os.W_OK):
-            problems.append(f"dataset folder {args.dataset_dir} is missing or not writable "
+        if args.dataset_dir and not os.access(args.dataset_dir, os.R_OK):
+            problems.append(f"dataset folder {args.dataset_dir} is missing or not readable "
                             "here (workload.dataset_dir and its mount)")
         if problems:
             print("\n".join(problems), file=sys.stderr)
@@ -170,17 +296,26 @@ def main(argv=None) -> int:
         result["models"] = models
         write_atomic(args.out, result)
         return 0
-    if not os.path.exists(args.dataset):
-        rc, result["prepare_s"] = run(flatten(json.loads(args.prepare)), log_path)
-        if rc != 0 or not os.path.exists(args.dataset):
-            print(read(log_path)[-3000:], file=sys.stderr)
-            return rc or 3
-        result["prepared_dataset_here"] = True
-    rc, result["bench_s"] = run(flatten(json.loads(args.bench)), log_path)
+    if problem:
+        print(problem, file=sys.stderr)
+        return 4
+    result["dataset"], problem = dataset_check(args.dataset)
+    if problem:
+        print(problem, file=sys.stderr)
+        return 3
+    argv_ = flatten(dialect["segments"])
+    result["bench_argv"] = argv_
+    rc, result["bench_s"] = run(argv_, log_path)
     log = read(log_path)
     result["log_tail"] = log[-20000:]
-    report = os.path.join(work, "report.json")
-    result["report"] = json.loads(read(report)) if os.path.exists(report) else None
+    result["log_key_lines"] = [ln for ln in log.splitlines() if KEY_LINE.search(ln)][-400:]
+    sub = dialect["segments"][1]
+    result["report"] = load_json(sub[sub.index("--report_json") + 1])
+    requests = load_json(sub[sub.index("--request_json") + 1]) if "--request_json" in sub \
+        else None
+    result["requests"] = [{k: v for k, v in r.items() if k != "output"}
+                          for r in requests] if requests else None
+    result["expected"] = json.loads(args.expect)
     if rc != 0:
         print(log[-3000:], file=sys.stderr)
         return rc

@@ -1,0 +1,267 @@
+"""A rehearsal before a campaign of days: every model in every environment once, with few
+requests, then a go/no-go table.
+
+The rehearsal is its own campaign (`<name>-rehearsal`, its own results folder): its records
+never enter the study's analysis. It runs the real workflow (preflight, datasets, gates,
+runs, cooldowns) for the first block of cells, then reads what happened: whether each
+cell started and finished, its memory and KV cache, its duration, that duration projected to
+the full number of requests against the model's timeout, and the whole campaign's wall time
+(runs + gates + cooldowns) and disk.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from containertax import workloads
+from containertax.campaign import schedule
+from containertax.campaign.config import Campaign, load_campaign
+from containertax.execution import records
+from containertax.workloads import trtllm
+
+SNAKEFILE = Path(__file__).resolve().parents[3] / "Snakefile"
+# the parameter that sets how much work a run does, per workload kind, and its rehearsal value
+COUNT = {"trtllm": ("num_requests", 32), "transformers": ("requests", 2),
+         "matmul": ("repeats", 3), "microbench": ("repeats", 10)}
+OOM = ("out of memory", "outofmemory", "oom", "cudaerrormemoryallocation", "status 137",
+       "killed")
+
+
+def derive(campaign: Campaign, requests: int | None = None) -> dict[str, Any]:
+    """The rehearsal campaign: one repetition, few requests per model, short cooldowns."""
+    raw = copy.deepcopy(campaign.raw)
+    raw.pop("based_on", None)
+    raw["campaign"] = f"{campaign.name}-rehearsal"
+    raw["description"] = f"Rehearsal of {campaign.name} (few requests, one repetition)"
+    raw["repetitions"] = 2  # the schema's minimum; only block 1 runs (run())
+    for model in raw["models"]:
+        kind = campaign.workload_kind(model["id"])
+        if kind in COUNT:
+            key, few = COUNT[kind]
+            full = campaign.workload_params(model["id"]).get(key,
+                                                             workloads.get(kind).defaults[key])
+            model[key] = min(int(full), requests or few)
+    t = raw["thermal"]
+    t["cooldown_s"] = min(t["cooldown_s"], 10)
+    t["min_interval_s"] = 0  # the gate still waits for temperature: that wait is measured
+    return raw
+
+
+def run(config_path: Path, requests: int | None = None, workdir: Path | None = None,
+        snakemake_args: list[str] | None = None) -> dict[str, Any]:
+    """Derive, run the rehearsal's cells with Snakemake, and judge it."""
+    from containertax.campaign.config import load_file
+
+    campaign = load_file(config_path)
+    derived = derive(campaign, requests)
+    rehearsal = load_campaign(derived, str(config_path))
+    workdir = workdir or Path.cwd()
+    root = workdir / rehearsal.root if not rehearsal.root.is_absolute() else rehearsal.root
+    root.mkdir(parents=True, exist_ok=True)
+    cfg = root / "rehearsal-config.yaml"
+    records.atomic_write_text(cfg, yaml.safe_dump(derived, sort_keys=False))
+    block = schedule.block_targets(rehearsal, {1})  # one run of every model x environment
+    argv = [sys.executable, "-m", "snakemake", "--snakefile", str(SNAKEFILE), "--directory",
+            str(workdir), *block, *(snakemake_args or []), "--configfile", str(cfg)]
+    proc = subprocess.run(argv, cwd=workdir)
+    result = judge(campaign, load_campaign(derived, str(cfg)), root)
+    result["snakemake_returncode"] = proc.returncode
+    records.atomic_write_text(root / "rehearsal.json", json.dumps(result, indent=1) + "\n")
+    records.atomic_write_text(root / "rehearsal.md", render(result) + "\n")
+    return result
+
+
+def _metrics(rec: dict[str, Any]) -> dict[str, float]:
+    return {m["name"]: m["value"] for m in rec.get("metrics", [])}
+
+
+def _measured_s(kind: str, m: dict[str, float], count: int) -> float:
+    """The part of a run that scales with the number of requests (or repeats)."""
+    if kind == "trtllm":
+        return m.get("trtllm_total_latency_s", 0.0)
+    if kind == "transformers":
+        return m.get("request_latency_s", 0.0) * count
+    if kind == "matmul":
+        return m.get("compute_total_s", 0.0)
+    return 0.0
+
+
+def _preflight_error(root: Path, env_id: str) -> str:
+    """The first error line of an environment's preflight log."""
+    log = root / "logs" / "preflight" / f"{env_id}.log"
+    lines = log.read_text(errors="replace").splitlines() if log.exists() else []
+    errors = [ln.split(" ERROR ", 1)[1] for ln in lines if " ERROR " in ln]
+    return "preflight failed: " + (errors[0] if errors else "no preflight record")
+
+
+def _size(paths: list[Path]) -> int:
+    total = 0
+    for p in paths:
+        if p.is_file():
+            total += p.stat().st_size
+        elif p.is_dir():
+            total += sum(f.stat().st_size for f in p.rglob("*") if f.is_file()
+                         and not f.is_symlink())
+    return total
+
+
+def judge(study: Campaign, rehearsal: Campaign, root: Path) -> dict[str, Any]:
+    """One row per model x environment, and the study's projected wall time and disk."""
+    ledger = records.read_ledger(root)
+    failures: dict[tuple[str, str], str] = {}
+    for e in ledger:
+        if e.get("event") == "end" and e.get("status") == "failed":
+            failures[(e["model"], e["environment"])] = f"{e['step']}: {e.get('error', '')}"
+    t = study.thermal
+    rows = []
+    for model in study.models:
+        kind = study.workload_kind(model.id)
+        params = study.workload_params(model.id)
+        timeout = float(params.get("timeout_s", study.workload["timeout_s"]))
+        key, _ = COUNT.get(kind, (None, None))
+        full = int(params.get(key, workloads.get(kind).defaults.get(key, 1))) if key else 1
+        few = int(rehearsal.workload_params(model.id).get(key, full)) if key else 1
+        for env in study.environments:
+            cell = rehearsal.paths.cell(model.id, env.id, 1)
+            paths = {"raw": cell.raw, "telemetry": cell.telemetry, "requests": cell.requests,
+                     "run_log": cell.run_log}
+            preflight = (root / "preflight" / f"{env.id}.json").exists()
+            row: dict[str, Any] = {"model": model.id, "environment": env.id,
+                                   "preflight": preflight, "ran": paths["raw"].exists(),
+                                   "timeout_s": timeout, "requests": f"{few}/{full}"}
+            why = failures.get((model.id, env.id))
+            if row["ran"]:
+                rec = records.read_json(paths["raw"])
+                m = _metrics(rec)
+                wall = m.get("process_wall_s", float("nan"))
+                measured = _measured_s(kind, m, few)
+                projected = wall - measured + measured * full / max(few, 1)
+                gate = records.read_json(paths["raw"]).get("gate", {})
+                row.update(
+                    fits="yes", kv_cache_gib=m.get("kv_cache_gib"),
+                    host_mem_peak_gib=m.get("host_mem_used_peak_gib"),
+                    duration_s=round(wall, 1), projected_s=round(projected, 1),
+                    gate_wait_s=float(gate.get("waited_s", 0.0)),
+                    disk_bytes=_size([paths[k] for k in ("raw", "telemetry", "requests",
+                                                         "run_log")]))
+                row["go"] = projected < timeout
+                row["why"] = "" if row["go"] else (
+                    f"projected {projected:.0f} s > timeout_s {timeout:.0f} s: would time out")
+            else:
+                text = (why or "").lower()
+                row.update(fits="no (out of memory)" if any(w in text for w in OOM) else "?",
+                           go=False, why=why or (_preflight_error(root, env.id)
+                                                 if not preflight else "did not run"))
+            rows.append(row)
+    ran = [r for r in rows if r["ran"]]
+    gate_temp = (sum(r["gate_wait_s"] for r in ran) / len(ran)) if ran else 0.0
+    overhead = _harness_overhead(ledger, ran, rehearsal.thermal["cooldown_s"])
+    per_cell_wait = (t["cooldown_s"] + max(0.0, t["min_interval_s"] - t["cooldown_s"])
+                     + gate_temp + overhead)
+    run_s = sum(r["projected_s"] for r in ran)
+    missing = len(rows) - len(ran)
+    wall = study.repetitions * (run_s + len(rows) * per_cell_wait)
+    record_bytes = sum(r["disk_bytes"] * r["projected_s"] / max(r["duration_s"], 1e-9)
+                       for r in ran)  # telemetry grows with the run
+    static = _size([p for p in (root / "rootfs").glob("*") if p.is_dir()])
+    datasets = _dataset_bytes(study, rehearsal)
+    return {
+        "study": study.name, "rehearsal": rehearsal.name, "root": str(root),
+        "rows": rows, "go": all(r["go"] for r in rows),
+        "estimate": {
+            "cells": study.repetitions * len(rows),
+            "run_s": round(study.repetitions * run_s, 1),
+            "cooldown_s_per_cell": t["cooldown_s"],
+            "gate_s_per_cell": abs(round(per_cell_wait - t["cooldown_s"] - overhead, 1)),
+            "harness_s_per_cell": round(overhead, 1),
+            "wall_s": round(wall, 1), "wall_days": round(wall / 86400, 2),
+            "lower_bound": missing > 0,
+            "disk_records_bytes": int(study.repetitions * record_bytes),
+            "disk_rootfs_bytes": static, "disk_datasets_bytes": datasets,
+        },
+    }
+
+
+def _harness_overhead(ledger: list[dict[str, Any]], ran: list[dict[str, Any]],
+                      cooldown_s: float) -> float:
+    """Per cell, the time the workflow itself takes (Snakemake jobs, the steps' start-up):
+    gate start to cooldown end, less the run, the gate's wait and the cooldown."""
+    from datetime import datetime
+
+    spans: dict[tuple[str, str], list[datetime]] = {}
+    for e in ledger:
+        if (e.get("step"), e.get("event")) in (("gate", "start"), ("cooldown", "end")):
+            spans.setdefault((e["model"], e["environment"]), []).append(
+                datetime.fromisoformat(e["utc"]))
+    extra = []
+    for r in ran:
+        times = spans.get((r["model"], r["environment"]), [])
+        if len(times) >= 2:
+            total = (max(times) - min(times)).total_seconds()
+            extra.append(max(0.0, total - r["duration_s"] - r["gate_wait_s"] - cooldown_s))
+    return sum(extra) / len(extra) if extra else 0.0
+
+
+def _dataset_bytes(study: Campaign, rehearsal: Campaign) -> int:
+    """The full datasets' size, scaled from the rehearsal's (one JSON line per request)."""
+    total = 0.0
+    for path, model in trtllm.datasets(rehearsal).items():
+        if Path(path).exists():
+            few = rehearsal.workload_params(model)["num_requests"]
+            full = study.workload_params(model).get("num_requests",
+                                                    trtllm.DEFAULTS["num_requests"])
+            total += Path(path).stat().st_size * full / few
+    return int(total)
+
+
+def _fmt(v: Any, spec: str = "") -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "-"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    return format(v, spec) if spec else str(v)
+
+
+def _dur(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def _bytes(n: float) -> str:
+    return f"{n / 2**30:.2f} GiB" if n >= 2**30 else f"{n / 2**20:.1f} MiB"
+
+
+def render(result: dict[str, Any]) -> str:
+    """The go/no-go table and the estimate, as Markdown (printed and written)."""
+    head = ["model", "environment", "starts", "ran", "fits in memory", "KV cache GiB",
+            "requests", "duration s", "projected s", "timeout s", "go", "why not"]
+    lines = [f"# Rehearsal of {result['study']} ({result['rehearsal']}: {result['root']})", "",
+             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in result["rows"]:
+        cells = [r["model"], r["environment"], _fmt(r["preflight"]), _fmt(r["ran"]),
+                 r.get("fits", "?"), _fmt(r.get("kv_cache_gib"), ".2f"), r["requests"],
+                 _fmt(r.get("duration_s"), ".1f"), _fmt(r.get("projected_s"), ".1f"),
+                 _fmt(r["timeout_s"], ".0f"), "GO" if r["go"] else "NO-GO",
+                 str(r.get("why", "")).replace("|", "/").replace("\n", " ")[:160]]
+        lines.append("| " + " | ".join(cells) + " |")
+    e = result["estimate"]
+    lines += ["", f"Campaign {result['study']}: {e['cells']} runs; runs {_dur(e['run_s'])} + "
+              f"per run {e['cooldown_s_per_cell']:g} s cooldown, {e['gate_s_per_cell']:g} s "
+              f"gate and {e['harness_s_per_cell']:g} s workflow = {_dur(e['wall_s'])} "
+              f"({e['wall_days']:g} days)"
+              + (" at least (some cells did not run)" if e["lower_bound"] else "") + ".",
+              f"Disk: records {_bytes(e['disk_records_bytes'])}, exported root filesystems "
+              f"{_bytes(e['disk_rootfs_bytes'])}, datasets {_bytes(e['disk_datasets_bytes'])}.",
+              f"Verdict: {'GO' if result['go'] else 'NO-GO'}"]
+    return "\n".join(lines)

@@ -1,0 +1,1 @@
+"""STAND-IN: importing the real package registers every model class (register_auto_model)."""
