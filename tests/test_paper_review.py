@@ -74,6 +74,16 @@ def test_undefined_reference_citation_and_question_marks_are_caught(tmp_path):
     assert any("nobody2024" in p.message for p in problems)
 
 
+def test_a_less_than_sign_in_text_is_caught_and_escaped(tmp_path):
+    """'p < 0.05' typed into text prints 'p ¡ 0.05' in the OT1 font (seen in a quality
+    message); tables.tex sets it in math."""
+    from containertax.analysis.tables import tex
+
+    problems = build(tmp_path, CLEAN + " Adjusted p < 0.05 in 3 tests.")
+    assert "ot1-glyph" in checks(problems)
+    assert build(tmp_path, CLEAN + f" Adjusted {tex('p < 0.05')} in 3 tests.") == []
+
+
 def test_an_overfull_box_beyond_the_tolerance_is_caught(tmp_path):
     wide = r"\noindent\hbox to 1.2\textwidth{a table that runs into the margin\hfil}"
     problems = build(tmp_path, CLEAN + "\n\n" + wide)

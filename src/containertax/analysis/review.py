@@ -59,6 +59,10 @@ def check_question_marks(pdf: Path) -> list[Problem]:
         for m in re.finditer(r"\?\?", text):
             context = text[max(0, m.start() - 30):m.end() + 10].replace("\n", " ")
             out.append(Problem("unresolved-??", f"page {page}", f"'??' in '{context.strip()}'"))
+        for m in re.finditer(r"[¡¿]", text):  # '<' or '>' typeset in OT1 text
+            context = text[max(0, m.start() - 30):m.end() + 10].replace("\n", " ")
+            out.append(Problem("ot1-glyph", f"page {page}",
+                               f"'{m.group()}' for '<' or '>' in '{context.strip()}'"))
     return out
 
 
