@@ -16,7 +16,7 @@ rule schedule:
     params:
         ct=CT,
     shell:
-        "{params.ct} schedule --config {input.config} --out {output} --log {log}"
+        "{params.ct} schedule --config {input.config:q} --out {output:q} --log {log:q}"
 
 
 rule system:
@@ -34,7 +34,7 @@ rule system:
     params:
         ct=CT,
     shell:
-        "{params.ct} system --config {input.config} --out {output} --log {log}"
+        "{params.ct} system --config {input.config:q} --out {output:q} --log {log:q}"
 
 
 rule rootfs:
@@ -53,7 +53,7 @@ rule rootfs:
         ct=CT,
         image=lambda wc: IMAGES[wc.image],
     shell:
-        "{params.ct} rootfs --image {params.image:q} --out {output.tree} --log {log}"
+        "{params.ct} rootfs --image {params.image:q} --out {output.tree:q} --log {log:q}"
 
 
 rule preflight:
@@ -74,5 +74,5 @@ rule preflight:
     params:
         ct=CT,
     shell:
-        "{params.ct} preflight --config {input.config} --environment {wildcards.environment} "
-        "--out {output} --log {log}"
+        "{params.ct} preflight --config {input.config:q} --environment {wildcards.environment} "
+        "--out {output:q} --log {log:q}"
