@@ -129,8 +129,10 @@ class Campaign:
     def config_hash(self) -> str:
         # order matters (it sets the schedule); the base-file chain does not: phase-2d.yaml
         # and config.yaml are one campaign; nor do lanes (where cells run, not what they
-        # measure: a campaign may gain a GPU half-way, and each record names its lane)
-        raw = {k: v for k, v in self.raw.items() if k not in ("based_on", "lanes")}
+        # measure: a campaign may gain a GPU half-way, and each record names its lane), nor
+        # the permissions extends_campaign and results_dir_absolute (issue #16)
+        raw = {k: v for k, v in self.raw.items()
+               if k not in ("based_on", "lanes", "extends_campaign", "results_dir_absolute")}
         text = json.dumps(_without_new_defaults(raw), default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 

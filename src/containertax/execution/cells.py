@@ -416,12 +416,13 @@ def cool(campaign: Campaign, model: str, env: str, rep: str, out: Path) -> None:
     cell = find_cell(campaign, model, env, rep)
     paths = campaign.paths.cell_labelled(model, env, rep)
     done = paths.cooldown
-    if not paths.raw.exists():  # its run's outcome outlived the record (moved aside?)
-        paths.ran.unlink(missing_ok=True)
+    if paths.ran.exists() and not paths.raw.exists():  # its run's outcome outlived the
+        # record (moved aside?)
+        paths.ran.unlink()
         raise RunFailed(f"{paths.raw} is missing although its run step ended; this cell "
                         "runs again with the next invocation.")
     if done.exists():  # e.g. a fresh clone of committed records asked for this cell
-        records.write_json(out, {"cooldown": str(done), "waited": False})
+        records.write_json(out, {**records.read_json(done), "cooldown_file": str(done)})
         return
     with ledgered(campaign, "cooldown", cell) as info:
         t = campaign.thermal
@@ -443,4 +444,4 @@ def cool(campaign: Campaign, model: str, env: str, rep: str, out: Path) -> None:
             records.write_json(done, outcome, overwrite=False)
         except records.RecordExistsError:  # an orphaned cooldown of this cell got there first
             log.warning("%s was written meanwhile (an orphaned cooldown); kept as it is", done)
-        records.write_json(out, {"cooldown": str(done), "waited": True})
+        records.write_json(out, {**records.read_json(done), "cooldown_file": str(done)})
