@@ -153,6 +153,9 @@ def test_added_repetition_and_model_reach_runs_csv_and_paper_in_one_invocation(t
     repetition and a model runs the new cells and rebuilds runs.csv and the paper from every
     record in the same invocation; the old cells keep their schedule positions."""
     cfg = native_campaign(tmp_path, "grow", reps=2)
+    data = yaml.safe_load(cfg.read_text())  # two environments: the paper has a comparison
+    data["environments"]["native2"] = dict(data["environments"]["native"])
+    cfg.write_text(yaml.safe_dump(data, sort_keys=False))
     root = tmp_path / "results" / "grow"
     first = snakemake(tmp_path, cfg)
     assert first.returncode == 0, why(first)
@@ -163,22 +166,22 @@ def test_added_repetition_and_model_reach_runs_csv_and_paper_in_one_invocation(t
     cfg.write_text(yaml.safe_dump(data, sort_keys=False))
     second = snakemake(tmp_path, cfg)
     assert second.returncode == 0, why(second)
-    assert len(records(root)) == 6
+    assert len(records(root)) == 12
     with (root / "runs.csv").open() as fh:
         cells = {(r["model"], r["repetition"]) for r in csv.DictReader(fh)}
     assert cells == {(m, str(r)) for m in ("n128", "n96") for r in (1, 2, 3)}
     new_schedule = (root / "schedule.csv").read_text().splitlines()
     assert new_schedule[:len(old_schedule)] == old_schedule, "existing cells moved"
     positions = [line.split(",")[0] for line in new_schedule[1:]]
-    assert len(set(positions)) == len(positions) == 6
+    assert len(set(positions)) == len(positions) == 12
     for rec in records(root):  # every record's position is its cell's schedule position
         cell = json.loads(rec.read_text())["cell"]
         assert (f"{cell['position']},{cell['model']},{cell['environment']},"
                 f"{cell['repetition']},") in "\n".join(new_schedule)
     text = " ".join(subprocess.run(["pdftotext", str(root / "paper" / "paper.pdf"), "-"],
                                    capture_output=True, text=True).stdout.split())
-    assert "in 6 runs" in text, text[:2000]
-    assert ok_runs(root) == Counter(range(6)), "a cell ran twice or not at all"
+    assert "in 12 runs" in text, text[:2000]
+    assert ok_runs(root) == Counter(range(12)), "a cell ran twice or not at all"
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="mounts a tmpfs (needs root)")
