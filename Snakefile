@@ -45,7 +45,7 @@ rule all:
     default_target: True
     input:
         [] if CAMPAIGN.is_import else [at(R.SCHEDULE), at(R.SYSTEM)],
-        cell_files(R.COOLDOWN),
+        unfinished_cell_files(),
         at("paper/paper.pdf"),
 
 
@@ -53,4 +53,4 @@ rule cells:
     """Only the benchmark cells (on a machine without the analysis stack or TeX)."""
     input:
         [] if CAMPAIGN.is_import else [at(R.SCHEDULE), at(R.SYSTEM)],
-        cell_files(R.COOLDOWN),
+        unfinished_cell_files(),

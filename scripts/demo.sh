@@ -3,5 +3,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
+.venv/bin/containertax check config/demo.yaml
 .venv/bin/snakemake --cores 1 --configfile config/demo.yaml "$@"
 .venv/bin/containertax status config/demo.yaml

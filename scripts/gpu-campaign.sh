@@ -13,6 +13,7 @@ cfg=$(realpath "$1") reps=$2
 workdir=${CONTAINERTAX_WORKDIR:-$PWD}
 mkdir -p "$workdir"
 source scripts/gpu-machine.sh
+(cd "$workdir" && python3 -m containertax check "$cfg")
 mapfile -t targets < <(cd "$workdir" && python3 -m containertax targets "$cfg" --reps "$reps")
 sm=(python3 -m snakemake --cores "${CORES:-1}" --snakefile "$PWD/Snakefile" --directory "$workdir")
 "${sm[@]}" --unlock "${targets[@]}" --configfile "$cfg" >/dev/null 2>&1 || true

@@ -179,6 +179,7 @@ def test_cell_steps_import_no_analysis_stack():
 
 def test_an_analysis_failure_is_still_one_clear_line(tmp_path, config_dict):
     config_dict["results_dir"] = str(tmp_path / "results")
+    config_dict["results_dir_absolute"] = True
     campaign = config.load_campaign(config_dict, "demo.yaml")
     config.write_resolved(campaign, campaign.paths.resolved)
     campaign.paths.runs.write_text("")
@@ -212,6 +213,7 @@ def test_planning_writes_nothing(tmp_path, flag):
 def test_aggregate_stops_at_a_malformed_record_with_its_file_and_key(tmp_path, config_dict):
     """The step exits 1 with the file and key, no traceback, and writes no runs.csv."""
     config_dict["results_dir"] = str(tmp_path / "results")
+    config_dict["results_dir_absolute"] = True
     campaign = config.load_campaign(config_dict, "demo.yaml")
     config.write_resolved(campaign, campaign.paths.resolved)
     data = json.loads(CampaignPaths(REPO / "results" / "h100").raw_records()[0].read_text())

@@ -3,9 +3,11 @@ time is measured, and nothing is left behind on success, failure, timeout or kil
 
 from __future__ import annotations
 
+import contextlib
 import resource
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -16,6 +18,7 @@ from tests.conftest import DEMO_IMAGE, needs_docker
 
 def _campaign(config_dict, tmp_path, **envs):
     config_dict["results_dir"] = str(tmp_path / "results")
+    config_dict["results_dir_absolute"] = True
     if envs:
         config_dict["environments"] = envs
     return config.load_campaign(config_dict, "test.yaml")
@@ -115,11 +118,30 @@ def test_stale_container_of_a_dead_launcher_is_removed(config_dict, tmp_path):
 
     c = _campaign(config_dict, tmp_path)
     client = docker.from_env()
-    stale = client.containers.create(DEMO_IMAGE, command=["sleep", "60"], labels={
-        environments.LABEL: c.name, "containertax.owner_pid": "999999999"})
-    stale.start()
-    removed = environments.cleanup_stale_containers(client, c.name)
-    assert stale.name in removed and _labelled(c.name) == []
+    mine = environments.owner_labels(c.name, c.root)
+
+    def container(**labels: str):
+        made = client.containers.create(DEMO_IMAGE, command=["sleep", "60"],
+                                        labels={**mine, **labels})
+        made.start()
+        return made
+
+    dead = container(**{"containertax.owner_pid": "999999999"})
+    reused = container(**{"containertax.owner_start": "1"})  # our pid, another process
+    live = container()  # this very process launched it
+    other_checkout = container(**{"containertax.root": "/elsewhere/results/" + c.name,
+                                  "containertax.owner_pid": "999999999"})
+    other_host = container(**{"containertax.host": "another-host",
+                              "containertax.owner_pid": "999999999"})
+    try:
+        removed = environments.cleanup_stale_containers(client, c.name, c.root)
+        assert sorted(removed) == sorted([dead.name, reused.name])
+        left = {x.name for x in _labelled(c.name)}
+        assert left == {live.name, other_checkout.name, other_host.name}
+    finally:
+        for x in (live, other_checkout, other_host, dead, reused):
+            with contextlib.suppress(docker.errors.NotFound):
+                x.remove(force=True)
 
 
 @needs_docker
@@ -174,6 +196,73 @@ def _env_test_image() -> str:
                   "exit $rc")
         subprocess.run(["sh", "-c", script], check=True, capture_output=True)
     return ENV_IMAGE
+def test_chroot_mount_targets_stay_in_the_root_filesystem(config_dict, tmp_path):
+    """Issue #16, failure 6: a target with '/..' (or through a symlink of the image to an
+    absolute path) made mkdir -p create a folder on the host."""
+    c = _campaign(config_dict, tmp_path)
+    launcher = environments.launcher(c, "chroot")
+    root = launcher.rootfs()
+    (root / "usr").mkdir(parents=True)
+    (root / "escape").symlink_to("/tmp")
+    assert launcher.inside_rootfs(Path("/../../data"), "x") == Path("/data")
+    assert launcher.inside_rootfs(Path("/usr/../opt/m"), "x") == Path("/opt/m")
+    with pytest.raises(environments.EnvironmentFailure, match="leaves the image's root"):
+        launcher.inside_rootfs(Path("/escape/models"), "/m:/escape/models")
+    config_dict["environments"]["chroot"]["mounts"] = ["/srv:/opt/./data/:ro"]
+    c = _campaign(config_dict, tmp_path)
+    script = environments.launcher(c, "chroot").script(_launch(tmp_path, ["true"]))
+    assert 'mkdir -p "$R"/opt/data\n' in script and "/./" not in script
+
+
+class _EngineLink:
+    """A unix-socket relay to the real Docker Engine that can be cut, as a dockerd restart
+    cuts the client's connection mid-run (the engine itself is shared: never restarted)."""
+
+    def __init__(self, path: Path) -> None:
+        import socket
+        import threading
+
+        self.path, self.conns = path, []
+        self.server = socket.socket(socket.AF_UNIX)
+        self.server.bind(str(path))
+        self.server.listen()
+        self.cut = False
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        import socket
+        import threading
+
+        while not self.cut:
+            try:
+                client, _ = self.server.accept()
+            except OSError:
+                return
+            engine = socket.socket(socket.AF_UNIX)
+            engine.connect("/var/run/docker.sock")
+            self.conns += [client, engine]
+            for a, b in ((client, engine), (engine, client)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pipe(a, b) -> None:
+        try:
+            while data := a.recv(65536):
+                b.sendall(data)
+        except OSError:
+            pass
+        finally:
+            with contextlib.suppress(OSError):
+                b.shutdown(2)
+
+    def sever(self) -> None:
+        self.cut = True
+        self.server.close()
+        self.path.unlink()
+        for s in self.conns:
+            with contextlib.suppress(OSError):
+                s.shutdown(2)
+            s.close()
 
 
 @needs_docker
@@ -205,3 +294,48 @@ def test_chroot_and_docker_see_the_image_environment(config_dict, tmp_path):
     assert env_c["PATH"] == "/opt/ct/bin:/usr/local/bin:/usr/bin:/bin"  # the image's PATH
     assert env_c["CT_IMAGE_VAR"] == "from-image" and env_c["CT_CONFIG_VAR"] == "from-config"
     assert seen["chroot"]["cwd"] == seen["docker"]["cwd"] == "/tmp"
+def test_losing_the_engine_mid_run_is_a_clear_failure(config_dict, tmp_path, monkeypatch):
+    """Issue #16, failure 8: the ledger said only "ConnectionError: ('Connection aborted.',
+    FileNotFoundError(2, ...))"."""
+    import threading
+
+    import docker
+
+    link = _EngineLink(tmp_path / "engine.sock")
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{link.path}")
+    c = _campaign(config_dict, tmp_path)
+    launcher = environments.launcher(c, "docker")
+    threading.Timer(3.0, link.sever).start()
+    try:
+        with pytest.raises(environments.EnvironmentFailure) as err:
+            launcher.run(_launch(tmp_path, ["sleep", "30"]))
+        message = str(err.value)
+        assert "environment docker: lost the Docker Engine during the run" in message
+        assert "runs again with the next invocation" in message
+    finally:
+        monkeypatch.delenv("DOCKER_HOST")
+        for x in _labelled(c.name):
+            with contextlib.suppress(docker.errors.NotFound):
+                x.remove(force=True)
+
+
+def test_a_native_python_that_does_not_exist_is_a_clear_preflight_error(config_dict, tmp_path):
+    """Issue #16, failure 9: a traceback in preflight with an empty log."""
+    config_dict["environments"]["native"]["python"] = "/nonexistent/python3"
+    c = _campaign(config_dict, tmp_path)
+    with pytest.raises(preflight.PreflightError) as err:
+        preflight.check_environment(c, "native")
+    message = str(err.value)
+    assert "environment native: cannot start '/nonexistent/python3'" in message
+    assert "environments.native.python in test.yaml" in message
+
+
+def test_preflight_runs_the_workload_parameters_a_bad_dtype_fails_there(config_dict, tmp_path):
+    """Issue #16, failure 9: a bad dtype passed preflight and every run failed."""
+    config_dict["workload"]["dtype"] = "float65"
+    c = _campaign(config_dict, tmp_path)
+    with pytest.raises(preflight.PreflightError) as err:
+        preflight.check_environment(c, "native")
+    assert "float65" in str(err.value) and "environments.native.python" in str(err.value)
+    config_dict["workload"]["dtype"] = "float32"
+    assert preflight.check_environment(_campaign(config_dict, tmp_path), "native")["ok"]

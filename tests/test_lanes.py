@@ -118,6 +118,7 @@ def test_bad_lanes_named(config_dict, lanes_value, message):
 
 def test_each_lane_its_own_ledger_and_minimum_interval(tmp_path, config_dict):
     config_dict["results_dir"] = str(tmp_path)
+    config_dict["results_dir_absolute"] = True
     campaign = two_lanes(config_dict)
     plan = schedule.plan(campaign)
     a = next(c for c in plan if c.lane == "a")
@@ -232,6 +233,7 @@ def test_wall_time_estimate_per_lanes(config_dict):
 
 def test_status_per_lane(tmp_path, config_dict):
     config_dict["results_dir"] = str(tmp_path)
+    config_dict["results_dir_absolute"] = True
     campaign = two_lanes(config_dict)
     plan = schedule.plan(campaign)
     first_a = next(c for c in plan if c.lane == "a")

@@ -94,6 +94,7 @@ def test_chroot_gpu_binds_driver_libraries_and_leaves_nothing(config_dict, tmp_p
                                                               monkeypatch):
     _stand_in_driver(tmp_path, monkeypatch)
     config_dict["results_dir"] = str(tmp_path / "results")
+    config_dict["results_dir_absolute"] = True
     config_dict["environments"] = {"chroot": {"kind": "chroot", "image": DEMO_IMAGE,
                                               "gpu": True}}
     config_dict["reference_environment"] = "chroot"
@@ -111,6 +112,7 @@ def test_chroot_gpu_binds_driver_libraries_and_leaves_nothing(config_dict, tmp_p
 def test_docker_nvidia_libraries_binds_driver_libraries(config_dict, tmp_path, monkeypatch):
     _stand_in_driver(tmp_path, monkeypatch)
     config_dict["results_dir"] = str(tmp_path / "results")
+    config_dict["results_dir_absolute"] = True
     config_dict["environments"]["docker"]["options"]["nvidia_libraries"] = True
     campaign = config.load_campaign(config_dict, "test.yaml")
     _run_show(environments.launcher(campaign, "docker"), tmp_path)

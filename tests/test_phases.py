@@ -171,7 +171,8 @@ def test_best_options_picks_variants_better_everywhere_and_significant_somewhere
 
 def test_best_options_command(tmp_path, capsys):
     cfg = _write(tmp_path / "mine.yaml", {"base": str(REPO / "config" / "phase-2b.yaml"),
-                                          "results_dir": str(tmp_path / "results")})
+                                          "results_dir": str(tmp_path / "results"),
+                                          "results_dir_absolute": True})
     assert cli.main(["best-options", str(cfg)]) == 1  # no analysis yet: says what to run
     assert "snakemake --cores 1 paper --configfile" in capsys.readouterr().err
     c = config.load_file(cfg)

@@ -12,6 +12,7 @@ from tests.conftest import demo_config
 def test_no_runs_is_a_clear_error(tmp_path):
     cfg = demo_config()
     cfg["results_dir"] = str(tmp_path)
+    cfg["results_dir_absolute"] = True
     campaign = config.load_campaign(cfg, "demo.yaml")
     runs = tmp_path / "runs.csv"
     runs.write_text("campaign,model,environment,repetition,metric,value,unit\n")
@@ -22,6 +23,7 @@ def test_no_runs_is_a_clear_error(tmp_path):
 def test_everything_excluded_is_a_clear_error(tmp_path):
     cfg = demo_config()
     cfg["results_dir"] = str(tmp_path)
+    cfg["results_dir_absolute"] = True
     campaign = config.load_campaign(cfg, "demo.yaml")
     runs = tmp_path / "runs.csv"
     runs.write_text("model,environment,repetition,metric,value,unit\n"

@@ -3,6 +3,7 @@ deterministic; the full DGX plan has 900 cells."""
 
 from __future__ import annotations
 
+import copy
 import itertools
 import random
 from collections import Counter
@@ -10,7 +11,7 @@ from collections import Counter
 import pytest
 
 from containertax.campaign import config, schedule
-from tests.conftest import REPO
+from tests.conftest import REPO, demo_config
 
 
 @pytest.mark.parametrize("n", [2, 3, 4, 5, 6])
@@ -76,3 +77,60 @@ def test_dgx_plan_has_900_cells():
     assert len(cells) == 900
     first_block = [c.environment for c in cells[:3]]
     assert sorted(first_block) == ["chroot", "docker_baseline", "docker_optimised"]
+
+
+def test_config_edits_keep_every_written_position(config_dict, tmp_path):
+    """Issue #16, failure 4: adding a model or a repetition renumbered the schedule. The
+    written schedule's cells keep position, block and sequence; new cells come after."""
+    config_dict["results_dir"] = str(tmp_path)
+    config_dict["results_dir_absolute"] = True
+    before = schedule.plan(config.load_campaign(copy.deepcopy(config_dict), "x.yaml"))
+    root = tmp_path / config_dict["campaign"]
+    schedule.write_csv(before, root / "schedule.csv")
+    config_dict["models"].insert(0, {"id": "n64", "size": 64})
+    config_dict["repetitions"] += 1
+    edited = config.load_campaign(copy.deepcopy(config_dict), "x.yaml")
+    schedule.write_csv(schedule.known_cells(edited), root / schedule.POSITIONS)
+    (root / "schedule.csv").unlink()  # as Snakemake does before the schedule step runs
+    after = schedule.plan(edited)
+    assert after[:len(before)] == before
+    assert len(after) == 3 * 3 * 5 and len({c.position for c in after}) == len(after)
+    added = after[len(before):]
+    assert min(c.position for c in added) == len(before)
+    assert {c.model for c in added if c.repetition <= 4} == {"n64"}
+    # a fresh plan would have moved the old cells: the test plants what it must catch
+    assert schedule.fresh_plan(config.load_campaign(config_dict, "x.yaml"))[:len(before)] \
+        != before
+
+
+def test_a_removed_model_gets_its_positions_back(config_dict, tmp_path):
+    config_dict["results_dir"] = str(tmp_path)
+    config_dict["results_dir_absolute"] = True
+    full = config.load_campaign(copy.deepcopy(config_dict), "x.yaml")
+    root = tmp_path / config_dict["campaign"]
+    schedule.write_csv(schedule.known_cells(full), root / schedule.POSITIONS)
+    config_dict["models"] = config_dict["models"][:1]
+    fewer = config.load_campaign(copy.deepcopy(config_dict), "x.yaml")
+    assert schedule.plan(fewer) == [c for c in schedule.plan(full) if c.model == "n256"]
+    schedule.write_csv(schedule.known_cells(fewer), root / schedule.POSITIONS)
+    assert schedule.plan(full) == schedule.plan(config.load_campaign(
+        demo_config() | {"results_dir": str(tmp_path), "results_dir_absolute": True}, "x.yaml"))
+
+
+def test_a_fresh_clone_takes_positions_from_the_records(config_dict, tmp_path):
+    """No schedule written (a fresh clone of committed raw/), a config edited since: the
+    cells with records keep the positions their records hold."""
+    import json
+
+    config_dict["results_dir"] = str(tmp_path)
+    config_dict["results_dir_absolute"] = True
+    old = schedule.plan(config.load_campaign(copy.deepcopy(config_dict), "x.yaml"))
+    root = tmp_path / config_dict["campaign"]
+    for c in old[:5]:
+        rec = root / "raw" / c.model / c.environment / f"rep{c.repetition:02d}.json"
+        rec.parent.mkdir(parents=True, exist_ok=True)
+        rec.write_text(json.dumps({"cell": {k: getattr(c, k) for k in schedule.FIELDS}}))
+    config_dict["models"].insert(0, {"id": "n64", "size": 64})
+    cells = schedule.known_cells(config.load_campaign(config_dict, "x.yaml"))
+    assert cells[:5] == old[:5]
+    assert len({c.position for c in cells}) == len(cells) == 3 * 3 * 4

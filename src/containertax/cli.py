@@ -22,6 +22,7 @@ KNOWN = (
     thermal.GateTimeout,
     thermal.SensorError,
     cells.RunFailed,
+    cells.StorageFailure,
     environments.EnvironmentFailure,
     workloads.WorkloadError,
     records.RecordExistsError,
@@ -83,6 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", required=True)
     p = cell_cmd("run", "run one cell")
     p.add_argument("--gate", required=True)
+    p.add_argument("--out", required=True, help="the step's outcome (the record is beside)")
     p = cell_cmd("cooldown", "cool down after a cell")
     p.add_argument("--out", required=True)
 
@@ -155,6 +157,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--snakemake", nargs=argparse.REMAINDER, default=[],
                    help="further arguments for Snakemake (last on the line)")
 
+    p = sub.add_parser("check", help="check a config file before anything runs: YAML, "
+                       "schema, workloads, results folder, campaign name; exit 1 naming the "
+                       "file, the key and the fix")
+    p.add_argument("config", help="the campaign's config file (e.g. config/demo.yaml)")
+
     p = sub.add_parser("status", help="progress and ETA of a campaign")
     p.add_argument("config", help="the campaign's config file (e.g. config/demo.yaml)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
@@ -164,12 +171,33 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     _setup_logging(getattr(args, "log", None))
     try:
+        if args.command == "check":
+            return _check(args.config)
         return _dispatch(args)
     except Exception as exc:
         if not isinstance(exc, known_failures()):
             raise
         logging.getLogger("containertax").error("%s", exc)
         return 1
+
+
+def _check(path: str) -> int:
+    """Everything about a config that can be known without running it, in seconds; the
+    README's commands run this first, before Snakemake reads the file its own way."""
+    try:
+        campaign = config.load_file(path)
+    except (RecursionError, MemoryError) as exc:
+        raise config.ConfigError(f"{path}: too deeply nested or too large to be a config "
+                                 f"({type(exc).__name__}).") from None
+    if campaign.is_import:
+        print(f"{path}: ok: campaign {campaign.name} analyses "
+              f"{campaign.analysis['import_csv']}, results in {campaign.root}")
+        return 0
+    cells = schedule.plan(campaign)
+    print(f"{path}: ok: campaign {campaign.name}, {len(cells)} cells "
+          f"({len(campaign.models)} models x {len(campaign.environments)} environments x "
+          f"{campaign.repetitions} repetitions), results in {campaign.root}")
+    return 0
 
 
 def _dispatch(args: argparse.Namespace) -> int:
@@ -209,7 +237,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         cells.gate(campaign, args.model, args.environment, args.rep, Path(args.out))
     elif cmd == "run":
         cells.run(campaign, args.model, args.environment, args.rep, Path(args.gate),
-                  Path(args.log) if args.log else None)
+                  Path(args.out), Path(args.log) if args.log else None)
     elif cmd == "cooldown":
         cells.cool(campaign, args.model, args.environment, args.rep, Path(args.out))
     elif cmd == "dataset":
@@ -224,6 +252,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     elif cmd == "system":
         records.write_json(Path(args.out), preflight.system(campaign))
     elif cmd == "schedule":
+        schedule.write_csv(schedule.known_cells(campaign), campaign.root / schedule.POSITIONS)
         schedule.write_csv(schedule.plan(campaign), Path(args.out))
     elif cmd == "aggregate":
         from containertax.analysis import aggregate

@@ -1,12 +1,14 @@
 # Fan-in: raw records into one tidy table (runs.csv) and per-request data (requests.csv).
-# It depends on the records' folders, not on the cells, so `snakemake paper` never runs a
-# cell; in a full run it comes after every cell because its priority is below theirs.
+# It depends on the records' folders and, when this invocation runs the cells, on every
+# pending cell: the paper then holds each record present at the end (a failed cell stops
+# it, and the invocation exits non-zero naming that cell). `snakemake paper` runs no cell.
 
 
 rule aggregate:
     input:
         config=ancient(RESOLVED),
         records=record_folders,
+        cells=pending_cells,
         code=ANALYSIS_CODE,
     output:
         runs=at(R.RUNS),
@@ -19,5 +21,5 @@ rule aggregate:
     params:
         ct=CT,
     shell:
-        "{params.ct} aggregate --config {input.config} --out {output.runs} "
-        "--requests-out {output.requests} --log {log}"
+        "{params.ct} aggregate --config {input.config:q} --out {output.runs:q} "
+        "--requests-out {output.requests:q} --log {log:q}"

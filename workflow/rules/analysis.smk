@@ -21,8 +21,8 @@ rule quality:
         ct=CT,
         out_dir=lambda wildcards, output: str(Path(output.report).parent),
     shell:
-        "{params.ct} quality --config {input.config} --runs {input.runs} "
-        "--out-dir {params.out_dir} --log {log}"
+        "{params.ct} quality --config {input.config:q} --runs {input.runs:q} "
+        "--out-dir {params.out_dir:q} --log {log:q}"
 
 
 rule stats:
@@ -46,9 +46,9 @@ rule stats:
         ct=CT,
         models=ANALYSIS_MODELS,
     shell:
-        "{params.ct} stats --config {input.config} --kept {input.kept} "
-        "--requests {input.requests} --models {params.models} "
-        "--outs {output.comparisons} --out-descs {output.descriptives} --log {log}"
+        "{params.ct} stats --config {input.config:q} --kept {input.kept:q} "
+        "--requests {input.requests:q} --models {params.models:q} "
+        "--outs {output.comparisons:q} --out-descs {output.descriptives:q} --log {log:q}"
 
 
 rule correct:
@@ -72,9 +72,9 @@ rule correct:
     params:
         ct=CT,
     shell:
-        "{params.ct} correct --config {input.config} --models {input.models} "
-        "--descs {input.descs} --out {output.comparisons} "
-        "--out-desc {output.descriptives} --log {log}"
+        "{params.ct} correct --config {input.config:q} --models {input.models:q} "
+        "--descs {input.descs:q} --out {output.comparisons:q} "
+        "--out-desc {output.descriptives:q} --log {log:q}"
 
 
 rule figures:
@@ -99,9 +99,9 @@ rule figures:
     params:
         ct=CT,
     shell:
-        "{params.ct} figures --config {input.config} --kept {input.kept} "
-        "--comparisons {input.comparisons} --requests {input.requests} "
-        "--out-dir {output.figures} --out-tex {output.tex} --log {log}"
+        "{params.ct} figures --config {input.config:q} --kept {input.kept:q} "
+        "--comparisons {input.comparisons:q} --requests {input.requests:q} "
+        "--out-dir {output.figures:q} --out-tex {output.tex:q} --log {log:q}"
 
 
 rule tables:
@@ -129,9 +129,9 @@ rule tables:
         ct=CT,
         out_dir=lambda wildcards, output: str(Path(output.descriptives).parent),
     shell:
-        "{params.ct} tables --config {input.config} --kept {input.kept} "
-        "--comparisons {input.comparisons} --desc {input.descriptives} "
-        "--out-dir {params.out_dir} --log {log}"
+        "{params.ct} tables --config {input.config:q} --kept {input.kept:q} "
+        "--comparisons {input.comparisons:q} --desc {input.descriptives:q} "
+        "--out-dir {params.out_dir:q} --log {log:q}"
 
 
 rule numbers:
@@ -154,9 +154,9 @@ rule numbers:
     params:
         ct=CT,
     shell:
-        "{params.ct} numbers --config {input.config} --kept {input.kept} "
-        "--comparisons {input.comparisons} --quality {input.quality} "
-        "--out {output.numbers} --out-quality {output.quality} --log {log}"
+        "{params.ct} numbers --config {input.config:q} --kept {input.kept:q} "
+        "--comparisons {input.comparisons:q} --quality {input.quality:q} "
+        "--out {output.numbers:q} --out-quality {output.quality:q} --log {log:q}"
 
 
 rule paper:
@@ -181,5 +181,5 @@ rule paper:
         source=lambda wildcards, input: str(Path(input.source[0]).parent),
         build=lambda wildcards, output: str(Path(output[0]).parent),
     shell:
-        "{params.ct} paper --config {input.config} --source {params.source} "
-        "--build {params.build} --out {output} --log {log}"
+        "{params.ct} paper --config {input.config:q} --source {params.source:q} "
+        "--build {params.build:q} --out {output:q} --log {log:q}"

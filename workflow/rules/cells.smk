@@ -1,9 +1,18 @@
 # One cell = one run of one model in one environment: gate -> run -> cooldown.
-# Only a missing output makes a cell run again, never a timestamp: a done cell's cooldown
-# does not depend on its run (record_if_pending), so nothing pulls it back. The gate's
-# schedule, system and preflight inputs are plain, not ancient(): Snakemake drops a job
-# whose ancient() input a job in the same DAG regenerates, so after a config edit
-# (schedule and system rewritten) the pending cells would silently not run.
+# A cell is done when its raw record exists, never because of a timestamp: a done cell's
+# cooldown does not depend on its run (run_if_pending), so nothing pulls it back.
+# Exactly once, under any interleaving of kill, orphaned step and rerun (issue #16):
+# - the raw record is no rule's output (the run's output is its outcome, .ran.json), so
+#   Snakemake never deletes it, neither before a forced job nor after a failed one;
+# - a run step waits on the campaign's run lock while an orphaned run measures, and one
+#   that then finds the record written succeeds without measuring;
+# - no input of a cell step that a job may regenerate is ancient(): Snakemake drops a job
+#   whose ancient() input a job in the same DAG regenerates, and with it every job
+#   downstream of a forced one (e.g. an incomplete gate after a kill), the target
+#   included: the pending cells would silently not run;
+# - the same for the cooldown's .cooldown.json in raw/ (the cooldown's output is .done.json);
+# - after a successful invocation that runs cells, each requested cell must have its
+#   record and cooldown (onsuccess below), or the invocation fails naming the cells.
 
 
 rule gate:
@@ -36,7 +45,7 @@ rule gate:
         ct=CT,
         cell=CELL_ARGS,
     shell:
-        "{params.ct} gate --config {input.config} {params.cell} --out {output} --log {log}"
+        "{params.ct} gate --config {input.config:q} {params.cell} --out {output:q} --log {log:q}"
 
 
 rule run:
@@ -44,12 +53,12 @@ rule run:
     atomically, and never overwritten."""
     input:
         config=ancient(RESOLVED),
-        gate=ancient(at(R.GATE)),
+        gate=at(R.GATE),
     output:
-        record=protected(at(R.RAW)),
-        telemetry=protected(at(R.TELEMETRY)),
-        requests=protected(at(R.REQUESTS)),
-        log=protected(at(R.RUN_LOG)),
+        # the step's outcome, consumed by the cooldown; the raw record and its .telemetry.csv,
+        # .requests.csv and .log are written beside it by the step, read-only, and are
+        # no rule's output: Snakemake never deletes them
+        temp(at(R.RAN)),
     log:
         at(R.LOG, step="run", model="{model}", environment="{environment}", rep="{rep}"),
     priority: cell_priority
@@ -61,16 +70,19 @@ rule run:
         ct=CT,
         cell=CELL_ARGS,
     shell:
-        "{params.ct} run --config {input.config} {params.cell} --gate {input.gate} --log {log}"
+        "{params.ct} run --config {input.config:q} {params.cell} --gate {input.gate:q} "
+        "--out {output:q} --log {log:q}"
 
 
 rule cooldown:
     """Wait the configured time after the run, recording the temperature decay."""
     input:
         config=ancient(RESOLVED),
-        record=record_if_pending,
+        ran=run_if_pending,
     output:
-        protected(at(R.COOLDOWN)),
+        # the cell is finished; its .cooldown.json goes to raw/ beside the record, written
+        # by the step, read-only, no rule's output
+        at(R.DONE),
     log:
         at(
             R.LOG,
@@ -88,4 +100,15 @@ rule cooldown:
         ct=CT,
         cell=CELL_ARGS,
     shell:
-        "{params.ct} cooldown --config {input.config} {params.cell} --out {output} --log {log}"
+        "{params.ct} cooldown --config {input.config:q} {params.cell} --out {output:q} --log {log:q}"
+
+
+onsuccess:
+    missing = unfinished_cells(requested_targets())
+    if missing:
+        raise WorkflowError(
+            f"{len(missing)} requested cell(s) have no record although Snakemake "
+            "reported success: "
+            + ", ".join(missing[:20])
+            + ". Run the same command again (raw records are never rerun)."
+        )

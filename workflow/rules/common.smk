@@ -1,5 +1,6 @@
 # Shared state of the workflow: the validated campaign, its schedule and its paths.
 import re
+import shlex
 import sys
 from pathlib import Path
 
@@ -18,8 +19,12 @@ from snakemake.exceptions import WorkflowError
 CLI_CONFIGS = list(workflow.overwrite_configfiles or [])
 CONFIG_SOURCE = CLI_CONFIGS[-1] if CLI_CONFIGS else "config/config.yaml"
 try:
+    # the file read strictly, for what Snakemake's reader lets pass (keys given twice)
+    if Path(CONFIG_SOURCE).is_file():
+        ct_config.read_config_file(Path(CONFIG_SOURCE))
     CAMPAIGN = ct_config.load_campaign(config, str(CONFIG_SOURCE))
-except ct_config.ConfigError as exc:
+    ct_config.check_owner(CAMPAIGN)
+except (ct_config.ConfigError, ValueError) as exc:  # WorkloadError is a ValueError
     raise WorkflowError(str(exc)) from None
 
 ROOT = CAMPAIGN.root
@@ -52,13 +57,20 @@ def planning_only():
 # content changed (its mtime then reruns what depends on it); not while only planning,
 # where the resolved_config rule stands for it on a fresh results folder.
 if not planning_only():
-    ct_config.write_resolved(CAMPAIGN, PATHS.resolved)
+    try:
+        ct_config.write_resolved(CAMPAIGN, PATHS.resolved)
+    except OSError as exc:
+        raise WorkflowError(f"{CONFIG_SOURCE}: results folder {ROOT}: {exc}") from None
 # The steps run from the Python that runs Snakemake, or under --sdm conda from the rules'
 # environment (envs/workflow.yaml installs this package into it).
 USE_CONDA = "conda" in {
     str(m).lower() for m in workflow.deployment_settings.deployment_method
 }
-CT = "python -m containertax" if USE_CONDA else f"{sys.executable} -m containertax"
+CT = (
+    "python -m containertax"
+    if USE_CONDA
+    else f"{shlex.quote(sys.executable)} -m containertax"
+)
 ENVS = {e.id: e for e in CAMPAIGN.environments}
 IMAGES = {
     image_slug(e.image): e.image for e in CAMPAIGN.environments if e.kind == "chroot"
@@ -83,12 +95,14 @@ def cell_dataset(wildcards):
 # Execution order: the cell at schedule position p gets priority N - p for its gate, run
 # and cooldown; with --cores 1 Snakemake then runs the cells in schedule order. Cells are
 # never chained through files, so one failed cell blocks nothing else.
+# (Positions are stable under config edits, so they may have gaps: count from the last.)
 CELL_PATHS = [PATHS.cell(c.model, c.environment, c.repetition) for c in CELLS]
+LAST = max((c.position for c in CELLS), default=-1)
 PRIORITY = {
-    (p.model, p.environment, p.label): len(CELLS) - c.position
+    (p.model, p.environment, p.label): LAST + 1 - c.position
     for c, p in zip(CELLS, CELL_PATHS)
 }
-FIRST = len(CELLS) + 1
+FIRST = LAST + 2
 
 # Lanes (config `lanes`; without it one lane): each lane is a resource of limit 1 that the
 # gate, run and cooldown of its cells take, so a lane runs one step at a time, in schedule
@@ -161,7 +175,9 @@ def rootfs_marker(wildcards):
     """A chroot environment needs its image's exported root filesystem."""
     env = ENVS[wildcards.environment]
     if env.kind == "chroot":
-        return [ancient(at(R.ROOTFS_MARKER, image=image_slug(env.image)))]
+        # plain, not ancient(): a forced (incomplete) rootfs job would otherwise hide every
+        # job downstream of it from Snakemake's planning (see cells.smk)
+        return [at(R.ROOTFS_MARKER, image=image_slug(env.image))]
     return []
 
 
@@ -183,16 +199,57 @@ ANALYSIS_CODE = sorted(
 
 def record_folders(wildcards):
     """Folders of the raw records present when the workflow is planned (aggregate.smk).
-    No rule makes a folder, so the analysis never pulls a benchmark cell into the DAG; a
+    No rule makes a folder, so these never pull a benchmark cell into the DAG; a
     folder's mtime changes whenever a record is linked in or moved away."""
     return sorted({str(Path(p).parent) for p in cell_files(R.RAW) if Path(p).exists()})
 
 
-def record_if_pending(wildcards):
+# Does this invocation run the cells (the default target, `all` or `cells`)? Then the
+# analysis waits for every pending cell, so that runs.csv and the paper hold each record
+# this invocation adds; an analysis target alone (`snakemake paper`) analyses the records
+# present and runs no cell. (The targets are known when the DAG is built, not at parse.)
+def requested_targets():
+    settings = workflow.dag_settings
+    return set(settings.targets) if settings is not None else set()
+
+
+def runs_cells(targets):
+    return not targets or bool(targets & {"all", "cells"})
+
+
+def finished(raw, cooldown):
+    """A cell is finished when its record and its cooldown are in raw/ (a fresh clone of
+    committed records has no .done.json)."""
+    return Path(raw).exists() and Path(cooldown).exists()
+
+
+def unfinished_cell_files():
+    """The last file (.done.json) of every cell not finished: the cells to run."""
+    return [
+        done
+        for raw, cooldown, done in zip(
+            cell_files(R.RAW), cell_files(R.COOLDOWN), cell_files(R.DONE)
+        )
+        if not finished(raw, cooldown)
+    ]
+
+
+def pending_cells(wildcards):
+    """The last file of every cell without a record, when this invocation runs cells."""
+    if not runs_cells(requested_targets()):
+        return []
+    return [
+        done
+        for raw, done in zip(cell_files(R.RAW), cell_files(R.DONE))
+        if not Path(raw).exists()
+    ]
+
+
+def run_if_pending(wildcards):
     """A cell whose raw record exists is done: nothing may pull its run (or its gate and
     preflight) back into the DAG, e.g. after a fresh clone of committed raw records."""
     raw = at(R.RAW, **dict(wildcards))
-    return [] if Path(raw).exists() else [ancient(raw)]
+    return [] if Path(raw).exists() else [at(R.RAN, **dict(wildcards))]
 
 
 try:
@@ -210,3 +267,16 @@ PAPER_SOURCES = sorted(
     for p in (Path(workflow.basedir) / "paper").iterdir()
     if p.suffix in (".tex", ".bib")
 )
+
+
+def unfinished_cells(targets):
+    """Cells this invocation was asked to finish (all of them, or the .done.json files
+    named as targets) without their record or cooldown in raw/ at its end."""
+    asked = {str(Path(t)) for t in targets} | {str(Path(t).resolve()) for t in targets}
+    return sorted(
+        str(Path(raw).relative_to(ROOT / "raw")).removesuffix(".json")
+        for raw, cooldown, done in zip(
+            cell_files(R.RAW), cell_files(R.COOLDOWN), cell_files(R.DONE)
+        )
+        if (runs_cells(targets) or done in asked) and not finished(raw, cooldown)
+    )

@@ -16,5 +16,5 @@ rule import_runs:
     params:
         ct=CT,
     shell:
-        "{params.ct} import --config {input.config} --out {output.runs} "
-        "--requests-out {output.requests} --log {log}"
+        "{params.ct} import --config {input.config:q} --out {output.runs:q} "
+        "--requests-out {output.requests:q} --log {log:q}"

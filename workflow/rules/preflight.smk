@@ -16,7 +16,7 @@ rule schedule:
     params:
         ct=CT,
     shell:
-        "{params.ct} schedule --config {input.config} --out {output} --log {log}"
+        "{params.ct} schedule --config {input.config:q} --out {output:q} --log {log:q}"
 
 
 rule system:
@@ -34,7 +34,7 @@ rule system:
     params:
         ct=CT,
     shell:
-        "{params.ct} system --config {input.config} --out {output} --log {log}"
+        "{params.ct} system --config {input.config:q} --out {output:q} --log {log:q}"
 
 
 rule rootfs:
@@ -53,7 +53,7 @@ rule rootfs:
         ct=CT,
         image=lambda wc: IMAGES[wc.image],
     shell:
-        "{params.ct} rootfs --image {params.image:q} --out {output.tree} --log {log}"
+        "{params.ct} rootfs --image {params.image:q} --out {output.tree:q} --log {log:q}"
 
 
 rule preflight:
@@ -76,8 +76,8 @@ rule preflight:
     params:
         ct=CT,
     shell:
-        "{params.ct} preflight --config {input.config} --environment {wildcards.environment} "
-        "--out {output} --log {log}"
+        "{params.ct} preflight --config {input.config:q} --environment {wildcards.environment} "
+        "--out {output:q} --log {log:q}"
 
 
 rule dataset:
@@ -101,5 +101,5 @@ rule dataset:
         ct=CT,
         model=dataset_model,
     shell:
-        "{params.ct} dataset --config {input.config} --model {params.model} "
-        "--out {output.data} --log {log}"
+        "{params.ct} dataset --config {input.config:q} --model {params.model:q} "
+        "--out {output.data:q} --log {log:q}"

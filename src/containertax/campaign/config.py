@@ -129,8 +129,10 @@ class Campaign:
     def config_hash(self) -> str:
         # order matters (it sets the schedule); the base-file chain does not: phase-2d.yaml
         # and config.yaml are one campaign; nor do lanes (where cells run, not what they
-        # measure: a campaign may gain a GPU half-way, and each record names its lane)
-        raw = {k: v for k, v in self.raw.items() if k not in ("based_on", "lanes")}
+        # measure: a campaign may gain a GPU half-way, and each record names its lane), nor
+        # the permissions extends_campaign and results_dir_absolute (issue #16)
+        raw = {k: v for k, v in self.raw.items()
+               if k not in ("based_on", "lanes", "extends_campaign", "results_dir_absolute")}
         text = json.dumps(_without_new_defaults(raw), default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -219,7 +221,7 @@ def validate_schema(data: dict[str, Any], source: str) -> dict[str, Any]:
         lines = []
         for err in errors:
             hint = err.schema.get("description", "") if isinstance(err.schema, dict) else ""
-            fix = f" (the key: {hint})" if hint else ""
+            fix = f" (the key: {hint})" if hint and err.absolute_path else ""
             lines.append(f"  {source}: key '{_key(err.absolute_path)}': {err.message}.{fix}")
         raise ConfigError(
             f"{source} does not match workflow/schemas/config.schema.yaml; correct these "
@@ -248,6 +250,16 @@ def _semantic_checks(data: dict[str, Any], source: str) -> None:
                 "GPU; docker: options.nvidia_devices and options.nvidia_libraries, or "
                 "options.gpus with the NVIDIA Container Toolkit)."
             )
+        for j, spec in enumerate(env.get("mounts") or []):
+            parts = str(spec).split(":")
+            target = parts[1] if len(parts) in (2, 3) else ""
+            if (len(parts) not in (2, 3) or not parts[0] or not target.startswith("/")
+                    or ".." in Path(target).parts
+                    or (len(parts) == 3 and parts[2] not in ("ro", "rw"))):
+                problems.append(
+                    f"key 'environments.{env_id}.mounts[{j}]': '{spec}' is not "
+                    "HOST:TARGET[:ro|rw] with an absolute TARGET free of '..' (e.g. "
+                    "/models:/models:ro).")
         if env["kind"] == "native" and env.get("mounts"):
             problems.append(
                 f"key 'environments.{env_id}.mounts': a native environment sees the host "
@@ -274,8 +286,47 @@ def _semantic_checks(data: dict[str, Any], source: str) -> None:
     if adaptive["min_s"] > adaptive["max_s"]:
         problems.append("key 'thermal.adaptive.min_s' must not exceed 'thermal.adaptive.max_s' "
                         f"({adaptive['min_s']} > {adaptive['max_s']}).")
+    problems += _results_dir_problems(data)
+    problems += _metric_problems(data.get("analysis", {}))
     if problems:
         raise ConfigError(f"{source}:\n" + "\n".join(f"  {p}" for p in problems))
+
+
+def _results_dir_problems(data: dict[str, Any]) -> list[str]:
+    """results_dir stays inside the working directory (the checkout), unless the config
+    opts into an absolute folder with results_dir_absolute: true."""
+    text = str(data.get("results_dir", "results"))
+    path = Path(text)
+    if path.is_absolute():
+        if data.get("results_dir_absolute"):
+            return []
+        return [f"key 'results_dir': '{text}' is absolute; give a folder inside the working "
+                "directory (e.g. results), or set results_dir_absolute: true to put results "
+                "there on purpose."]
+    if ".." in path.parts or not path.parts:
+        return [f"key 'results_dir': '{text}' leaves the working directory; give a folder "
+                "inside it (e.g. results)."]
+    return []
+
+
+def _metric_problems(analysis: dict[str, Any]) -> list[str]:
+    """Metrics and the headline metric must be known: an unknown one silently analysed
+    nothing (a paper of '0 primary tests') or was replaced by another."""
+    from containertax.analysis import metrics as registry  # pure data, no analysis stack
+
+    known = registry.registry(analysis.get("define_metrics"))
+    problems = []
+    unknown = [m for m in analysis.get("metrics") or [] if m not in known]
+    if unknown:
+        problems.append(f"key 'analysis.metrics': unknown metric(s) {unknown}; choose from "
+                        f"{sorted(known)} or define them under analysis.define_metrics.")
+    head = analysis.get("headline_metric")
+    chosen = analysis.get("metrics") or sorted(known)
+    if head is not None and head not in chosen:
+        problems.append(f"key 'analysis.headline_metric': '{head}' is not "
+                        + ("one of analysis.metrics " if analysis.get("metrics") else
+                           "a known metric ") + f"{sorted(chosen)}; choose one of them.")
+    return problems
 
 
 def merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
@@ -292,15 +343,81 @@ def merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+MAX_NODES = 100_000  # the demo config has ~100; an alias bomb expands to billions
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """YAML as a config needs it: a key given twice is an error (PyYAML keeps the last one
+    silently), and a document whose aliases expand beyond MAX_NODES values (a 'billion
+    laughs') is refused before anything copies it."""
+
+    def get_single_node(self) -> Any:
+        node = super().get_single_node()
+        sizes: dict[int, int] = {}
+
+        def expanded(n: Any) -> int:
+            if id(n) not in sizes:
+                sizes[id(n)] = 1  # a cycle counts once
+                if isinstance(n, yaml.SequenceNode):
+                    sizes[id(n)] += sum(expanded(c) for c in n.value)
+                elif isinstance(n, yaml.MappingNode):
+                    sizes[id(n)] += sum(expanded(k) + expanded(v) for k, v in n.value)
+                sizes[id(n)] = min(sizes[id(n)], MAX_NODES + 1)
+            return sizes[id(n)]
+
+        if node is not None and expanded(node) > MAX_NODES:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"its aliases (*name) expand to more than {MAX_NODES} values; "
+                "write the values out instead", node.start_mark)
+        return node
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, Any] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    "in a mapping", node.start_mark,
+                    f"key '{key}' is given twice (first on line {seen[key].line + 1}); "
+                    "keep one", key_node.start_mark)
+            seen[key] = key_node.start_mark
+        return super().construct_mapping(node, deep=deep)
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    """'line L, column C: what is wrong', from PyYAML's marked errors."""
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+    what = " ".join(str(x) for x in (getattr(exc, "context", None),
+                                     getattr(exc, "problem", None)) if x) or str(exc)
+    if "\t" in what or "tab" in what:
+        what += " (YAML indents with spaces, never tabs)"
+    return where + what
+
+
 def _read_yaml(path: Path, named_by: str) -> dict[str, Any]:
+    """A config file's mapping, or a ConfigError naming the file (and who named it)."""
+    via = "" if named_by == str(path) else f" (named by {named_by})"
+    if path.is_dir():
+        raise ConfigError(f"{path}{via} is a folder, not a config file; name a .yaml file.")
     try:
-        data = yaml.safe_load(path.read_text())
+        with path.open() as fh:
+            data = yaml.load(fh, Loader=_StrictLoader)  # noqa: S506 (a SafeLoader)
     except FileNotFoundError:
         raise ConfigError(f"{named_by}: no such config file {path}.") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}{via} is not a text file; name a .yaml config.") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}{via} cannot be read: {exc.strerror}.") from None
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: empty or not a mapping; see config/README.md.")
+        raise ConfigError(f"{path}{via}: not valid YAML: {_yaml_problem(exc)}.") from None
+    except RecursionError:
+        raise ConfigError(f"{path}{via}: nested too deeply to be a config.") from None
+    if not isinstance(data, dict) or not data:
+        what = "empty" if data is None or data == {} else f"a {type(data).__name__}"
+        raise ConfigError(
+            f"{path}{via} is {what}, not a mapping of keys: a config starts with e.g. "
+            "'campaign: NAME' (config/README.md documents each key).")
     return data
 
 
@@ -309,12 +426,20 @@ def resolve_base(data: dict[str, Any], source: str, chain: tuple[str, ...] = ())
     `models` may then list ids of the base's models to run a subset of them."""
     if "base" not in data:
         return data
+    if not isinstance(data["base"], str) or not data["base"]:
+        raise ConfigError(f"{source}: key 'base' must be the path of a config file (relative "
+                          f"to {source}), got {data['base']!r}.")
     path = (Path(source).parent / str(data["base"])).resolve()
     if str(path) in chain:
         raise ConfigError(f"{source}: key 'base': {path} inherits from itself "
                           f"({' -> '.join(chain)}).")
-    base = resolve_base(_read_yaml(path, f"{source}: key 'base'"), str(path),
-                        (*chain, str(path)))
+    named = f"{source}: key 'base'"
+    raw_base = _read_yaml(path, named)
+    stray = sorted(str(k) for k in raw_base if k not in _schema()["properties"] and k != "base")
+    if stray:
+        raise ConfigError(f"{named}: {path} is not a campaign config (unknown top-level "
+                          f"key(s) {stray}); name a config file such as config/config.yaml.")
+    base = resolve_base(raw_base, str(path), (*chain, str(path)))
     over = {k: v for k, v in data.items() if k != "base"}
     models = over.pop("models", None)
     merged = merge(base, over)
@@ -375,6 +500,12 @@ def load_campaign(data: dict[str, Any], source: str = "<config>") -> Campaign:
     if not isinstance(data, dict) or not data:
         raise ConfigError(f"{source}: empty or not a mapping; see config/README.md.")
     data = resolve_base(data, source)
+    for key, kind in (("models", list), ("environments", dict)):
+        if key in data and not isinstance(data[key], kind):
+            shape = ("a list of mappings ('- id: NAME' ...)" if kind is list
+                     else "a mapping of environment ids to their settings")
+            raise ConfigError(f"{source}: key '{key}' must be {shape}, got a "
+                              f"{type(data[key]).__name__}; see config/README.md.")
     for i, m in enumerate(data.get("models") or []):
         if isinstance(m, str):
             raise ConfigError(f"{source}: key 'models[{i}]': '{m}' is a model id, which only "
@@ -417,15 +548,28 @@ def _workload_checks(campaign: Campaign) -> None:
         if kind in workloads.REGISTRY:  # else the schema's enum has already refused it
             problems += workloads.problems(kind, campaign.workload_params(model.id),
                                            workloads.Where(campaign.source, i, model.id))
+            unknown = sorted(set(model.params) - workloads.known_keys(kind))
+            if unknown:
+                problems.append(
+                    f"{campaign.source}: key 'models[{i}]' (model {model.id}): unknown key(s) "
+                    f"{unknown} for a {kind} workload; its keys are "
+                    f"{sorted(workloads.known_keys(kind))}.")
     if problems:
         raise ConfigError("\n".join(problems))
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    """A config file read strictly (keys given twice, alias bombs, tabs: errors with line)."""
+    return _read_yaml(Path(path), str(path))
 
 
 def load_file(path: str | Path) -> Campaign:
     path = Path(path)
     if not path.exists():
         raise ConfigError(f"{path}: no such config file.")
-    return load_campaign(_read_yaml(path, str(path)), str(path))
+    campaign = load_campaign(_read_yaml(path, str(path)), str(path))
+    check_owner(campaign)
+    return campaign
 
 
 def digest(cfg: dict[str, Any]) -> str:
@@ -444,3 +588,26 @@ def write_resolved(campaign: Campaign, path: Path) -> None:
                       indent=1) + "\n"
     if not path.exists() or path.read_text() != text:
         atomic_write_text(path, text)
+
+
+def check_owner(campaign: Campaign) -> None:
+    """A new config that reuses the name of a campaign with records (e.g. h100) would
+    write its cells into that campaign: refused, unless it is that campaign's config (or a
+    config laid on it with base:), or says extends_campaign: true."""
+    if campaign.raw.get("extends_campaign") or campaign.is_import:
+        return
+    raw = campaign.root / "raw"
+    first = next((p for p in sorted(raw.glob("*/*/rep*.json"))
+                  if not p.name.endswith(".cooldown.json")), None) if raw.is_dir() else None
+    if first is None:
+        return
+    try:
+        owner = json.loads(first.read_text())["provenance"]["config_source"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return  # not a record this workflow wrote; the analysis will say so
+    mine = {Path(campaign.source).name, *(Path(b).name for b in campaign.raw.get("based_on", []))}
+    if Path(str(owner)).name not in mine:
+        raise ConfigError(
+            f"{campaign.source}: key 'campaign': '{campaign.name}' already holds records of "
+            f"another config ({owner}, e.g. {first}). Choose a new campaign name, or set "
+            "extends_campaign: true to add cells to that campaign on purpose.")

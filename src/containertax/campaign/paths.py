@@ -24,6 +24,10 @@ REQUESTS = CELL_DIR + "/rep{rep}.requests.csv"
 RUN_LOG = CELL_DIR + "/rep{rep}.log"
 COOLDOWN = CELL_DIR + "/rep{rep}.cooldown.json"
 GATE = "cells/{model}/{environment}/rep{rep}.gate.json"
+# The run and cooldown steps' own outputs: the raw record and its .cooldown.json are no
+# rule's output, so Snakemake never deletes them (before a forced job, after a failed one).
+RAN = "cells/{model}/{environment}/rep{rep}.ran.json"
+DONE = "cells/{model}/{environment}/rep{rep}.done.json"
 LOG = "logs/{step}/{model}/{environment}/rep{rep}.log"
 LEDGER = "ledger.jsonl"
 RUN_LOCK = ".run.lock"
@@ -87,6 +91,14 @@ class CellPaths:
     @property
     def gate(self) -> Path:
         return self._at(GATE)
+
+    @property
+    def ran(self) -> Path:
+        return self._at(RAN)
+
+    @property
+    def done(self) -> Path:
+        return self._at(DONE)
 
 
 @dataclass(frozen=True)

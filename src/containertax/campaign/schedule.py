@@ -67,8 +67,79 @@ def block_order(design: str, n: int, index: int, rng: random.Random) -> tuple[in
     raise ValueError(f"unknown schedule design {design!r}")
 
 
+# Every cell this campaign ever planned, with its position: written beside schedule.csv by
+# the schedule step (not a Snakemake output, which Snakemake deletes before the step runs).
+POSITIONS = "schedule.positions.csv"
+
+
 def plan(campaign: Campaign) -> list[Cell]:
-    """Every cell of the campaign, in execution order."""
+    """Every cell of the campaign, in execution order.
+
+    Stable under config edits: cells planned before (schedule.positions.csv, else
+    schedule.csv) keep their positions, blocks and sequences, as their records say; cells
+    an edit adds (a repetition, a model, an environment) come after every one planned
+    before, in the order a fresh plan gives them; cells an edit removes drop out (and get
+    their old positions back if they return)."""
+    fresh = fresh_plan(campaign)
+    keys = {_key(c) for c in fresh}
+    return [c for c in extend(_planned_before(campaign), fresh) if _key(c) in keys]
+
+
+def known_cells(campaign: Campaign) -> list[Cell]:
+    """Every cell planned before or now, each at its one position (schedule.positions.csv).
+    Without a written schedule (a fresh clone holding committed records), the records'
+    own cells are the cells planned before."""
+    before = _planned_before(campaign) or _recorded_cells(campaign)
+    return extend(before, fresh_plan(campaign))
+
+
+def _recorded_cells(campaign: Campaign) -> list[Cell]:
+    import json
+
+    cells = {}
+    for path in sorted((campaign.root / "raw").glob("*/*/rep*.json")):
+        if path.name.endswith(".cooldown.json"):
+            continue
+        try:
+            cell = Cell(**json.loads(path.read_text())["cell"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # not a record of this workflow; the analysis says so
+        cells.setdefault(cell.position, cell)
+    return sorted(cells.values(), key=lambda c: c.position)
+
+
+def _key(c: Cell) -> tuple[str, str, int]:
+    return (c.model, c.environment, c.repetition)
+
+
+def _planned_before(campaign: Campaign) -> list[Cell]:
+    for name in (POSITIONS, "schedule.csv"):
+        path = campaign.root / name
+        if path.exists():
+            try:
+                return read_csv(path)
+            except (OSError, KeyError, ValueError) as exc:
+                raise ConfigError(f"{path} is not a schedule this workflow wrote ({exc}); "
+                                  f"move it aside to plan campaign {campaign.name} afresh."
+                                  ) from None
+    return []
+
+
+def extend(kept: Sequence[Cell], fresh: Sequence[Cell]) -> list[Cell]:
+    """The kept cells at their positions, then the fresh plan's other cells at positions
+    after every kept one, in the fresh plan's order."""
+    known = {_key(c) for c in kept}
+    cells = list(kept)
+    nxt = max((c.position for c in kept), default=-1) + 1
+    for c in fresh:
+        if _key(c) not in known:
+            cells.append(replace(c, position=nxt))
+            nxt += 1
+    return sorted(cells, key=lambda c: c.position)
+
+
+def fresh_plan(campaign: Campaign) -> list[Cell]:
+    """Every cell of the campaign, in execution order, as if nothing had run yet."""
     opts = campaign.schedule
     rng = random.Random(opts["seed"])
     envs = [e.id for e in campaign.environments]
@@ -133,12 +204,13 @@ def read_csv(path: Path) -> list[Cell]:
 
 
 def block_targets(campaign: Campaign, reps: set[int]) -> list[str]:
-    """Cooldown records (the last file of a cell) of every cell of the given repetitions,
+    """The last file of a cell (its .done.json) of every cell of the given repetitions,
     in schedule order: as Snakemake targets they run whole blocks, so that a campaign spread
-    over several visits to a machine never splits a block between two machines."""
+    over several visits to a machine never splits a block between two machines (a cell
+    already finished in raw/ costs a step that only says so)."""
     unknown = sorted(r for r in reps if not 1 <= r <= campaign.repetitions)
     if unknown:
         raise ConfigError(f"repetitions {unknown} are not in 1..{campaign.repetitions} "
                          f"(repetitions in {campaign.source})")
-    return [str(campaign.paths.cell(c.model, c.environment, c.repetition).cooldown)
+    return [str(campaign.paths.cell(c.model, c.environment, c.repetition).done)
             for c in plan(campaign) if c.repetition in reps]

@@ -37,7 +37,12 @@ def summarize(campaign: Campaign, estimate_lanes: list[int] | None = None) -> di
     events = records.read_ledger(root)
     last_run = {(e["model"], e["environment"], e["repetition"]): e  # latest start or end
                 for e in events if e.get("step") == "run"}
+    last_failure: dict[tuple, dict[str, Any]] = {}  # the latest failed step of each cell
+    for e in events:
+        if e.get("event") == "end" and e.get("status") == "failed":
+            last_failure[(e.get("model"), e.get("environment"), e.get("repetition"))] = e
     running = None
+    failed_cells: list[dict[str, Any]] = []
     table: dict[tuple, dict[str, int]] = defaultdict(
         lambda: {"done": 0, "failed": 0, "remaining": 0, "total": 0})
     per_lane: dict[str, dict[str, Any]] = {
@@ -45,11 +50,17 @@ def summarize(campaign: Campaign, estimate_lanes: list[int] | None = None) -> di
                   "host": lane.host} for lane in lanes.lanes(campaign)}
     for c in cells:
         key = (c.model, c.environment, c.repetition)
+        cell_paths = campaign.paths.cell(c.model, c.environment, c.repetition)
+        if key in last_failure and not cell_paths.raw.exists():
+            e = last_failure[key]
+            failed_cells.append({"cell": f"{c.model}/{c.environment}/rep{cell_paths.label}",
+                                 "step": e.get("step"), "utc": e.get("utc"),
+                                 "error": e.get("error", "")})
         for row in (table[(c.model, c.environment)], per_lane[c.lane]):
             row["total"] += 1
-            if campaign.paths.cell(c.model, c.environment, c.repetition).raw.exists():
+            if cell_paths.raw.exists():
                 row["done"] += 1
-            elif last_run.get(key, {}).get("status") == "failed":
+            elif key in last_failure:
                 row["failed"] += 1
                 row["remaining"] += 1
             else:
@@ -82,7 +93,24 @@ def summarize(campaign: Campaign, estimate_lanes: list[int] | None = None) -> di
         "lanes": per_lane,
         "wall_estimate_s": wall,
         "last_started_unfinished": "/".join(map(str, running)) if running else None,
+        "failed_cells": failed_cells,
+        "failed_preflights": failed_preflights(campaign),
     }
+
+
+def failed_preflights(campaign: Campaign) -> dict[str, str]:
+    """Environments whose preflight ran and failed (no preflight/<env>.json, a log with an
+    error): the reason is the log's error."""
+    failed = {}
+    for env in campaign.environments:
+        done = campaign.paths.preflight(env.id)
+        log = campaign.root / "logs" / "preflight" / f"{env.id}.log"
+        if done.exists() or not log.exists():
+            continue
+        text = log.read_text(errors="replace")
+        error = text.rsplit(" ERROR ", 1)[1].strip() if " ERROR " in text else text[-500:]
+        failed[env.id] = error
+    return failed
 
 
 def render(summary: dict[str, Any]) -> str:
@@ -110,9 +138,19 @@ def render(summary: dict[str, Any]) -> str:
         whole = ", ".join(f"{timedelta(seconds=round(s))} on {n} lane{'s' * (n != '1')}"
                           for n, s in summary["wall_estimate_s"].items())
         lines.append(f"whole campaign (whole repetitions per lane): {whole}")
+    for env_id, why in summary.get("failed_preflights", {}).items():
+        lines.append(f"preflight of {env_id} failed (its cells cannot run): "
+                     f"{_first_lines(why)}")
+    for f in summary.get("failed_cells", []):
+        lines.append(f"failed {f['cell']} ({f['step']}, {f['utc']}): {_first_lines(f['error'])}")
     if summary["last_started_unfinished"]:
         lines.append(f"started, not finished: {summary['last_started_unfinished']} "
                      "(running now, or interrupted)")
     return "\n".join(lines)
 
 
+
+
+def _first_lines(text: str, n: int = 3) -> str:
+    lines = [line for line in str(text).strip().splitlines() if line.strip()]
+    return " | ".join(lines[:n]) + (" ..." if len(lines) > n else "")

@@ -7,6 +7,7 @@ removes its gate token so that the next invocation gates the cell again.
 from __future__ import annotations
 
 import csv
+import errno
 import io
 import logging
 import os
@@ -25,7 +26,15 @@ from containertax import workloads
 from containertax.campaign import lanes, schedule
 from containertax.campaign.config import Campaign
 from containertax.campaign.paths import CellPaths
-from containertax.execution import hostmemory, probing, provenance, rawrecord, records, thermal
+from containertax.execution import (
+    environments,
+    hostmemory,
+    probing,
+    provenance,
+    rawrecord,
+    records,
+    thermal,
+)
 from containertax.execution.gpu import NvmlGpu
 from containertax.execution.telemetry import Sampler
 from containertax.workloads import transformers
@@ -36,6 +45,21 @@ log = logging.getLogger("containertax")
 
 class RunFailed(RuntimeError):
     """The process under test failed; the message holds the tail of its output."""
+
+
+class StorageFailure(RuntimeError):
+    """A cell's files could not be written (results folder full, read-only, ...)."""
+
+
+def describe(exc: BaseException) -> str:
+    """One line for the ledger and the log; a full or read-only disk says so and where."""
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS,
+                                                   errno.EACCES, errno.EPERM):
+        where = f" {exc.filename}" if exc.filename else ""
+        return (f"cannot write{where}: {exc.strerror}. The results folder is full or not "
+                "writable; free space or fix its permissions, then run snakemake again "
+                "(only the cells without a record run).")
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
 def find_cell(campaign: Campaign, model: str, env: str, rep: str) -> schedule.Cell:
@@ -57,20 +81,28 @@ def ledgered(campaign: Campaign, step: str, cell: schedule.Cell) -> Iterator[dic
     try:
         yield info
     except BaseException as exc:
-        err = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        try:
+            records.append_ledger(
+                campaign.root,
+                {**base, "event": "end", "status": "failed", "error": describe(exc),
+                 "duration_s": round(time.monotonic() - t0, 3), **info.get("ledger", {})},
+                ledger,
+            )
+        except OSError as ledger_exc:  # the ledger's own disk is full or read-only
+            log.error("the ledger could not record this failure: %s", describe(ledger_exc))
+        if isinstance(exc, OSError):
+            raise StorageFailure(describe(exc)) from None
+        raise
+    try:  # the step's output is written: nothing after it may fail the step (Snakemake
+        # would delete the outputs of a failed job, a raw record among them)
         records.append_ledger(
             campaign.root,
-            {**base, "event": "end", "status": "failed", "error": err,
+            {**base, "event": "end", "status": "ok",
              "duration_s": round(time.monotonic() - t0, 3), **info.get("ledger", {})},
             ledger,
         )
-        raise
-    records.append_ledger(
-        campaign.root,
-        {**base, "event": "end", "status": "ok", "duration_s": round(time.monotonic() - t0, 3),
-         **info.get("ledger", {})},
-        ledger,
-    )
+    except OSError as exc:
+        log.error("the ledger could not record this success: %s", describe(exc))
 
 
 def lane_of(campaign: Campaign, cell: schedule.Cell) -> lanes.Lane:
@@ -199,20 +231,48 @@ def _write_csv_text(rows: list[dict[str, Any]]) -> str:
 
 
 def run(campaign: Campaign, model: str, env: str, rep: str, gate_path: Path,
-        log_path: Path | None = None) -> None:
+        out: Path, log_path: Path | None = None) -> None:
+    """Measure one cell, exactly once: its record is written once, by whichever attempt
+    gets there first, and an attempt that finds it written is done without measuring.
+
+    The campaign-wide run lock is held from before the record check to after the record
+    is linked in, so an orphaned attempt (its snakemake killed, the step still running) is
+    waited for, never measured beside; the check after the lock makes the waiting attempt
+    succeed on the orphan's record instead of failing (whereupon Snakemake would delete
+    the failed job's outputs: that very record)."""
     cell = find_cell(campaign, model, env, rep)
     paths = campaign.paths.cell_labelled(model, env, rep)
-    if paths.raw.exists():
-        raise records.RecordExistsError(
-            f"{paths.raw} already exists; raw records are never overwritten."
-        )
     try:
         lock = campaign.root / lane_of(campaign, cell).run_lock
-        with records.locked(lock), ledgered(campaign, "run", cell) as info:
-            _run_locked(campaign, cell, paths, gate_path, log_path, info)
+        with records.locked(lock):
+            if _already_recorded(campaign, cell, paths):
+                gate_path.unlink(missing_ok=True)
+                records.write_json(out, {"record": str(paths.raw), "measured": False})
+                return
+            with ledgered(campaign, "run", cell) as info:
+                _run_locked(campaign, cell, paths, gate_path, log_path, info)
+                records.write_json(out, {"record": str(paths.raw), "measured": True,
+                                         "attempt": info["attempt"]})
     except BaseException:
         gate_path.unlink(missing_ok=True)
         raise
+
+
+def _already_recorded(campaign: Campaign, cell: schedule.Cell, paths: CellPaths) -> bool:
+    """The record exists (written by an earlier or orphaned attempt): say so in the ledger
+    and leave it as it is."""
+    if not paths.raw.exists():
+        return False
+    try:
+        attempt = records.read_json(paths.raw).get("attempt")
+    except (OSError, ValueError):
+        attempt = None
+    log.warning("%s already exists (attempt %s): this cell is done; not measured again",
+                paths.raw, attempt)
+    records.append_ledger(campaign.root, {"step": "run", "event": "skipped",
+                                          "reason": "record exists", "record_attempt": attempt,
+                                          **asdict(cell)}, lane_of(campaign, cell).ledger)
+    return True
 
 
 def _run_locked(campaign: Campaign, cell: schedule.Cell, paths: CellPaths, gate_path: Path,
@@ -223,9 +283,11 @@ def _run_locked(campaign: Campaign, cell: schedule.Cell, paths: CellPaths, gate_
     kind = campaign.workload_kind(cell.model)
     workload = workloads.get(kind)
     params = campaign.workload_params(cell.model)
+    for name in environments.stop_orphaned_containers(campaign):
+        log.warning("removed container %s, left by a killed run of this campaign", name)
     work = campaign.paths.work(info["attempt"]).resolve()
     label = f"{cell.model}/{cell.environment}/rep{paths.label}"
-    timeout_s = params.get("timeout_s", campaign.workload["timeout_s"])  # per model
+    timeout_s = params["timeout_s"]  # the model's own, else workload.timeout_s
     # compiled once per campaign: the cache is shared by every run and environment
     cache = (campaign.paths.compile_cache.resolve()
              if workloads.uses_compile_cache(kind, params) else None)
@@ -253,7 +315,7 @@ def _run_locked(campaign: Campaign, cell: schedule.Cell, paths: CellPaths, gate_
     info["ledger"] = {"wall_s": round(outcome.wall_s, 4), "page_cache_s": page_cache_s}
     if outcome.timed_out or outcome.returncode != 0:
         tail = "\n".join(outcome.output.strip().splitlines()[-15:])
-        why = (f"timed out after workload.timeout_s = {timeout_s} s" if outcome.timed_out
+        why = (f"timed out after timeout_s = {timeout_s} s" if outcome.timed_out
                else f"exited with status {outcome.returncode}")
         raise RunFailed(f"{label} in environment {cell.environment} {why}; "
                         f"work folder kept at {work}. Last output:\n{tail}")
@@ -297,13 +359,18 @@ def _run_locked(campaign: Campaign, cell: schedule.Cell, paths: CellPaths, gate_
               "hostname": socket.gethostname(),
               "slurm_job_id": os.environ.get("SLURM_JOB_ID")},
     )
+    paths.raw.parent.mkdir(parents=True, exist_ok=True)  # no rule's output makes it
     telemetry_tmp = paths.telemetry.with_name(paths.telemetry.name + ".partial")
     sampler.write_csv(telemetry_tmp)
     records.atomic_write_text(paths.requests,
                               _write_csv_text(workloads.requests_rows(kind, probe)))
     telemetry_tmp.replace(paths.telemetry)
     if log_path is not None and log_path.exists():
+        paths.run_log.unlink(missing_ok=True)  # a read-only one of a cut attempt
         shutil.copyfile(log_path, paths.run_log)
+    for done in (paths.telemetry, paths.requests, paths.run_log):
+        if done.exists():
+            done.chmod(0o444)
     rawrecord.write_record(paths.raw, record)  # last: the commit point
     shutil.rmtree(work, ignore_errors=True)
 
@@ -346,7 +413,19 @@ def _roofline(kind: str, probe: dict[str, Any], sampler: Sampler,
 
 
 def cool(campaign: Campaign, model: str, env: str, rep: str, out: Path) -> None:
+    """Wait out the cooldown and record it in raw/ beside the record (written once, like
+    the record, by whichever attempt gets there first); `out` says the cell is finished."""
     cell = find_cell(campaign, model, env, rep)
+    paths = campaign.paths.cell_labelled(model, env, rep)
+    done = paths.cooldown
+    if paths.ran.exists() and not paths.raw.exists():  # its run's outcome outlived the
+        # record (moved aside?)
+        paths.ran.unlink()
+        raise RunFailed(f"{paths.raw} is missing although its run step ended; this cell "
+                        "runs again with the next invocation.")
+    if done.exists():  # e.g. a fresh clone of committed records asked for this cell
+        records.write_json(out, {**records.read_json(done), "cooldown_file": str(done)})
+        return
     with ledgered(campaign, "cooldown", cell) as info:
         t = campaign.thermal
         lane = lane_of(campaign, cell)
@@ -363,4 +442,8 @@ def cool(campaign: Campaign, model: str, env: str, rep: str, out: Path) -> None:
             outcome = thermal.cooldown(sensor, t["cooldown_s"], t["poll_s"])
         info["ledger"] = {"waited_s": outcome["waited_s"]}
         outcome["ended_utc"] = records.utc_now()
-        records.write_json(out, outcome, overwrite=False)
+        try:
+            records.write_json(done, outcome, overwrite=False)
+        except records.RecordExistsError:  # an orphaned cooldown of this cell got there first
+            log.warning("%s was written meanwhile (an orphaned cooldown); kept as it is", done)
+        records.write_json(out, {**records.read_json(done), "cooldown_file": str(done)})

@@ -7,12 +7,14 @@ work folder to the same place inside, and cleans up after itself on any failure.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import resource
 import shlex
 import shutil
 import signal
+import socket
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -152,10 +154,13 @@ def _run_process(argv: list[str], env: dict[str, str], timeout_s: float,
 
     launched = time.time()
     t0 = time.monotonic()
-    proc = subprocess.Popen(
-        argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
-        preexec_fn=preexec,
-    )
+    try:
+        proc = subprocess.Popen(
+            argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            start_new_session=True, preexec_fn=preexec,
+        )
+    except OSError as exc:  # e.g. a native environment's python that does not exist
+        raise EnvironmentFailure(f"cannot start {argv[0]!r}: {exc.strerror}") from None
     timed_out = False
     try:
         out, _ = proc.communicate(timeout=timeout_s)
@@ -181,9 +186,14 @@ class NativeLauncher(Launcher):
         return cache_dir
 
     def run(self, launch: Launch) -> Outcome:
-        rc, t_in, t_out, wall, out, to = _run_process(
-            launch.argv, self.environment_vars(launch), launch.timeout_s, launch.cpuset
-        )
+        try:
+            rc, t_in, t_out, wall, out, to = _run_process(
+                launch.argv, self.environment_vars(launch), launch.timeout_s, launch.cpuset
+            )
+        except EnvironmentFailure as exc:  # e.g. an interpreter that does not exist
+            raise EnvironmentFailure(
+                f"environment {self.env.id}: {exc}; fix environments.{self.env.id}.python "
+                f"in {self.campaign.source} (or install it)") from None
         return Outcome(rc, t_in, t_out, wall, out, {"argv": launch.argv}, to)
 
 
@@ -250,7 +260,8 @@ class ChrootLauncher(Launcher):
         if launch.cache_dir is not None:
             binds.append((launch.cache_dir, INSIDE / "cache", False))
         for spec in self.env.spec.get("mounts", []):
-            binds.append(_parse_mount(spec, self.env.id))
+            host, target, ro = _parse_mount(spec, self.env.id)
+            binds.append((host, self.inside_rootfs(target, spec), ro))
         for host, target, ro in binds:
             h, t = shlex.quote(str(host)), shlex.quote(str(target))
             lines.append(f'mkdir -p "$R"{t}')
@@ -266,6 +277,19 @@ class ChrootLauncher(Launcher):
         enter = "'cd \"$0\" && unset OLDPWD PWD && exec \"$@\"'"
         lines.append(f'exec env PATH={path} {chroot} "$R" /bin/sh -c {enter} {workdir} "$@"')
         return "\n".join(lines)
+
+    def inside_rootfs(self, target: Path, spec: str) -> Path:
+        """A mount target, normalised, that stays in the root filesystem: mkdir -p of
+        '$R/../x', or through a symlink of the image to an absolute path, would create a
+        folder on the host."""
+        norm = Path("/" + os.path.normpath("/" + str(target)).lstrip("/"))
+        root = self.rootfs()
+        real = (root / norm.relative_to("/")).resolve()
+        if not real.is_relative_to(root):
+            raise EnvironmentFailure(
+                f"environments.{self.env.id}.mounts: '{spec}': the target leaves the image's "
+                f"root filesystem ({real}); give a path inside it, e.g. /data.")
+        return norm
 
     def run(self, launch: Launch) -> Outcome:
         if not (self.rootfs() / "bin").exists():
@@ -423,16 +447,56 @@ def explain_docker_error(env: Environment, message: str, source: str) -> str:
     return f"environment {env.id}: Docker refused to run the container: {message}"
 
 
-def cleanup_stale_containers(client: Any, campaign: str) -> list[str]:
-    """Remove this campaign's containers whose launching process is gone (e.g. SIGKILL)."""
+def _process_start(pid: int) -> str | None:
+    """The kernel's start time of a process (clock ticks since boot), None if it is gone:
+    with the pid it names one process, even after the pid is reused."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+def owner_labels(campaign: str, root: Path) -> dict[str, str]:
+    """Labels naming who made a container: the campaign, this checkout's campaign folder on
+    this host, and the launching process (pid and start time)."""
+    pid = os.getpid()
+    return {LABEL: campaign, "containertax.root": str(Path(root).resolve()),
+            "containertax.host": socket.gethostname(), "containertax.owner_pid": str(pid),
+            "containertax.owner_start": _process_start(pid) or ""}
+
+
+def _owner_gone(labels: dict[str, str]) -> bool:
+    pid = int(labels.get("containertax.owner_pid") or 0)
+    return pid <= 0 or _process_start(pid) != labels.get("containertax.owner_start")
+
+
+def cleanup_stale_containers(client: Any, campaign: str, root: Path) -> list[str]:
+    """Remove this checkout's containers of this campaign whose launching process is
+    provably gone (e.g. SIGKILL): made on this host for this campaign folder, and that
+    process (pid and start time) no longer exists. A container of another checkout or host
+    sharing the engine, or of a live launcher, is never touched."""
+    mine = owner_labels(campaign, root)
     removed = []
-    for c in client.containers.list(all=True, filters={"label": f"{LABEL}={campaign}"}):
-        pid = int(c.labels.get("containertax.owner_pid", "0"))
-        alive = pid > 0 and Path(f"/proc/{pid}").exists()
-        if not alive:
+    for c in client.containers.list(all=True, filters={"label": [
+            f"{LABEL}={campaign}", f"containertax.root={mine['containertax.root']}",
+            f"containertax.host={mine['containertax.host']}"]}):
+        if _owner_gone(c.labels):
             c.remove(force=True)
             removed.append(c.name)
     return removed
+
+
+def stop_orphaned_containers(campaign: Campaign) -> list[str]:
+    """Before any run of a campaign with Docker environments: no container left by a killed
+    run of this checkout measures beside it (native and chroot workloads die with their
+    launcher; a container does not)."""
+    if not any(e.kind == "docker" for e in campaign.environments):
+        return []
+    try:
+        return cleanup_stale_containers(_docker_client(), campaign.name, campaign.root)
+    except EnvironmentFailure:
+        return []  # no engine: then no container either; a docker cell says so itself
 
 
 class DockerLauncher(Launcher):
@@ -470,7 +534,7 @@ class DockerLauncher(Launcher):
         import requests
 
         client = self.client
-        cleanup_stale_containers(client, self.campaign.name)
+        cleanup_stale_containers(client, self.campaign.name, self.campaign.root)
         try:
             kw = docker_kwargs(self.env.spec.get("options", {}), launch)
         except EnvironmentFailure as exc:
@@ -503,11 +567,8 @@ class DockerLauncher(Launcher):
             "volumes": volumes,
             "engine_version": client.version().get("Version"),
         }
-        labels = {
-            LABEL: self.campaign.name,
-            "containertax.cell": launch.label,
-            "containertax.owner_pid": str(os.getpid()),
-        }
+        labels = {**owner_labels(self.campaign.name, self.campaign.root),
+                  "containertax.cell": launch.label}
         launched = time.time()
         t0 = time.monotonic()
         container = None
@@ -527,16 +588,31 @@ class DockerLauncher(Launcher):
             t_started = time.monotonic()
             try:
                 rc = container.wait(timeout=launch.timeout_s)["StatusCode"]
-            except (requests.exceptions.ReadTimeout, requests.exceptions.ConnectionError):
+            except requests.exceptions.RequestException as exc:
+                # the wait's own timeout (a ReadTimeout, or a ConnectionError wrapping
+                # urllib3's ReadTimeoutError); anything else is the engine lost (below)
+                if not (isinstance(exc, requests.exceptions.ReadTimeout)
+                        or "Read timed out" in str(exc)):
+                    raise
                 timed_out = True
                 container.kill()
                 rc = container.wait(timeout=60)["StatusCode"]
             wall = time.monotonic() - t0
             exited = time.time()
             out = container.logs(stdout=True, stderr=True).decode(errors="replace")
+        except (requests.exceptions.RequestException, docker.errors.DockerException) as exc:
+            # (a ReadTimeout of the wait is the run's timeout, above; this is the engine)
+            raise EnvironmentFailure(
+                f"environment {self.env.id}: lost the Docker Engine during the run "
+                f"({type(exc).__name__}: {exc}); dockerd restarted or stopped? This cell "
+                "failed and runs again with the next invocation once the engine answers "
+                "('docker info')."
+            ) from None
         finally:
             if container is not None:
-                container.remove(force=True)
+                with contextlib.suppress(requests.exceptions.RequestException,
+                                         docker.errors.DockerException):
+                    container.remove(force=True)  # gone with the engine, or removed later
         phases = {"create_s": t_created - t0, "start_s": t_started - t_created}
         return Outcome(rc, launched, exited, wall, out, resolved, timed_out, phases)
 
@@ -564,7 +640,11 @@ def export_rootfs(image: str, dest: Path) -> dict[str, Any]:
     if tmp.exists():
         shutil.rmtree(tmp)
     tmp.mkdir(parents=True)
-    container = client.containers.create(img.id, command=["true"])
+    root = dest.parent.parent  # <results_dir>/<campaign>/rootfs/<image>
+    cleanup_stale_containers(client, root.name, root)  # an export killed before this one
+    container = client.containers.create(
+        img.id, command=["true"],
+        labels={**owner_labels(root.name, root), "containertax.cell": f"rootfs/{dest.name}"})
     try:
         tar = subprocess.Popen(["tar", "-x", "-C", str(tmp)], stdin=subprocess.PIPE)
         assert tar.stdin is not None

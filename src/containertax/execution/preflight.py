@@ -139,7 +139,8 @@ def _check_workload(campaign: Campaign, env_id: str, work: Path, kind: str, mode
         raise PreflightError(f"environment {env_id}: {exc}") from None
     except environments.EnvironmentFailure as exc:
         hint = f" ({'; '.join(warnings)})" if warnings else ""
-        raise PreflightError(f"{exc}{hint}") from None
+        named = str(exc) if str(exc).startswith("environment ") else f"environment {env_id}: {exc}"
+        raise PreflightError(f"{named}{hint}") from None
     outcome, check = launched.outcome, launched.result
     if outcome.returncode != 0 or check is None:
         raise PreflightError(

@@ -2,8 +2,9 @@
 containertax.campaign.paths).
 
 Raw records are the campaign's only irreplaceable output: they are written to a
-temporary name and linked into place (which fails rather than overwrite), so a killed
-run leaves either a whole record or none. Every attempt is appended to the ledger.
+temporary name, read-only, and linked into place (which fails rather than overwrite), so
+a killed run leaves either a whole record or none. No Snakemake rule declares them as
+output, so Snakemake never deletes one. Every attempt is appended to the ledger.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ def atomic_write_text(path: Path, text: str, *, overwrite: bool = True) -> None:
         if overwrite:
             os.replace(tmp, path)
         else:
+            tmp.chmod(0o444)  # born read-only: a record is never edited in place
             try:
                 os.link(tmp, path)
             except FileExistsError:

@@ -45,6 +45,18 @@ def _int_problem(where: Where, key: str, value: Any, minimum: int) -> str | None
             f"{where.model}) must be an integer >= {minimum}, got {value!r}.")
 
 
+# Keys a model entry may set beyond its kind's defaults: what it says of itself, and the
+# parameters without a default. Any other key was silently ignored (a model-level typo, a
+# setting of another kind): now it is an error naming the key.
+ANY_KIND = frozenset({"kind", "timeout_s", "description"})
+WITHOUT_DEFAULT = {"matmul": {"size"}, "transformers": {"model_config", "model_path"},
+                   "trtllm": {"model", "model_path", "dataset_dir", "quantization"}}
+
+
+def known_keys(kind: str) -> set[str]:
+    return set(get(kind).defaults) | WITHOUT_DEFAULT.get(kind, set()) | ANY_KIND
+
+
 def problems(kind: str, params: dict[str, Any], where: Where) -> list[str]:
     """Semantic checks of one model's workload parameters, each naming its config key."""
     w = get(kind)

@@ -21,7 +21,8 @@ from containertax.workloads.base import (
 def argv(p: dict[str, Any], python: str, probe: Path, out: Path, check: bool) -> list[str]:
     cmd = [python, str(probe / "matmul.py"), "--out", str(out)]
     if check:
-        return [*cmd, "--backend", str(p["backend"]), "--device", str(p["device"]), "--check"]
+        return [*cmd, "--backend", str(p["backend"]), "--device", str(p["device"]),
+                "--dtype", str(p["dtype"]), "--check"]
     return [*cmd, *flags(p, ["size", "warmup", "repeats", "dtype", "seed", "backend",
                              "device"])]
 

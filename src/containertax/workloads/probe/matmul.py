@@ -102,8 +102,14 @@ def main(argv=None) -> int:
     import_s = time.perf_counter() - t_import0
     result = header("matmul", T_ENTER, import_s, software)
     if args.check:
-        if args.backend == "torch" and args.device.startswith("cuda"):
-            torch.zeros(1, device=args.device)  # the check must reach the GPU
+        # the parameters as the run uses them, on 2x2 matrices: a bad dtype fails here, in
+        # preflight, not in every run
+        if args.backend == "torch":
+            ones = torch.ones(2, 2, device=args.device, dtype=getattr(torch, args.dtype))
+            (ones @ ones).sum().item()  # on cuda, the check must reach the GPU
+        else:
+            ones = np.ones((2, 2)).astype(args.dtype)
+            (ones @ ones).sum()
         write_atomic(args.out, result)
         return 0
     if args.backend == "torch":

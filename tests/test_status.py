@@ -1,0 +1,43 @@
+"""`containertax status` shows what failed and why: failed preflights (from their logs)
+and failed cells (the latest failed step, with its error), issue #16."""
+
+from __future__ import annotations
+
+from containertax.campaign import config, schedule, status
+from containertax.execution import records
+
+
+def test_failed_preflight_and_failed_cells_with_their_reasons(config_dict, tmp_path):
+    config_dict["results_dir"] = str(tmp_path)
+    config_dict["results_dir_absolute"] = True
+    campaign = config.load_campaign(config_dict, "demo.yaml")
+    root = campaign.root
+    cells = schedule.plan(campaign)
+    log = root / "logs" / "preflight" / "docker.log"
+    log.parent.mkdir(parents=True)
+    log.write_text("2026-11-22 10:00:00,000 INFO starting\n2026-11-22 10:00:01,000 ERROR "
+                   "environment docker: image 'x:y' is not in the local Docker Engine.\n")
+    records.write_json(root / "preflight" / "native.json", {"ok": True})
+    (root / "logs" / "preflight" / "native.log").write_text("fine\n")
+    gate_cell, run_cell, healed = cells[0], cells[1], cells[2]
+    for cell, step, error in ((gate_cell, "gate", "GateTimeout: still 91 C after 3600 s"),
+                              (run_cell, "run", "cannot write x: No space left on device"),
+                              (healed, "run", "RunFailed: once")):
+        base = {"step": step, **vars(cell)}
+        records.append_ledger(root, {**base, "event": "start"})
+        records.append_ledger(root, {**base, "event": "end", "status": "failed",
+                                     "error": error})
+    raw = campaign.paths.cell(healed.model, healed.environment, healed.repetition).raw
+    records.write_json(raw, {"cell": vars(healed)}, overwrite=False)
+
+    summary = status.summarize(campaign)
+    assert summary["failed_preflights"] == {
+        "docker": "environment docker: image 'x:y' is not in the local Docker Engine."}
+    failed = {f["cell"]: (f["step"], f["error"]) for f in summary["failed_cells"]}
+    label = (f"{gate_cell.model}/{gate_cell.environment}/"
+             f"rep{campaign.paths.cell(gate_cell.model, gate_cell.environment, 1).label}")
+    assert failed[label] == ("gate", "GateTimeout: still 91 C after 3600 s")
+    assert len(failed) == 2 and summary["failed"] == 2 and summary["done"] == 1
+    text = status.render(summary)
+    assert "preflight of docker failed (its cells cannot run): environment docker" in text
+    assert f"failed {label} (gate," in text and "No space left on device" in text
