@@ -193,7 +193,7 @@ def test_best_options_writes_docker_optimised_into_the_config(tmp_path, capsys):
     for name in ("config.yaml", "phase-2b.yaml", "phase-2c.yaml"):
         shutil.copy(REPO / "config" / name, tmp_path / name)
     with (tmp_path / "phase-2b.yaml").open("a") as fh:
-        fh.write(f"results_dir: {tmp_path / 'results'}\n")
+        fh.write(f"results_dir: {tmp_path / 'results'}\nresults_dir_absolute: true\n")
     c = config.load_file(tmp_path / "phase-2b.yaml")
     before = config.load_file(tmp_path / "phase-2c.yaml").environment("docker_optimised")
     assert before.spec["options"] == c.environment("docker_baseline").spec["options"]
@@ -220,6 +220,7 @@ def test_performance_cores_stated_from_the_records(tmp_path, config_dict):
     from containertax.analysis import report
 
     config_dict["results_dir"] = str(tmp_path / "results")
+    config_dict["results_dir_absolute"] = True
     c = config.load_campaign(config_dict, "c.yaml")
     assert report.cpuset_text(c) == ""  # no such variant: no sentence
     rec = {"cell": {"environment": "docker"}, "environment": {"resolved": {"cpuset": {
