@@ -22,7 +22,11 @@ _SHARED = [
                "launch until the probe's first statement"),
     MetricInfo("import_s", "s", "lower", "Import time", "time to import the framework"),
     MetricInfo("max_rss_mib", "MiB", "lower", "Peak resident memory",
-               "peak resident set size of the process", "increasing"),
+               "peak resident set of the workload process: VmHWM from /proc/self/status "
+               "(its own address space; trtllm: the largest child's ru_maxrss)", "increasing"),
+    MetricInfo("max_rss_rusage_mib", "MiB", "none", "Peak RSS (ru_maxrss, legacy)",
+               "records before the VmHWM fix: getrusage ru_maxrss, which a child inherits "
+               "from its launcher across fork+exec; not comparable between environments"),
     MetricInfo("latency_s", "s", "lower", "Request latency",
                "per-request (per-iteration) latency, from per-request data"),
     # GPU telemetry of a run (NVML, on the host)
