@@ -13,7 +13,7 @@ from typing import Any
 
 import pandas as pd
 
-from containertax.analysis import quality, tables
+from containertax.analysis import importer, quality, tables
 from containertax.analysis.metrics import MetricInfo, registry
 from containertax.campaign.config import Campaign
 from containertax.execution import records
@@ -27,9 +27,14 @@ def metric_registry(campaign: Campaign) -> dict[str, MetricInfo]:
     return registry(campaign.analysis.get("define_metrics"))
 
 
-def model_sizes(campaign: Campaign) -> dict[str, float]:
+def model_sizes(campaign: Campaign, runs: pd.DataFrame | None = None) -> dict[str, float]:
+    """Model sizes for the plausibility check: a matmul model's size, an import's
+    model_size column, then analysis.model_sizes (which wins)."""
     sizes = {m.id: float(m.params["size"]) for m in campaign.models
              if isinstance(m.params.get("size"), int | float)}
+    if runs is not None and "model_size" in runs:
+        known = runs.dropna(subset=["model_size"]).drop_duplicates("model")
+        sizes.update({str(r.model): float(r.model_size) for r in known.itertuples()})
     sizes.update({k: float(v) for k, v in campaign.analysis.get("model_sizes", {}).items()})
     return sizes
 
@@ -50,7 +55,51 @@ def analysed_metrics(campaign: Campaign, runs: pd.DataFrame) -> list[str]:
     reg = metric_registry(campaign)
     wanted = campaign.analysis.get("metrics")
     present = set(runs["metric"])
-    return [m for m in (wanted or list(reg)) if m in reg and m in present]
+    return [m for m in (wanted or list(reg)) if m in reg and m in present
+            and reg[m].comparable]
+
+
+def primary_metrics(campaign: Campaign, runs: pd.DataFrame) -> dict[str, list[str]]:
+    """Per model, the metrics of the primary family (fixed by the config, not the data:
+    analysis.primary_metrics, else the workload kind's default, else the headline)."""
+    from containertax import workloads
+    from containertax.analysis.metrics import PRIMARY_BY_KIND
+
+    analysed = analysed_metrics(campaign, runs)
+    wanted = campaign.analysis.get("primary_metrics")
+    out: dict[str, list[str]] = {}
+    for model in dict.fromkeys(runs["model"].astype(str)):
+        if wanted:
+            out[model] = [m for m in wanted if m in analysed]
+            continue
+        if campaign.is_import or model not in {m.id for m in campaign.models}:
+            head = headline(campaign, runs)
+            out[model] = [head] if head else []
+            continue
+        have = set(analysed) & set(runs.loc[runs.model.astype(str) == model, "metric"])
+        picks = []
+        for choices in PRIMARY_BY_KIND.get(workloads.kind_of(campaign, model), []):
+            first = next((m for m in choices if m in have), None)
+            if first:
+                picks.append(first)
+        out[model] = picks
+    return out
+
+
+def comparison_plan(campaign: Campaign, runs: pd.DataFrame):  # -> comparisons.Plan
+    from containertax.analysis.comparisons import Plan
+
+    reg = metric_registry(campaign)
+    return Plan(campaign.reference, campaign.replicas, primary_metrics(campaign, runs),
+                {m: i.restates for m, i in reg.items() if i.restates})
+
+
+def read_import(campaign: Campaign) -> pd.DataFrame:
+    """The imported table, checked against the campaign's metrics and reference."""
+    path = Path(campaign.analysis["import_csv"])
+    frame = importer.read_tidy(path)
+    importer.check_against(frame, path, metric_registry(campaign), campaign.reference)
+    return frame
 
 
 def environment_order(campaign: Campaign, runs: pd.DataFrame) -> list[str]:
@@ -70,13 +119,16 @@ def run_quality(campaign: Campaign, runs_csv: Path, out_dir: Path) -> None:
     runs = quality.annotate(table)
     expected = None if campaign.is_import else campaign.repetitions
     findings = quality.check(runs, metric_registry(campaign), expected_reps=expected,
-                             model_sizes=model_sizes(campaign),
+                             model_sizes=model_sizes(campaign, table),
                              alpha=campaign.analysis["alpha"])
     rules = campaign.analysis["exclude"]
     kept, dropped = quality.exclude(runs, rules)
     if kept.empty:
         raise AnalysisError(f"every value of {runs_csv} was excluded (analysis.exclude = "
                             f"{rules}, plus non-finite values); nothing is left to analyse.")
+    calibration, aa_findings = quality.calibration(a_a(campaign, kept),
+                                                   campaign.analysis["alpha"])
+    findings = aa_findings + findings  # the instrument's calibration first
     out_dir.mkdir(parents=True, exist_ok=True)
     records.atomic_write_text(out_dir / "annotated.csv", runs.to_csv(index=False))
     records.atomic_write_text(out_dir / "kept.csv", kept.to_csv(index=False))
@@ -87,7 +139,25 @@ def run_quality(campaign: Campaign, runs_csv: Path, out_dir: Path) -> None:
             "flag_")]].to_dict("records"),
         "n_rows": len(runs),
         "n_kept": len(kept),
+        "calibration": calibration,
     })
+
+
+def a_a(campaign: Campaign, kept: pd.DataFrame) -> pd.DataFrame:
+    """The A/A comparisons (replicas against what they copy), corrected within their
+    families: the same code and plan as the statistics rule."""
+    if not campaign.replicas:
+        return pd.DataFrame()
+    from containertax.analysis import comparisons as st
+
+    plan = comparison_plan(campaign, kept)
+    aa_envs = set(campaign.replicas) | set(campaign.replicas.values())
+    runs = kept[kept.environment.isin(aa_envs)]
+    results = st.analyse(runs, st.Settings.from_config(campaign.analysis, campaign.reference),
+                         analysed_metrics(campaign, runs), plan)
+    if results.empty:
+        return results
+    return results[results.family.isin(["calibration", "calibration-secondary"])]
 
 
 # --- rule: stats (one model) and correct (the family) --------------------------------
@@ -102,11 +172,12 @@ def run_stats(campaign: Campaign, kept_csv: Path, requests_csv: Path | None,
     all_runs = read_table(kept_csv)
     all_requests = read_table(requests_csv)
     settings = st.Settings.from_config(campaign.analysis, campaign.reference)
+    plan = comparison_plan(campaign, all_runs) if all_runs is not None else None
     for model, (out, out_desc) in outputs.items():
         runs = all_runs[all_runs.model == model] if all_runs is not None else pd.DataFrame()
         requests = None if all_requests is None else all_requests[all_requests.model == model]
         metrics = analysed_metrics(campaign, runs) if not runs.empty else []
-        results = st.analyse(runs, settings, metrics) if metrics else pd.DataFrame()
+        results = st.analyse(runs, settings, metrics, plan) if metrics else pd.DataFrame()
         desc = st.descriptives(runs, requests) if not runs.empty else pd.DataFrame()
         records.atomic_write_text(out, results.drop(
             columns=["p_bonferroni", "p_bh", "family_size"], errors="ignore").to_csv(index=False))
@@ -273,8 +344,11 @@ def _quality_tex(q: dict[str, Any]) -> str:
     else:
         lines.append("\\begin{itemize}")
         for f in findings:
-            lines.append(f"\\item \\textbf{{{tables.tex(f['check'])}}} "
-                         f"({tables.tex(f['severity'])}): {tables.tex(f['message'])}")
+            item = (f"\\textbf{{{tables.tex(f['check'])}}} ({tables.tex(f['severity'])}): "
+                    f"{tables.tex(f['message'])}")
+            if f["severity"] == "error":  # what makes the analysis untrustworthy: in red
+                item = f"\\textcolor{{red}}{{{item}}}"
+            lines.append(f"\\item {item}")
         lines.append("\\end{itemize}")
     rules = q["exclude_rules"]
     dropped = q["excluded"]
@@ -295,6 +369,34 @@ def _quality_tex(q: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def calibration_macros(cal: dict[str, Any]) -> dict[str, Any]:
+    """The A/A verdict for the text: a status, a 0/1 flag and a sentence (red on failure)."""
+    status = cal.get("status", "none")
+    rows = [r for r in cal.get("comparisons", []) if r.get("family") == "calibration"]
+    detail = "; ".join(
+        f"{tables.tex(r['model'])}, {tables.tex(r['metric'])}: "
+        f"{tables.pct(r['rel_overhead'])}\\,\\% [{tables.pct(r['rel_ci_low'])}, "
+        f"{tables.pct(r['rel_ci_high'])}], $p_\\mathrm{{Bonf}}$ {tables.pval(r['p_bonferroni'])}"
+        for r in rows)
+    pair = (f"{tables.tex(rows[0]['environment'])} against {tables.tex(rows[0]['reference'])}"
+            if rows else "")
+    sentence = {
+        "none": "This campaign ran no A/A replica, so the instrument's false-positive rate "
+                "was not checked on it.",
+        "passed": f"The A/A control ({pair}: identical settings) shows no significant "
+                  f"difference ({detail}), as an honest instrument should.",
+        "failed": f"\\textcolor{{red}}{{\\textbf{{Instrument failure:}} the A/A control ({pair}: "
+                  f"identical settings) differs significantly ({detail}); no comparison of "
+                  "this campaign can be trusted until the cause is found.}}",
+        "cannot fail": f"The A/A control ({pair}) cannot show a significant difference at "
+                       f"this number of blocks ({detail}), so it does not calibrate the "
+                       "instrument.",
+        "untested": "The A/A control has no testable comparison.",
+    }[status]
+    return {"aa-status": status, "aa-failed": int(status == "failed"),
+            "aa-sentence": sentence}
+
+
 def run_numbers(campaign: Campaign, kept_csv: Path, comparisons_csv: Path,
                 quality_json: Path, out_numbers: Path, out_quality: Path) -> None:
     runs = read_table(kept_csv)
@@ -305,12 +407,13 @@ def run_numbers(campaign: Campaign, kept_csv: Path, comparisons_csv: Path,
     head = headline(campaign, runs)
     runs_per_cell = runs.drop_duplicates(["model", "environment", "repetition"])
     rule_text = {
-        "auto": "Welch's $t$ test when both groups pass the Shapiro-Wilk test at "
-                f"$\\alpha={a['alpha']}$, otherwise the Mann-Whitney $U$ test",
-        "paired": "the paired $t$ test on complete blocks (Welch's $t$ or Mann-Whitney $U$ by "
-                  "the Shapiro-Wilk rule where blocks are incomplete)",
-        "welch": "Welch's $t$ test",
-        "mannwhitney": "the Mann-Whitney $U$ test",
+        "paired_t": "the $t$ test of the mean per-block log ratio (one-sample $t$ on "
+                    "$\\log(x_b/y_b)$, $n-1$ degrees of freedom), the same $t$ that gives the "
+                    "interval, so a comparison is significant exactly when its interval "
+                    "excludes zero",
+        "signflip": "the exact sign-flip test of the mean per-block log ratio (all $2^n$ sign "
+                    "patterns of $\\log(x_b/y_b)$; no distributional assumption; its "
+                    "smallest attainable $p$ is $2^{1-n}$)",
     }[a["primary_test"]]
     v: dict[str, Any] = {
         "campaign": tables.tex(campaign.name),
@@ -326,6 +429,7 @@ def run_numbers(campaign: Campaign, kept_csv: Path, comparisons_csv: Path,
         "findings": len(q["findings"]),
         "headline-metric": tables.tex(reg[head].label.lower()) if head else "--",
         "family": 0, "significant-bh": 0, "significant-bonf": 0, "equivalent": 0,
+        "secondary-family": 0, "secondary-significant-bh": 0, "primary-metrics": "--",
         "overhead-min": "--", "overhead-max": "--",
     }
     if campaign.is_import:
@@ -371,13 +475,21 @@ def run_numbers(campaign: Campaign, kept_csv: Path, comparisons_csv: Path,
             f"after every run a cooldown of {t['cooldown_s']:g}\\,s follows. Telemetry is "
             f"sampled on the host at {campaign.telemetry['hz']:g}\\,Hz, outside the "
             "environment under test." + machines_text)
+    v.update(calibration_macros(q.get("calibration") or {"status": "none"}))
     if results is not None:
         alpha = a["alpha"]
-        v["family"] = int(results["p"].notna().sum())
-        v["significant-bh"] = int((results["p_bh"] < alpha).sum())
-        v["significant-bonf"] = int((results["p_bonferroni"] < alpha).sum())
-        v["equivalent"] = int((results["tost_p"] < alpha).sum())
-        h = results[results.metric == head]
+        fam = results["family"] if "family" in results else pd.Series("primary",
+                                                                       index=results.index)
+        prim, sec = results[fam == "primary"], results[fam == "secondary"]
+        v["family"] = int(prim["p"].notna().sum())
+        v["significant-bh"] = int((prim["p_bh"] < alpha).sum())
+        v["significant-bonf"] = int((prim["p_bonferroni"] < alpha).sum())
+        v["equivalent"] = int((prim["tost_p"] < alpha).sum())
+        v["secondary-family"] = int(sec["p"].notna().sum())
+        v["secondary-significant-bh"] = int((sec["p_bh"] < alpha).sum())
+        v["primary-metrics"] = tables.tex(", ".join(
+            reg[m].label.lower() if m in reg else m for m in dict.fromkeys(prim["metric"])))
+        h = results[(results.metric == head) & fam.isin(["primary", "secondary"])]
         if not h.empty:
             v["overhead-min"] = tables.pct(h["rel_overhead"].min())
             v["overhead-max"] = tables.pct(h["rel_overhead"].max())

@@ -40,6 +40,16 @@ class MetricInfo:
     label: str
     description: str
     size_trend: str | None = None  # 'increasing', 'decreasing' or None
+    # the relative spread of the means below which models of very different sizes count
+    # as 'the same' (implausible): memory must move more than a noisy timing
+    size_tolerance: float = 0.02
+    # a metric that is another one rescaled by a constant of the run (tested once, there)
+    restates: str | None = None
+    # False: measured differently across environments or records; never compared
+    comparable: bool = True
+
+
+MEMORY_TOLERANCE = 0.10
 
 
 @dataclass(frozen=True)
