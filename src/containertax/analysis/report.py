@@ -369,6 +369,49 @@ def _quality_tex(q: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def aa_text(campaign: Campaign, sentence: str) -> str:
+    """The A/A design, for the methods."""
+    if not campaign.replicas:
+        return sentence
+    pairs = ", ".join(f"{tables.tex(r)} is a replica of {tables.tex(o)}"
+                      for r, o in campaign.replicas.items())
+    return (f"Before any comparison is read, the instrument is checked against itself: {pairs} "
+            "(the same settings under its own id, scheduled in the blocks like every other "
+            "environment). It is compared with the environment it copies by the primary "
+            "analysis below, corrected within its own family (Bonferroni); a significant "
+            "difference in a primary metric would mean the workflow reports differences "
+            f"that are not there. {sentence}")
+
+
+def statistics_text(campaign: Campaign, rule: str) -> str:
+    """The pre-specified analysis, from the settings in force (so the text cannot drift
+    from the code)."""
+    a = campaign.analysis
+    resamples = f"{a['bootstrap_resamples']:,}".replace(",", "\\,")
+    return (
+        "The analysis was fixed before the data were seen. Each repetition is a block "
+        "holding one run of every environment, and every comparison is made within blocks, "
+        "on the logarithm of the per-block ratio environment/reference, so that drift "
+        "between blocks (temperature, page cache, background load) cancels. The estimate is "
+        "the geometric mean of the per-block ratios minus one, with a 95\\,\\% $t$ interval; "
+        f"the primary test is {rule}. Without complete blocks (imported data) Welch's $t$ on "
+        "log values gives the interval and the test. No normality pretest chooses a test. "
+        "The primary metrics of every environment against the reference form the primary "
+        "family, the only one the abstract counts; every other metric forms a secondary "
+        "family, and A/A replicas against their original the calibration family; each "
+        "family is corrected on its own with Bonferroni and with Benjamini-Hochberg at "
+        f"$\\alpha = {a['alpha']}$. A metric that restates another (request throughput is "
+        "token throughput divided by the tokens of a request) is not tested again. "
+        "Secondary columns in the machine-readable results: Welch's $t$ and Mann-Whitney "
+        "$U$ on the raw values, the exact sign-flip test (smallest attainable $p$ "
+        "$2^{1-n}$ with $n$ blocks), Wilcoxon, the ratio of arithmetic means with a "
+        f"percentile bootstrap interval ({resamples} resamples, blocks resampled together), "
+        "and signed Cohen's $d$ and Hedges' $g$. Equivalence is tested with two one-sided "
+        "$t$ tests on the same log scale and design, with a margin of "
+        f"$\\pm{100 * a['equivalence_margin']:g}$\\,\\%. The minimum detectable effect at "
+        "80\\,\\% power is reported for every comparison.")
+
+
 def calibration_macros(cal: dict[str, Any]) -> dict[str, Any]:
     """The A/A verdict for the text: a status, a 0/1 flag and a sentence (red on failure)."""
     status = cal.get("status", "none")
@@ -476,6 +519,8 @@ def run_numbers(campaign: Campaign, kept_csv: Path, comparisons_csv: Path,
             f"sampled on the host at {campaign.telemetry['hz']:g}\\,Hz, outside the "
             "environment under test." + machines_text)
     v.update(calibration_macros(q.get("calibration") or {"status": "none"}))
+    v["aa-text"] = aa_text(campaign, v["aa-sentence"])
+    v["statistics-text"] = statistics_text(campaign, rule_text)
     if results is not None:
         alpha = a["alpha"]
         fam = results["family"] if "family" in results else pd.Series("primary",

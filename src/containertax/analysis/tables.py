@@ -146,7 +146,11 @@ def memory_table(runs: pd.DataFrame, registry: dict[str, MetricInfo]) -> str:
                     "as TensorRT-LLM reports allocating it, peak host memory in use "
                     "(MemTotal$-$MemAvailable, 10\\,Hz; on unified memory it includes the GPU's "
                     "allocations) and its rise over the run's start, GPU memory where NVML "
-                    "reports it, MemAvailable before and after.", "tab:memory")
+                    "reports it, MemAvailable before and after"
+                    + ("; peak resident memory is the workload process's own high-water "
+                       "mark (VmHWM in /proc/self/status, which exec resets, so nothing of "
+                       "the process that launched it counts)" if "max_rss_mib" in present
+                       else "") + ".", "tab:memory")
 
 
 def system_table(facts: dict[str, Any]) -> str:

@@ -329,7 +329,10 @@ def resolve_replicas(envs: dict[str, Any], source: str) -> dict[str, Any]:
         if not isinstance(spec, dict) or "replica_of" not in spec:
             continue
         other = spec["replica_of"]
-        extra = sorted(set(spec) - {"replica_of", "description"})
+        original = envs.get(other) if isinstance(envs.get(other), dict) else {}
+        # a resolved config (config.resolved.json) carries the copied settings: equal is fine
+        extra = sorted(k for k in set(spec) - {"replica_of", "description"}
+                       if spec[k] != original.get(k))
         if extra:
             raise ConfigError(f"{source}: key 'environments.{env_id}': a replica has "
                               f"identical settings, so {extra} may not be set; remove them "
