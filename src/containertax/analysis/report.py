@@ -388,14 +388,23 @@ def statistics_text(campaign: Campaign, rule: str) -> str:
     from the code)."""
     a = campaign.analysis
     resamples = f"{a['bootstrap_resamples']:,}".replace(",", "\\,")
-    return (
+    design = (
         "The analysis was fixed before the data were seen. Each repetition is a block "
         "holding one run of every environment, and every comparison is made within blocks, "
         "on the logarithm of the per-block ratio environment/reference, so that drift "
         "between blocks (temperature, page cache, background load) cancels. The estimate is "
         "the geometric mean of the per-block ratios minus one, with a 95\\,\\% $t$ interval; "
-        f"the primary test is {rule}. Without complete blocks (imported data) Welch's $t$ on "
-        "log values gives the interval and the test. No normality pretest chooses a test. "
+        f"the primary test is {rule}. Without complete blocks, Welch's $t$ on log values "
+        "gives the interval and the test. ")
+    if campaign.is_import:
+        design = (
+            "The analysis was fixed before the data were seen. Where the imported runs carry "
+            "no blocks, the environments are compared as independent groups on log values: "
+            "the estimate is the ratio of geometric means minus one, and Welch's $t$ gives "
+            "its 95\\,\\% interval and the primary test (with blocks, the per-block log "
+            f"ratios and {rule}). ")
+    return (
+        design + "No normality pretest chooses a test. "
         "The primary metrics of every environment against the reference form the primary "
         "family, the only one the abstract counts; every other metric forms a secondary "
         "family, and A/A replicas against their original the calibration family; each "
