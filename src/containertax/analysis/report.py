@@ -421,12 +421,14 @@ def statistics_text(campaign: Campaign, rule: str) -> str:
         "80\\,\\% power is reported for every comparison.")
 
 
-def calibration_macros(cal: dict[str, Any]) -> dict[str, Any]:
+def calibration_macros(cal: dict[str, Any],
+                       reg: dict[str, MetricInfo] | None = None) -> dict[str, Any]:
     """The A/A verdict for the text: a status, a 0/1 flag and a sentence (red on failure)."""
     status = cal.get("status", "none")
     rows = [r for r in cal.get("comparisons", []) if r.get("family") == "calibration"]
+    label = {m: i.label.lower() for m, i in (reg or {}).items()}
     detail = "; ".join(
-        f"{tables.tex(r['model'])}, {tables.tex(r['metric'])}: "
+        f"{tables.tex(r['model'])}, {tables.tex(label.get(r['metric'], r['metric']))}: "
         f"{tables.pct(r['rel_overhead'])}\\,\\% [{tables.pct(r['rel_ci_low'])}, "
         f"{tables.pct(r['rel_ci_high'])}], $p_\\mathrm{{Bonf}}$ {tables.pval(r['p_bonferroni'])}"
         for r in rows)
@@ -527,7 +529,7 @@ def run_numbers(campaign: Campaign, kept_csv: Path, comparisons_csv: Path,
             f"after every run a cooldown of {t['cooldown_s']:g}\\,s follows. Telemetry is "
             f"sampled on the host at {campaign.telemetry['hz']:g}\\,Hz, outside the "
             "environment under test." + machines_text)
-    v.update(calibration_macros(q.get("calibration") or {"status": "none"}))
+    v.update(calibration_macros(q.get("calibration") or {"status": "none"}, reg))
     v["aa-text"] = aa_text(campaign, v["aa-sentence"])
     v["statistics-text"] = statistics_text(campaign, rule_text)
     if results is not None:
