@@ -62,7 +62,6 @@ def analysed_metrics(campaign: Campaign, runs: pd.DataFrame) -> list[str]:
 def primary_metrics(campaign: Campaign, runs: pd.DataFrame) -> dict[str, list[str]]:
     """Per model, the metrics of the primary family (fixed by the config, not the data:
     analysis.primary_metrics, else the workload kind's default, else the headline)."""
-    from containertax import workloads
     from containertax.analysis.metrics import PRIMARY_BY_KIND
 
     analysed = analysed_metrics(campaign, runs)
@@ -78,7 +77,7 @@ def primary_metrics(campaign: Campaign, runs: pd.DataFrame) -> dict[str, list[st
             continue
         have = set(analysed) & set(runs.loc[runs.model.astype(str) == model, "metric"])
         picks = []
-        for choices in PRIMARY_BY_KIND.get(workloads.kind_of(campaign, model), []):
+        for choices in PRIMARY_BY_KIND.get(campaign.workload_kind(model), []):
             first = next((m for m in choices if m in have), None)
             if first:
                 picks.append(first)
