@@ -143,6 +143,11 @@ class Campaign:
 # Keys added to the schema after campaigns were committed: at their default they leave the
 # config hash as it was, so a committed campaign stays the campaign its records name.
 HASH_NEUTRAL_DEFAULTS = (("thermal", "cooldown"), ("thermal", "adaptive"))
+# Keys whose default changed after campaigns were committed: at the new default they hash as
+# the old one did (the old value is no longer valid, so no config can mean both).
+# analysis.primary_test: 'auto' (a Shapiro-Wilk pretest choosing Welch or Mann-Whitney)
+# became 'paired_t' (#11); it changes the analysis of the records, not what they measured.
+HASH_CHANGED_DEFAULTS = {("analysis", "primary_test"): ("paired_t", "auto")}
 
 
 def _filled_default(sub: dict[str, Any]) -> Any:
@@ -175,6 +180,10 @@ def _without_new_defaults(raw: dict[str, Any]) -> dict[str, Any]:
         if isinstance(parent, dict) and path[-1] in parent \
                 and parent[path[-1]] == _filled_default(sub):
             del parent[path[-1]]
+    for (section, key), (now, before) in HASH_CHANGED_DEFAULTS.items():
+        parent = out.get(section)
+        if isinstance(parent, dict) and parent.get(key) == now:
+            parent[key] = before
     return out
 
 
