@@ -18,11 +18,13 @@ from containertax.analysis.metrics import MetricInfo, display_unit
 # an underscore may break the line after it: ids such as docker_shm_8g are long words
 _TEX = {"&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_\allowbreak{}", "{": r"\{",
         "}": r"\}",
-        "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "\\": r"\textbackslash{}"}
+        "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "\\": r"\textbackslash{}",
+        # OT1 text fonts have no < or > (they print as inverted marks): use the math ones
+        "<": r"\ensuremath{<}", ">": r"\ensuremath{>}"}
 
 
 def tex(text: Any) -> str:
-    return re.sub(r"[&%$#_{}~^\\]", lambda m: _TEX[m.group()], str(text))
+    return re.sub(r"[&%$#_{}~^\\<>]", lambda m: _TEX[m.group()], str(text))
 
 
 def num(value: Any, digits: int = 3) -> str:
