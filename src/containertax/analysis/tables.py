@@ -191,7 +191,8 @@ MEMORY_METRICS = ("kv_cache_gib", "host_mem_used_peak_gib", "host_mem_rise_gib",
 
 def memory_table(runs: pd.DataFrame, registry: dict[str, MetricInfo]) -> str:
     """Memory per model and environment (mean and SD over the runs), one row per model,
-    environment and metric when more than three environments would not fit."""
+    environment and metric where a column per environment would not fit (more than three,
+    or a value in scientific notation)."""
     present = [m for m in MEMORY_METRICS if m in set(runs["metric"])]
     if not present:
         return ""
@@ -208,7 +209,9 @@ def memory_table(runs: pd.DataFrame, registry: dict[str, MetricInfo]) -> str:
             else:
                 cells.append("--")
         rows.append([tex(model), _metric_cell(registry, metric), *cells])
-    if len(envs) > 3:  # one row per environment: a column each would not fit the page
+    # one row per environment where a column each would not fit the page: more than three
+    # environments, or a value in scientific notation (a rise of a few KiB in GiB)
+    if len(envs) > 3 or any("\\times" in cell for row in rows for cell in row[2:]):
         long_rows = [[model, metric, tex(env), cell] for model, metric, *cells in rows
                      for env, cell in zip(envs, cells, strict=True) if cell != "--"]
         return longtable(["Model", "Metric (unit)", "Env.", "Mean $\\pm$ SD"], long_rows,
