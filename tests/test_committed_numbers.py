@@ -2,7 +2,11 @@ r"""The committed H100 campaigns' numbers.tex, rebuilt from their raw records, i
 before the architecture refactor (#10): the expected files under tests/data/numbers/ were
 computed from main at commit 254387c with `snakemake <root>/paper/numbers.tex`, then
 regenerated for the paper issue (#12): the same statistics (every shared value equal), new
-keys for the text's conditions (\ifctx), percentages in math mode and no signed zero.
+keys for the text's conditions (\ifctx), percentages in math mode and no signed zero;
+then regenerated for the design-aware statistics (#11): estimates are geometric-mean ratios
+of the per-block values with t intervals (wider at 4 blocks than the BCa intervals were),
+the primary test is the paired t, counts are of the primary family only, and peak RSS of
+these records (ru_maxrss, before VmHWM) is max_rss_rusage_mib, never compared.
 
 A deliberate change of the statistics changes these numbers: regenerate the expected file
 with the command above and say so in the commit.

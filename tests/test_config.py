@@ -11,7 +11,8 @@ from tests.conftest import REPO
 
 def test_demo_and_dgx_configs_load():
     demo = config.load_file(REPO / "config" / "demo.yaml")
-    assert [e.id for e in demo.environments] == ["native", "chroot", "docker"]
+    assert [e.id for e in demo.environments] == ["native", "native-aa", "chroot", "docker"]
+    assert demo.replicas == {"native-aa": "native"}
     assert demo.thermal["threshold_c"] == 80
     dgx = config.load_file(REPO / "config" / "config.yaml")
     assert len(dgx.models) == 10 and dgx.repetitions == 30 and len(dgx.environments) == 3
@@ -86,3 +87,38 @@ def test_every_schema_key_is_documented():
         keys |= set(schema["$defs"][name]["properties"])
     missing = sorted(k for k in keys if f"`{k}`" not in readme)
     assert not missing, f"config/README.md does not document {missing}"
+
+
+def test_replica_is_the_original_under_its_own_id(config_dict):
+    config_dict["environments"]["docker-aa"] = {"replica_of": "docker"}
+    c = config.load_campaign(config_dict, "x.yaml")
+    spec = c.environment("docker-aa").spec
+    assert {k: v for k, v in spec.items() if k not in ("replica_of", "description")} == {
+        k: v for k, v in c.environment("docker").spec.items() if k != "description"}
+    assert c.replicas == {"native-aa": "native", "docker-aa": "docker"}
+
+
+@pytest.mark.parametrize(("env", "fragment"), [
+    ({"replica_of": "nowhere"}, "'environments.x-aa.replica_of': 'nowhere' is not another"),
+    ({"replica_of": "native", "python": "/bin/py"}, "['python'] may not be set"),
+    ({"replica_of": "native-aa"}, "'native-aa' is itself a replica"),
+])
+def test_replica_mistakes_name_the_key(config_dict, env, fragment):
+    config_dict["environments"]["x-aa"] = env
+    with pytest.raises(config.ConfigError) as err:
+        config.load_campaign(config_dict, "x.yaml")
+    assert fragment in str(err.value)
+
+
+@pytest.mark.parametrize(("key", "value", "fragment"), [
+    ("metrics", ["compute_time_s", "compute_tme_s"], "'analysis.metrics[1]': 'compute_tme_s'"),
+    ("primary_metrics", ["tok_s"], "'analysis.primary_metrics[0]': 'tok_s'"),
+    ("headline_metric", "speed", "'analysis.headline_metric': 'speed'"),
+    ("define_metrics", {"x": {"unit": "s", "dirction": "lower"}}, "'dirction' was unexpected"),
+    ("primary_test", "auto", "'analysis.primary_test'"),
+])
+def test_unknown_analysis_names_are_errors(config_dict, key, value, fragment):
+    config_dict["analysis"][key] = value
+    with pytest.raises(config.ConfigError) as err:
+        config.load_campaign(config_dict, "x.yaml")
+    assert fragment in str(err.value)

@@ -49,3 +49,36 @@ def test_optional_columns_are_kept(tmp_path):
     runs = importer.read_tidy(path)
     assert runs["gpu"].tolist() == ["rtx", "rtx"]
     assert runs["position"].tolist() == [1, 0]
+
+
+def _campaign(tmp_path, body, reference="native", **analysis):
+    from containertax.campaign import config
+
+    path = tmp_path / "x.csv"
+    path.write_text(body)
+    return config.load_campaign({"campaign": "x", "reference_environment": reference,
+                                 "analysis": {"import_csv": str(path), **analysis}}, "x.yaml")
+
+
+@pytest.mark.parametrize(("body", "reference", "fragment"), [
+    ("model,environment,repetition,metric,value,unit\nm,native,1,tme_s,1,s\n", "native",
+     "column 'metric' holds ['tme_s'], not in the metric registry"),
+    ("model,environment,repetition,metric,value,unit\nm,docker,1,time_s,1,s\n", "native",
+     "reference_environment 'native' is not an environment of the import (['docker'])"),
+])
+def test_unknown_metric_or_reference_is_an_error(tmp_path, body, reference, fragment):
+    from containertax.analysis import report
+
+    with pytest.raises(importer.ImportError_) as err:
+        report.read_import(_campaign(tmp_path, body, reference))
+    assert fragment in str(err.value)
+
+
+def test_defined_metric_and_model_size_are_honoured(tmp_path):
+    from containertax.analysis import report
+
+    body = ("model,environment,repetition,metric,value,unit,model_size\n"
+            "a,native,1,tps,1,tok/s,7\nb,native,1,tps,1,tok/s,70\n")
+    c = _campaign(tmp_path, body, define_metrics={"tps": {"unit": "tok/s"}})
+    frame = report.read_import(c)
+    assert report.model_sizes(c, frame) == {"a": 7.0, "b": 70.0}

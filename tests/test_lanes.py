@@ -225,10 +225,12 @@ def test_only_the_lane_gpu_device_node(tmp_path):
 
 
 def test_wall_time_estimate_per_lanes(config_dict):
-    campaign = two_lanes(config_dict, reps=5)  # 2 models x 3 environments per repetition
-    assert lanes.estimated_wall_s(campaign, 10.0, 1) == 10.0 * 6 * 5
-    assert lanes.estimated_wall_s(campaign, 10.0, 2) == 10.0 * 6 * 3  # the busier lane
-    assert lanes.estimated_wall_s(campaign, 10.0, 5) == 10.0 * 6
+    campaign = two_lanes(config_dict, reps=5)
+    per_rep = len(campaign.models) * len(campaign.environments)  # the demo: 2 x 4 (A/A)
+    assert per_rep == 8
+    assert lanes.estimated_wall_s(campaign, 10.0, 1) == 10.0 * per_rep * 5
+    assert lanes.estimated_wall_s(campaign, 10.0, 2) == 10.0 * per_rep * 3  # the busier lane
+    assert lanes.estimated_wall_s(campaign, 10.0, 5) == 10.0 * per_rep
 
 
 def test_status_per_lane(tmp_path, config_dict):
@@ -244,8 +246,10 @@ def test_status_per_lane(tmp_path, config_dict):
     records.write_json(raw, {"planted": True})
     summary = status.summarize(campaign)
     assert summary["lanes"]["a"]["done"] == 1 and summary["lanes"]["b"]["done"] == 0
-    assert summary["lanes"]["a"]["total"] == summary["lanes"]["b"]["total"] == 12
-    assert summary["lanes"]["a"]["remaining"] == 11
+    per_lane = len(plan) // 2  # 4 repetitions of 2 models x 4 environments, 2 lanes
+    assert per_lane == 16
+    assert summary["lanes"]["a"]["total"] == summary["lanes"]["b"]["total"] == per_lane
+    assert summary["lanes"]["a"]["remaining"] == per_lane - 1
     assert summary["lanes"]["a"]["eta_utc"] is not None
     text = status.render(summary)
     assert "lane a" in text and "lane b" in text and "1 lane" in text

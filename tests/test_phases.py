@@ -96,7 +96,7 @@ def test_base_merges_removes_and_selects_models(tmp_path, config_dict):
     child = _write(tmp_path / "child.yaml", {
         "base": "base.yaml", "campaign": "child", "thermal": {"cooldown_s": 7},
         "environments": {
-            "chroot": None,
+            "chroot": None, "native-aa": None,
             "tuned": {"extends": "docker", "options": {"ipc": None, "shm_size": "2g"}}},
         "models": ["n512"]})
     c = config.load_file(child)

@@ -79,12 +79,37 @@ def test_identical_throughput_for_very_different_models_is_implausible():
     assert "implausible" in found and "same" in found["implausible"].message
 
 
+def _sized(metric, unit, means, reps=4):
+    return pd.DataFrame([{"model": m, "environment": "docker", "repetition": r,
+                          "metric": metric, "unit": unit, "value": v * (1 + 0.001 * r)}
+                         for m, v in means.items() for r in range(1, reps + 1)])
+
+
 def test_throughput_rising_with_model_size_is_implausible():
-    rows = [{"model": m, "environment": "docker", "repetition": r, "metric": "token_throughput",
-             "unit": "tok/s", "value": v}
-            for m, v in (("small", 100.0), ("big", 300.0)) for r in range(1, 4)]
-    found = checks(pd.DataFrame(rows), model_sizes={"small": 1.5, "big": 70})
+    sizes = {"small": 1.5, "mid": 8, "big": 70}
+    rising = _sized("token_throughput", "tok/s", {"small": 100.0, "mid": 200.0, "big": 300.0})
+    found = checks(rising, model_sizes=sizes)
     assert "implausible" in found and "decreasing" in found["implausible"].message
+    falling = _sized("token_throughput", "tok/s", {"small": 300.0, "mid": 200.0, "big": 90.0})
+    assert "implausible" not in checks(falling, model_sizes=sizes)
+
+
+def test_two_sizes_never_judge_a_trend():
+    """A Spearman correlation over 2 sizes is always +-1: no verdict from it."""
+    two = _sized("token_throughput", "tok/s", {"small": 100.0, "big": 300.0})
+    assert "implausible" not in checks(two, model_sizes={"small": 1.5, "big": 70})
+
+
+def test_memory_tolerance_and_kv_cache_shrinking_with_weights():
+    sizes = {"7b": 7, "72b": 72, "120b": 120}
+    # 2.4 % spread of peak memory over a 17-fold size range passed a 2 % rule
+    same = _sized("peak_memory_gib", "GiB", {"7b": 100.0, "72b": 101.2, "120b": 102.4})
+    assert "implausible" in checks(same, model_sizes=sizes)
+    # TensorRT-LLM: the KV cache gets what the weights leave, so it shrinks
+    kv = _sized("kv_cache_gib", "GiB", {"7b": 90.0, "72b": 40.0, "120b": 20.0})
+    assert "implausible" not in checks(kv, model_sizes=sizes)
+    kv_up = _sized("kv_cache_gib", "GiB", {"7b": 20.0, "72b": 40.0, "120b": 90.0})
+    assert "implausible" in checks(kv_up, model_sizes=sizes)
 
 
 def test_unregistered_metric_is_reported():
@@ -106,3 +131,33 @@ def test_blocks_split_between_machines_are_flagged():
     assert found["machines"].details["machines"] == ["GPU-1", "GPU-2"]
     assert found["block_split"].details["blocks"] == [{"model": "m", "block": 1}]
     assert machines(runs.assign(machine="GPU-1")) == []
+
+
+def small(n=4, seed=0, envs=("native", "docker")):
+    rng = np.random.default_rng(seed)
+    rows, pos = [], 0
+    for rep in range(1, n + 1):
+        for env in envs:
+            rows.append({"model": "m", "environment": env, "repetition": rep, "position": pos,
+                         "metric": "compute_time_s", "unit": "s",
+                         "value": 1.0 + rng.normal(0, 0.01)})
+            pos += 1
+    return pd.DataFrame(rows)
+
+
+def test_an_outlier_at_n4_is_flagged():
+    """|z| with the group's own SD can never exceed 1.5 at n = 4; the MAD rule can."""
+    runs = small()
+    runs.loc[2, "value"] = 1.5
+    ann = quality.annotate(runs)
+    assert ann["flag_outlier"].tolist() == [i == 2 for i in range(len(runs))]
+    assert "outliers" in checks(runs)
+
+
+def test_drift_at_n4_across_groups():
+    runs = small(envs=("native", "native-aa", "chroot", "docker"))
+    runs["value"] = 1.0 - 0.01 * runs["position"] + np.random.default_rng(2).normal(
+        0, 0.003, len(runs))
+    found = checks(runs)
+    assert "drift" in found and found["drift"].details["rho"] < -0.9
+    assert "drift" not in checks(small(seed=1, envs=("native", "native-aa", "chroot", "docker")))

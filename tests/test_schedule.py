@@ -42,27 +42,28 @@ def _campaign(config_dict, **sched):
 def test_interleaved_plan_covers_every_cell_once(config_dict):
     cells = schedule.plan(_campaign(config_dict))
     keys = [(c.model, c.environment, c.repetition) for c in cells]
-    assert len(keys) == len(set(keys)) == 2 * 3 * 4
+    assert len(keys) == len(set(keys)) == 2 * 4 * 4
     assert [c.position for c in cells] == list(range(len(cells)))
     # interleaved: repetition 1 of every model comes before any repetition 2
     reps = [c.repetition for c in cells]
     assert reps == sorted(reps)
     # each block holds every environment once
     for (_m, _r), group in itertools.groupby(cells, key=lambda c: (c.model, c.repetition)):
-        assert sorted(c.environment for c in group) == ["chroot", "docker", "native"]
+        assert sorted(c.environment for c in group) == ["chroot", "docker", "native",
+                                                        "native-aa"]
 
 
 def test_blocked_plan_runs_one_model_after_the_other(config_dict):
     cells = schedule.plan(_campaign(config_dict, models="blocked"))
     models = [c.model for c in cells]
-    assert models == ["n256"] * 12 + ["n512"] * 12
+    assert models == ["n256"] * 16 + ["n512"] * 16
 
 
 def test_random_design_is_seeded(config_dict):
     a = schedule.plan(_campaign(dict(config_dict), design="random", seed=7))
     b = schedule.plan(_campaign(dict(config_dict), design="random", seed=7))
     assert a == b
-    orders = {tuple(c.environment for c in a[i : i + 3]) for i in range(0, len(a), 3)}
+    orders = {tuple(c.environment for c in a[i : i + 4]) for i in range(0, len(a), 4)}
     assert len(orders) > 1
 
 

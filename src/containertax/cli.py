@@ -260,9 +260,9 @@ def _dispatch(args: argparse.Namespace) -> int:
         aggregate.write(campaign.root, Path(args.out),
                         Path(args.requests_out) if args.requests_out else None)
     elif cmd == "import":
-        from containertax.analysis import importer
+        from containertax.analysis import report
 
-        frame = importer.read_tidy(Path(campaign.analysis["import_csv"]))
+        frame = report.read_import(campaign)
         records.atomic_write_text(Path(args.out), frame.to_csv(index=False))
         if args.requests_out:
             records.atomic_write_text(Path(args.requests_out), "")

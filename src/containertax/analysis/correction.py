@@ -1,5 +1,11 @@
-"""Multiple-comparison correction across the whole family of tests: Bonferroni (family-wise
-error) and Benjamini-Hochberg (false discovery rate), side by side."""
+"""Multiple-comparison correction within each family of tests: Bonferroni (family-wise
+error) and Benjamini-Hochberg (false discovery rate), side by side.
+
+Families are fixed by the plan before data (comparisons.Plan): 'primary' (the primary
+metrics of every environment against the reference: what the abstract counts),
+'secondary' (every other metric), 'calibration' and 'calibration-secondary' (A/A
+replicas against the environment they copy). A family's size is its number of tests.
+"""
 
 from __future__ import annotations
 
@@ -8,15 +14,30 @@ import pandas as pd
 from statsmodels.stats.multitest import multipletests
 
 
-def correct(results: pd.DataFrame) -> pd.DataFrame:
-    """Bonferroni and Benjamini-Hochberg across the whole family of primary tests."""
-    if results.empty:
-        return results.assign(p_bonferroni=[], p_bh=[])
-    p = results["p"].to_numpy(float)
-    ok = ~np.isnan(p)
+def _adjust(p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     bonf = np.full_like(p, np.nan)
     bh = np.full_like(p, np.nan)
+    ok = ~np.isnan(p)
     if ok.any():
         bonf[ok] = multipletests(p[ok], method="bonferroni")[1]
         bh[ok] = multipletests(p[ok], method="fdr_bh")[1]
-    return results.assign(p_bonferroni=bonf, p_bh=bh, family_size=int(ok.sum()))
+    return bonf, bh
+
+
+def correct(results: pd.DataFrame) -> pd.DataFrame:
+    """Bonferroni and Benjamini-Hochberg within each family (column 'family'; one family
+    where there is no such column)."""
+    if results.empty:
+        return results.assign(p_bonferroni=[], p_bh=[], family_size=[])
+    out = results.copy()
+    families = out["family"] if "family" in out else pd.Series("all", index=out.index)
+    out["p_bonferroni"] = np.nan
+    out["p_bh"] = np.nan
+    out["family_size"] = 0
+    for _, idx in out.groupby(families, sort=False).groups.items():
+        p = out.loc[idx, "p"].to_numpy(float)
+        bonf, bh = _adjust(p)
+        out.loc[idx, "p_bonferroni"] = bonf
+        out.loc[idx, "p_bh"] = bh
+        out.loc[idx, "family_size"] = int((~np.isnan(p)).sum())
+    return out

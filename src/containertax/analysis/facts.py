@@ -200,13 +200,15 @@ def workload_row(rec: dict[str, Any]) -> dict[str, str]:
 
 
 def from_records(root: Path) -> dict[str, Any]:
-    """One pass over the raw records: environments, workloads, machines and GPUs."""
+    """One pass over the raw records: environments, workloads, machines, GPUs and where
+    peak resident memory was read (inside.max_rss_source; empty in records before it)."""
     from containertax.analysis.aggregate import read_records
 
     envs: dict[str, dict[str, str]] = {}
     work: dict[str, dict[str, str]] = {}
     hosts: set[str] = set()
     gpus: dict[str, str] = {}
+    rss_sources: set[str] = set()
     for _, record in read_records(root):
         rec = record.to_dict()
         env_id = rec["environment"]["id"]
@@ -219,5 +221,8 @@ def from_records(root: Path) -> dict[str, Any]:
         gpu = (rec.get("telemetry") or {}).get("gpu") or {}
         if gpu.get("uuid"):
             gpus[gpu["uuid"]] = gpu.get("name", "GPU")
+        source = (rec.get("inside") or {}).get("max_rss_source")
+        if source:
+            rss_sources.add(str(source))
     return {"environments": list(envs.values()), "workloads": list(work.values()),
-            "hosts": sorted(hosts), "gpus": gpus}
+            "hosts": sorted(hosts), "gpus": gpus, "rss_sources": sorted(rss_sources)}

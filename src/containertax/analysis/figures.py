@@ -128,7 +128,7 @@ def forest(d: pd.DataFrame, labels: list[str], margin: float, path: Path) -> boo
     ends = ends[np.isfinite(ends)]
     span = max(ends.max() - ends.min(), 1.0)
     ax.set_xlim(ends.min() - 0.12 * span, ends.max() + 0.12 * span)
-    ax.set_xlabel("Relative difference of means (%)", loc="right")  # never past the edge
+    ax.set_xlabel("Relative difference (%)", loc="right")  # never past the edge
     _save(fig, path)
     return True
 

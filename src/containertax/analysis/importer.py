@@ -8,6 +8,7 @@ Lines starting with '#' are comments (cite the source there).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
@@ -57,8 +58,35 @@ def read_tidy(path: Path) -> pd.DataFrame:
             raise ImportError_(f"{path}: row {row}: 'timestamp' is not ISO 8601.")
         order = ts.rank(method="dense").astype(int) - 1
         frame["position"] = order
+    if "model_size" in frame:
+        size = pd.to_numeric(frame["model_size"], errors="coerce")
+        bad = size.isna() & frame["model_size"].notna()
+        if bad.any():
+            row = int(bad.idxmax()) + 2
+            raise ImportError_(f"{path}: row {row}: 'model_size' = "
+                               f"{frame.loc[bad.idxmax(), 'model_size']!r} is not a number; "
+                               "write the size as a plain number (parameters, matrix side).")
+        frame["model_size"] = size
     if "block" not in frame:
         frame["block"] = np.nan
     for col in ("model", "environment", "metric", "unit"):
         frame[col] = frame[col].astype(str).str.strip()
     return frame
+
+
+def check_against(frame: pd.DataFrame, path: Path, metrics: Iterable[str],
+                  reference: str) -> None:
+    """An import the analysis can use: every metric known (else nothing of it would be
+    analysed, silently) and the reference among the environments."""
+    known = set(metrics)
+    unknown = sorted(set(frame["metric"]) - known)
+    if unknown:
+        raise ImportError_(
+            f"{path}: column 'metric' holds {unknown}, not in the metric registry; "
+            "correct the names or define them under analysis.define_metrics "
+            "(name -> {unit, direction, label}) in the campaign config.")
+    envs = sorted(set(frame["environment"]))
+    if reference not in envs:
+        raise ImportError_(
+            f"{path}: reference_environment '{reference}' is not an environment of the "
+            f"import ({envs}); set reference_environment in the config to one of them.")

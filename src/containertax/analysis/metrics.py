@@ -10,9 +10,18 @@ from __future__ import annotations
 from typing import Any
 
 from containertax import workloads
-from containertax.workloads.base import MetricInfo
+from containertax.workloads.base import MEMORY_TOLERANCE, MetricInfo
 
-__all__ = ["REGISTRY", "MetricInfo", "registry"]
+__all__ = ["PRIMARY_BY_KIND", "REGISTRY", "MetricInfo", "registry"]
+
+# The primary family's default metrics per workload kind (the first one present wins for
+# matmul; both for microbench). analysis.primary_metrics overrides them.
+PRIMARY_BY_KIND: dict[str, list[list[str]]] = {
+    "matmul": [["compute_time_s", "compute_time_median_s"]],
+    "transformers": [["token_throughput"]],
+    "trtllm": [["token_throughput"]],
+    "microbench": [["h2d_gbps"], ["d2h_gbps"]],
+}
 
 _SHARED = [
     MetricInfo("process_wall_s", "s", "lower", "Process wall time",
@@ -22,7 +31,13 @@ _SHARED = [
                "launch until the probe's first statement"),
     MetricInfo("import_s", "s", "lower", "Import time", "time to import the framework"),
     MetricInfo("max_rss_mib", "MiB", "lower", "Peak resident memory",
-               "peak resident set size of the process", "increasing"),
+               "peak resident set of the workload process: VmHWM from /proc/self/status "
+               "(its own address space; trtllm: the largest child's ru_maxrss)", "increasing",
+               MEMORY_TOLERANCE),
+    MetricInfo("max_rss_rusage_mib", "MiB", "none", "Peak RSS (ru_maxrss, legacy)",
+               "records before the VmHWM fix: getrusage ru_maxrss, which a child inherits "
+               "from its launcher across fork+exec; not comparable between environments",
+               comparable=False),
     MetricInfo("latency_s", "s", "lower", "Request latency",
                "per-request (per-iteration) latency, from per-request data"),
     # GPU telemetry of a run (NVML, on the host)
@@ -37,9 +52,10 @@ _SHARED = [
                "mean GPU utilisation during the run (nvidia-smi)"),
     # device memory of the torch probes
     MetricInfo("peak_memory_gib", "GiB", "lower", "Peak memory",
-               "peak device memory allocated by torch", "increasing"),
+               "peak device memory allocated by torch", "increasing", MEMORY_TOLERANCE),
     MetricInfo("peak_reserved_gib", "GiB", "lower", "Peak reserved memory",
-               "peak device memory reserved by torch's caching allocator", "increasing"),
+               "peak device memory reserved by torch's caching allocator", "increasing",
+               MEMORY_TOLERANCE),
     # Memory of the host (and of the GPU, where NVML reports it) around and during a run
     MetricInfo("mem_available_before_gib", "GiB", "none", "MemAvailable before",
                "host MemAvailable as the run starts (after the page-cache drop, if any)"),
@@ -47,14 +63,17 @@ _SHARED = [
                "host MemAvailable right after the process exits"),
     MetricInfo("host_mem_used_peak_gib", "GiB", "lower", "Peak host memory in use",
                "peak of MemTotal - MemAvailable during the run (10 Hz); on unified memory "
-               "this includes the GPU's allocations", "increasing"),
+               "this includes the GPU's allocations", "increasing", MEMORY_TOLERANCE),
     MetricInfo("host_mem_rise_gib", "GiB", "lower", "Host memory taken by the run",
-               "peak in use during the run minus in use at its start", "increasing"),
+               "peak in use during the run minus in use at its start", "increasing",
+               MEMORY_TOLERANCE),
     MetricInfo("gpu_mem_peak_gib", "GiB", "lower", "Peak GPU memory (NVML)",
-               "peak device memory in use, all processes (10 Hz)", "increasing"),
+               "peak device memory in use, all processes (10 Hz)", "increasing",
+               MEMORY_TOLERANCE),
     MetricInfo("gpu_proc_mem_peak_gib", "GiB", "lower", "Peak GPU memory of processes (NVML)",
                "peak of the compute processes' GPU memory, NVML per-process accounting "
-               "(where the device query is not supported, GB10)", "increasing"),
+               "(where the device query is not supported, GB10)", "increasing",
+               MEMORY_TOLERANCE),
 ]
 REGISTRY: dict[str, MetricInfo] = {m.name: m for m in [*workloads.metric_info(), *_SHARED]}
 
@@ -95,5 +114,6 @@ def registry(extra: dict[str, dict[str, Any]] | None = None) -> dict[str, Metric
             spec.get("label", name),
             spec.get("description", ""),
             spec.get("size_trend"),
+            spec.get("size_tolerance", 0.02),
         )
     return reg

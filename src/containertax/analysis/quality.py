@@ -29,12 +29,41 @@ class Finding:
     details: dict[str, Any] = field(default_factory=dict)
 
 
-def _flag_outliers(runs: pd.DataFrame, z: float = 3.0) -> pd.Series:
-    grouped = runs.groupby(["model", "environment", "metric"])["value"]
-    mean = grouped.transform("mean")
-    sd = grouped.transform(lambda v: v.std(ddof=1))
-    score = (runs["value"] - mean) / sd
-    return score.abs().gt(z) & sd.gt(0)
+MAD_Z = 3.5  # Iglewicz and Hoaglin's cut-off for the modified z-score
+
+
+def _leave_one_out(values: pd.Series) -> pd.Series:
+    """Each value minus the median of the others in its group: an outlier cannot pull its
+    own centre (at n = 4 the plain median residuals of the middle two are always equal)."""
+    v = values.to_numpy(float)
+    if len(v) < 2:
+        return pd.Series(np.nan, index=values.index)
+    return pd.Series([v[i] - np.median(np.delete(v, i)) for i in range(len(v))],
+                     index=values.index)
+
+
+def modified_z(residuals: pd.Series) -> pd.Series:
+    """0.6745 r / MAD (Iglewicz and Hoaglin) of residuals around a robust centre. Where MAD
+    is 0 (over half the values tie) the mean absolute deviation stands in (x 1.2533, its
+    ratio to the SD for normal data)."""
+    r = residuals.astype(float)
+    mad = r.abs().median()
+    if mad > 0:
+        return 0.6745 * r / mad
+    mean_ad = r.abs().mean()
+    if mean_ad > 0:
+        return r / (1.2533 * mean_ad)
+    return pd.Series(0.0, index=r.index)
+
+
+def _flag_outliers(runs: pd.DataFrame, z: float = MAD_Z) -> pd.Series:
+    """Modified z-score > 3.5 of leave-one-out residuals, their scale pooled over the
+    environments of a model and metric (which measure like with like): at n = 4 a group's
+    own MAD is too unstable (a plain per-group rule flags 4 % of clean normal values, this
+    one about 0.6 %), and the SD-based |z| > 3 could never fire (at most 1.5 at n = 4)."""
+    resid = runs.groupby(["model", "environment", "metric"])["value"].transform(_leave_one_out)
+    score = resid.groupby([runs["model"], runs["metric"]]).transform(modified_z)
+    return score.abs().gt(z)
 
 
 def annotate(runs: pd.DataFrame) -> pd.DataFrame:
@@ -98,8 +127,9 @@ def check(runs: pd.DataFrame, registry: dict[str, MetricInfo], *,
     outl = runs[runs["flag_outlier"]]
     if len(outl):
         f.append(Finding("outliers", "warning",
-                         f"{len(outl)} values beyond 3 sigma of their group (flagged, kept "
-                         "unless analysis.exclude lists outliers)", len(outl),
+                         f"{len(outl)} values with a robust (median/MAD) z-score beyond "
+                         f"{MAD_Z} in their group (flagged, kept unless analysis.exclude "
+                         "lists outliers)", len(outl),
                          {"rows": outl[KEY + ["value"]].to_dict("records")[:30]}))
     thr = runs[runs["flag_throttled"]]
     if len(thr):
@@ -158,24 +188,52 @@ def lanes_with_few_blocks(runs: pd.DataFrame, minimum: int = 2) -> list[Finding]
                     {"lanes": few[:20]})]
 
 
-def drift(runs: pd.DataFrame, alpha: float) -> list[Finding]:
-    """Spearman correlation of value with run order per model, environment and metric;
-    Benjamini-Hochberg across those tests."""
+def _rank_centred(v: np.ndarray) -> np.ndarray:
+    r = sps.rankdata(v)
+    r = r - r.mean()
+    norm = np.sqrt((r**2).sum())
+    return r / norm if norm > 0 else r
+
+
+def drift(runs: pd.DataFrame, alpha: float, resamples: int = 4999,
+          seed: int = 7) -> list[Finding]:
+    """Does a metric move with run order? Per metric: the Spearman correlation of value and
+    run position within every group (model x environment), averaged over the groups, and
+    tested by permuting the order within each group (Monte Carlo): slow drift of the
+    machine moves every group alike, so the groups together can show it at n = 4, where
+    no single group can. Benjamini-Hochberg across metrics; per-group rhos in the details."""
     order = "position" if "position" in runs and runs["position"].notna().all() else "repetition"
+    rng = np.random.default_rng(seed)
     tests = []
-    for key, g in runs[~runs["flag_non_finite"]].groupby(["model", "environment", "metric"]):
-        if len(g) >= 5 and g["value"].nunique() > 1:
-            rho, p = sps.spearmanr(g[order], g["value"])
-            if not math.isnan(p):
-                tests.append((key, float(rho), float(p)))
+    for metric, m in runs[~runs["flag_non_finite"]].groupby("metric"):
+        groups, rhos = [], {}
+        for (model, env), g in m.groupby(["model", "environment"]):
+            if len(g) >= 3 and g["value"].nunique() > 1:
+                g = g.sort_values(order)
+                vr = _rank_centred(g["value"].to_numpy(float))
+                orr = _rank_centred(np.arange(len(g), dtype=float))
+                groups.append((vr, orr))
+                rhos[f"{model}/{env}"] = float(vr @ orr)
+        if not groups:
+            continue
+        observed = float(np.mean(list(rhos.values())))
+        null = np.zeros(resamples)
+        for vr, orr in groups:
+            perms = np.argsort(rng.random((resamples, len(vr))), axis=1)
+            null += vr[perms] @ orr
+        null /= len(groups)
+        p = (1 + np.sum(np.abs(null) >= abs(observed) - 1e-12)) / (resamples + 1)
+        tests.append((metric, observed, float(p), rhos))
     if not tests:
         return []
     q = multipletests([t[2] for t in tests], method="fdr_bh")[1]
     return [Finding("drift", "warning",
-                    f"{m}/{e}/{metric}: value drifts with run order (Spearman rho {rho:+.2f}, "
-                    f"BH-adjusted p {qq:.3g})", details={"model": m, "environment": e,
-                                                        "metric": metric, "rho": rho, "q": qq})
-            for ((m, e, metric), rho, _), qq in zip(tests, q, strict=True) if qq < alpha]
+                    f"{metric}: values drift with run order (mean Spearman rho {rho:+.2f} over "
+                    f"{len(rhos)} model/environment groups, permutation p {p:.3g}, "
+                    f"BH-adjusted {qq:.3g})",
+                    details={"metric": metric, "rho": rho, "p": p, "q": float(qq),
+                             "groups": rhos})
+            for (metric, rho, p, rhos), qq in zip(tests, q, strict=True) if qq < alpha]
 
 
 # the chip's state when a run began, as runs.csv has it (analysis/aggregate.py)
@@ -250,37 +308,84 @@ def _start_state_test(g: pd.DataFrame, column: str) -> dict[str, float] | None:
 
 def implausible(runs: pd.DataFrame, registry: dict[str, MetricInfo],
                 model_sizes: dict[str, float]) -> list[Finding]:
-    """Results physics rules out: a metric that should move with model size but does not,
-    or that is the same for models of very different sizes."""
+    """Results physics rules out, judged only where 3 or more distinct sizes make a trend
+    visible: a size-dependent metric that is the same (within its tolerance) for models
+    whose sizes differ at least 4-fold, or that moves clearly against its known trend
+    (Spearman rho of the means against size at most -0.8 of the expected sign)."""
     out = []
     data = runs[~runs["flag_non_finite"] & runs["model"].isin(model_sizes)]
     for (metric, env), g in data.groupby(["metric", "environment"]):
         info = registry.get(metric)
-        means = g.groupby("model")["value"].mean()
-        if info is None or info.size_trend is None or len(means) < 2:
+        if info is None or info.size_trend is None:
             continue
+        means = g.groupby("model")["value"].mean()
         sizes = pd.Series({m: model_sizes[m] for m in means.index})
-        if sizes.nunique() < 2:
+        if sizes.nunique() < 3:
             continue
         spread = (sizes.max() / sizes.min()) if sizes.min() > 0 else math.inf
         rel = (means.max() - means.min()) / abs(means.mean()) if means.mean() else 0.0
-        if spread >= 4 and rel < 0.02:
+        facts = {"metric": metric, "environment": env, "means": means.to_dict(),
+                 "sizes": sizes.to_dict(), "tolerance": info.size_tolerance}
+        if spread >= 4 and rel < info.size_tolerance:
             out.append(Finding("implausible", "error",
-                               f"{metric} in {env} is the same (within 2 %) for models whose "
-                               f"sizes differ {spread:.0f}-fold: check what was measured",
-                               details={"metric": metric, "environment": env,
-                                        "means": means.to_dict()}))
+                               f"{metric} in {env} is the same (within "
+                               f"{100 * info.size_tolerance:g} %) for models whose sizes differ "
+                               f"{spread:.0f}-fold: check what was measured", details=facts))
             continue
-        rho = sps.spearmanr(sizes.loc[means.index], means).statistic
-        wrong = rel >= 0.02 and ((info.size_trend == "increasing" and rho < 0) or (
-            info.size_trend == "decreasing" and rho > 0))
-        if wrong:
+        rho = float(sps.spearmanr(sizes.loc[means.index], means).statistic)
+        sign = 1 if info.size_trend == "increasing" else -1
+        if sign * rho <= -0.8:
             out.append(Finding("implausible", "error",
                                f"{metric} in {env} should be {info.size_trend} with model size "
-                               f"but Spearman rho is {rho:+.2f}",
-                               details={"metric": metric, "environment": env,
-                                        "means": means.to_dict()}))
+                               f"but Spearman rho over {sizes.nunique()} sizes is {rho:+.2f}",
+                               details=facts))
     return out
+
+
+def calibration(aa: pd.DataFrame, alpha: float) -> tuple[dict[str, Any], list[Finding]]:
+    """The A/A verdict: replicas compared with the environment they copy, corrected within
+    their family (Bonferroni, so that an honest instrument fails at most alpha of the
+    time). A significant primary-metric difference is an instrument failure."""
+    if aa.empty:
+        return {"status": "none", "alpha": alpha, "comparisons": []}, []
+    cols = ["model", "metric", "environment", "reference", "family", "design", "n_blocks",
+            "rel_overhead", "rel_ci_low", "rel_ci_high", "primary_test", "p", "p_bonferroni",
+            "signflip_min_p"]
+    rows = aa[[c for c in cols if c in aa]].to_dict("records")
+    prim = aa[aa["family"] == "calibration"]
+    failed = prim[prim["p_bonferroni"] < alpha]
+    reachable = prim["signflip_min_p"].isna() | (prim["primary_test"] == "paired t") | (
+        prim["signflip_min_p"] * prim["family_size"] < alpha)
+    findings: list[Finding] = []
+    if prim.empty or prim["p"].isna().all():
+        status = "untested"
+        findings.append(Finding("aa_calibration", "warning", "the A/A replica has no testable "
+                                "primary-metric comparison: the instrument is not calibrated"))
+    elif len(failed):
+        status = "failed"
+        what = "; ".join(f"{r.model}/{r.metric}: {r.environment} vs {r.reference} "
+                         f"{100 * r.rel_overhead:+.2f} % [{100 * r.rel_ci_low:+.2f}, "
+                         f"{100 * r.rel_ci_high:+.2f}], Bonferroni p {r.p_bonferroni:.3g}"
+                         for r in failed.itertuples())
+        findings.append(Finding("aa_calibration", "error",
+                                "INSTRUMENT FAILURE: identical environments (A/A) measured as "
+                                f"different: {what}. Find the cause before trusting any "
+                                "comparison of this campaign.", len(failed),
+                                {"comparisons": failed[cols].to_dict("records")}))
+    elif not reachable.any():
+        status = "cannot fail"
+        findings.append(Finding("aa_calibration", "warning", "the A/A check cannot fail: with "
+                                "these blocks the exact sign-flip test cannot reach alpha "
+                                "after correction; add repetitions"))
+    else:
+        status = "passed"
+    sec = aa[(aa["family"] == "calibration-secondary") & (aa["p_bonferroni"] < alpha)]
+    if len(sec):
+        findings.append(Finding("aa_secondary", "warning",
+                                "A/A differences in secondary metrics: " + "; ".join(
+                                    f"{r.model}/{r.metric} {100 * r.rel_overhead:+.2f} %"
+                                    for r in sec.itertuples()), len(sec)))
+    return {"status": status, "alpha": alpha, "comparisons": rows}, findings
 
 
 def exclude(runs: pd.DataFrame, rules: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -13,7 +13,7 @@ from typing import Any
 
 import pandas as pd
 
-from containertax.analysis import facts, quality, tables
+from containertax.analysis import facts, importer, quality, tables
 from containertax.analysis.metrics import MetricInfo, registry
 from containertax.campaign.config import Campaign
 from containertax.execution import records
@@ -35,9 +35,14 @@ def label_names(campaign: Campaign) -> list[str]:
     return sorted(set(metric_registry(campaign)) | set(TELEMETRY) | set(COLUMNS))
 
 
-def model_sizes(campaign: Campaign) -> dict[str, float]:
+def model_sizes(campaign: Campaign, runs: pd.DataFrame | None = None) -> dict[str, float]:
+    """Model sizes for the plausibility check: a matmul model's size, an import's
+    model_size column, then analysis.model_sizes (which wins)."""
     sizes = {m.id: float(m.params["size"]) for m in campaign.models
              if isinstance(m.params.get("size"), int | float)}
+    if runs is not None and "model_size" in runs:
+        known = runs.dropna(subset=["model_size"]).drop_duplicates("model")
+        sizes.update({str(r.model): float(r.model_size) for r in known.itertuples()})
     sizes.update({k: float(v) for k, v in campaign.analysis.get("model_sizes", {}).items()})
     return sizes
 
@@ -58,7 +63,50 @@ def analysed_metrics(campaign: Campaign, runs: pd.DataFrame) -> list[str]:
     reg = metric_registry(campaign)
     wanted = campaign.analysis.get("metrics")
     present = set(runs["metric"])
-    return [m for m in (wanted or list(reg)) if m in reg and m in present]
+    return [m for m in (wanted or list(reg)) if m in reg and m in present
+            and reg[m].comparable]
+
+
+def primary_metrics(campaign: Campaign, runs: pd.DataFrame) -> dict[str, list[str]]:
+    """Per model, the metrics of the primary family (fixed by the config, not the data:
+    analysis.primary_metrics, else the workload kind's default, else the headline)."""
+    from containertax.analysis.metrics import PRIMARY_BY_KIND
+
+    analysed = analysed_metrics(campaign, runs)
+    wanted = campaign.analysis.get("primary_metrics")
+    out: dict[str, list[str]] = {}
+    for model in dict.fromkeys(runs["model"].astype(str)):
+        if wanted:
+            out[model] = [m for m in wanted if m in analysed]
+            continue
+        if campaign.is_import or model not in {m.id for m in campaign.models}:
+            head = headline(campaign, runs)
+            out[model] = [head] if head else []
+            continue
+        have = set(analysed) & set(runs.loc[runs.model.astype(str) == model, "metric"])
+        picks = []
+        for choices in PRIMARY_BY_KIND.get(campaign.workload_kind(model), []):
+            first = next((m for m in choices if m in have), None)
+            if first:
+                picks.append(first)
+        out[model] = picks
+    return out
+
+
+def comparison_plan(campaign: Campaign, runs: pd.DataFrame):  # -> comparisons.Plan
+    from containertax.analysis.comparisons import Plan
+
+    reg = metric_registry(campaign)
+    return Plan(campaign.reference, campaign.replicas, primary_metrics(campaign, runs),
+                {m: i.restates for m, i in reg.items() if i.restates})
+
+
+def read_import(campaign: Campaign) -> pd.DataFrame:
+    """The imported table, checked against the campaign's metrics and reference."""
+    path = Path(campaign.analysis["import_csv"])
+    frame = importer.read_tidy(path)
+    importer.check_against(frame, path, metric_registry(campaign), campaign.reference)
+    return frame
 
 
 def environment_order(campaign: Campaign, runs: pd.DataFrame) -> list[str]:
@@ -79,13 +127,16 @@ def run_quality(campaign: Campaign, runs_csv: Path, out_dir: Path) -> None:
     runs = quality.annotate(table)
     expected = None if campaign.is_import else campaign.repetitions
     findings = quality.check(runs, metric_registry(campaign), expected_reps=expected,
-                             model_sizes=model_sizes(campaign),
+                             model_sizes=model_sizes(campaign, table),
                              alpha=campaign.analysis["alpha"])
     rules = campaign.analysis["exclude"]
     kept, dropped = quality.exclude(runs, rules)
     if kept.empty:
         raise AnalysisError(f"every value of {runs_csv} was excluded (analysis.exclude = "
                             f"{rules}, plus non-finite values); nothing is left to analyse.")
+    calibration, aa_findings = quality.calibration(a_a(campaign, kept),
+                                                   campaign.analysis["alpha"])
+    findings = aa_findings + findings  # the instrument's calibration first
     out_dir.mkdir(parents=True, exist_ok=True)
     records.atomic_write_text(out_dir / "annotated.csv", runs.to_csv(index=False))
     records.atomic_write_text(out_dir / "kept.csv", kept.to_csv(index=False))
@@ -96,7 +147,25 @@ def run_quality(campaign: Campaign, runs_csv: Path, out_dir: Path) -> None:
             "flag_")]].to_dict("records"),
         "n_rows": len(runs),
         "n_kept": len(kept),
+        "calibration": calibration,
     })
+
+
+def a_a(campaign: Campaign, kept: pd.DataFrame) -> pd.DataFrame:
+    """The A/A comparisons (replicas against what they copy), corrected within their
+    families: the same code and plan as the statistics rule."""
+    if not campaign.replicas:
+        return pd.DataFrame()
+    from containertax.analysis import comparisons as st
+
+    plan = comparison_plan(campaign, kept)
+    aa_envs = set(campaign.replicas) | set(campaign.replicas.values())
+    runs = kept[kept.environment.isin(aa_envs)]
+    results = st.analyse(runs, st.Settings.from_config(campaign.analysis, campaign.reference),
+                         analysed_metrics(campaign, runs), plan)
+    if results.empty:
+        return results
+    return results[results.family.isin(["calibration", "calibration-secondary"])]
 
 
 # --- rule: stats (one model) and correct (the family) --------------------------------
@@ -111,11 +180,12 @@ def run_stats(campaign: Campaign, kept_csv: Path, requests_csv: Path | None,
     all_runs = read_table(kept_csv)
     all_requests = read_table(requests_csv)
     settings = st.Settings.from_config(campaign.analysis, campaign.reference)
+    plan = comparison_plan(campaign, all_runs) if all_runs is not None else None
     for model, (out, out_desc) in outputs.items():
         runs = all_runs[all_runs.model == model] if all_runs is not None else pd.DataFrame()
         requests = None if all_requests is None else all_requests[all_requests.model == model]
         metrics = analysed_metrics(campaign, runs) if not runs.empty else []
-        results = st.analyse(runs, settings, metrics) if metrics else pd.DataFrame()
+        results = st.analyse(runs, settings, metrics, plan) if metrics else pd.DataFrame()
         desc = st.descriptives(runs, requests) if not runs.empty else pd.DataFrame()
         records.atomic_write_text(out, results.drop(
             columns=["p_bonferroni", "p_bh", "family_size"], errors="ignore").to_csv(index=False))
@@ -256,12 +326,17 @@ def system_facts(campaign: Campaign) -> dict[str, Any]:
     return {k: "; ".join(sorted(v)) for k, v in seen.items()}
 
 
-def primary_family(results: pd.DataFrame) -> pd.DataFrame:
-    """The comparisons the paper's verdicts rest on: not the A/A calibration of a replica
-    (where the statistics mark families), else all."""
+def family_of(results: pd.DataFrame) -> pd.Series:
+    """Each comparison's family (comparisons.Plan); 'primary' for a table without one."""
     if "family" in results:
-        return results[results["family"] != "calibration"]
-    return results
+        return results["family"]
+    return pd.Series("primary", index=results.index)
+
+
+def primary_family(results: pd.DataFrame) -> pd.DataFrame:
+    """The comparisons the paper's verdicts rest on: every environment against the
+    reference, not the A/A calibration of a replica against what it copies."""
+    return results[~family_of(results).isin(tables.AA_FAMILIES)]
 
 
 def _headline_rows(campaign: Campaign, results: pd.DataFrame | None,
@@ -358,8 +433,11 @@ def _quality_tex(q: dict[str, Any]) -> str:
     else:
         lines.append("\\begin{itemize}")
         for f in findings:
-            lines.append(f"\\item \\textbf{{{tables.tex(f['check'])}}} "
-                         f"({tables.tex(f['severity'])}): {tables.tex(f['message'])}")
+            item = (f"\\textbf{{{tables.tex(f['check'])}}} ({tables.tex(f['severity'])}): "
+                    f"{tables.tex(f['message'])}")
+            if f["severity"] == "error":  # what makes the analysis untrustworthy: in red
+                item = f"\\textcolor{{red}}{{{item}}}"
+            lines.append(f"\\item {item}")
         lines.append("\\end{itemize}")
     rules = q["exclude_rules"]
     dropped = q["excluded"]
@@ -438,6 +516,7 @@ def _design_values(campaign: Campaign, runs: pd.DataFrame) -> dict[str, Any]:
         "docker-device-nodes": any("device nodes" in e["gpu"] for e in docker),
         **page_cache_values(campaign, runs),
         "cpuset-text": cpuset_text(campaign),
+        **memory_source_values(found, runs),
     }
 
 
@@ -449,13 +528,33 @@ def _result_values(campaign: Campaign, results: pd.DataFrame | None,
     v: dict[str, Any] = {"family": 0, "significant-bh": 0, "significant-bonf": 0,
                          "equivalent": 0, "hl-count": 0, "hl-each": "",
                          "hl-overhead": 0, "hl-equivalent": 0, "hl-inconclusive": 0,
-                         "hl-advantage": 0, "startup-present": False, "startup-robust": False}
+                         "hl-advantage": 0, "startup-present": False, "startup-robust": False,
+                         "secondary-family": 0, "secondary-significant-bh": 0,
+                         "secondary-significant-bonf": 0, "secondary-equivalent": 0,
+                         "primary-metrics": "--", "has-derived": False, "derived-metrics": "--",
+                         "design-paired": False, "design-independent": False}
     if results is None or results.empty:
         return v
-    v["family"] = int(results["p"].notna().sum())
-    v["significant-bh"] = int((results["p_bh"] < alpha).sum())
-    v["significant-bonf"] = int((results["p_bonferroni"] < alpha).sum())
-    v["equivalent"] = int((results["tost_p"] < alpha).sum())
+    all_results = results
+    results = primary_family(results)  # the A/A calibration is reported on its own
+    fam = family_of(results)
+    for prefix, name in (("", "primary"), ("secondary-", "secondary")):
+        f = results[fam == name]
+        v[f"{prefix}family"] = int(f["p"].notna().sum())
+        v[f"{prefix}significant-bh"] = int((f["p_bh"] < alpha).sum())
+        v[f"{prefix}significant-bonf"] = int((f["p_bonferroni"] < alpha).sum())
+        v[f"{prefix}equivalent"] = int((f["tost_p"] < alpha).sum())
+    v["primary-metrics"] = tables.tex(_join([
+        reg[m].label.lower() if m in reg else m
+        for m in dict.fromkeys(results.loc[fam == "primary", "metric"])])) or "--"
+    derived = results[fam == "derived"]
+    v["has-derived"] = not derived.empty
+    v["derived-metrics"] = tables.tex(_join([
+        reg[m].label.lower() if m in reg else m
+        for m in dict.fromkeys(derived["metric"])])) or "--"
+    design = results["design"] if "design" in results else pd.Series(dtype=str)
+    v["design-paired"] = bool((design == "paired").any())
+    v["design-independent"] = bool((design == "independent").any())
     heads = _headline_rows(campaign, results, runs)
     v["hl-count"] = len(heads)
     v["hl-each"] = "".join(f"\\hlitem{{{i}}}" for i in range(1, len(heads) + 1))
@@ -467,6 +566,10 @@ def _result_values(campaign: Campaign, results: pd.DataFrame | None,
         v[f"hl/{i}/rel"] = tables.pct(r.rel_overhead)
         v[f"hl/{i}/ci"] = f"{tables.pct(r.rel_ci_low)}, {tables.pct(r.rel_ci_high)}"
         v[f"hl/{i}/mde"] = tables.num(100 * r.get("mde_rel", math.nan), 2)
+        v[f"hl/{i}/test"] = tables.tex(r.get("primary_test", "--"))
+        v[f"hl/{i}/p"] = tables.pval(r.get("p", math.nan))
+        v[f"hl/{i}/p-bh"] = tables.pval(r.get("p_bh", math.nan))
+        v[f"hl/{i}/p-tost"] = tables.pval(r.get("tost_p", math.nan))
         for word in ("overhead", "equivalent", "inconclusive", "advantage", "difference"):
             v[f"hl/{i}/{word}"] = h["verdict"] == word
         if h["verdict"] in ("overhead", "equivalent", "inconclusive", "advantage"):
@@ -493,7 +596,7 @@ def _result_values(campaign: Campaign, results: pd.DataFrame | None,
     v["any-equivalent-metric"] = bool(equivalent_metrics)
     v["equivalent-metrics"] = tables.tex(_join([
         reg[m].label.lower() if m in reg else m for m in equivalent_metrics])) or "--"
-    for _, r in results.iterrows():
+    for _, r in all_results.iterrows():
         key = f"{r.model}/{r.environment}/{r.metric}"
         v[f"rel/{key}"] = tables.pct(r.rel_overhead)
         v[f"rel-ci/{key}"] = f"[{tables.pct(r.rel_ci_low)}, {tables.pct(r.rel_ci_high)}]"
@@ -501,6 +604,8 @@ def _result_values(campaign: Campaign, results: pd.DataFrame | None,
         v[f"p-bh/{key}"] = tables.pval(r.p_bh)
         v[f"test/{key}"] = r.primary_test
     return v
+
+
 def cpuset_text(campaign: Campaign) -> str:
     """Which cores `cpuset_cpus: performance` gave each environment, from the raw records
     (resolved on the machine that ran them)."""
@@ -517,6 +622,66 @@ def cpuset_text(campaign: Campaign) -> str:
              for env, cores in sorted(found.items())]
     return ("The performance-core CPU set was resolved on the machine at run time to the "
             "cores of highest capacity: " + "; ".join(parts) + ".")
+
+
+def memory_source_values(found: dict[str, Any], runs: pd.DataFrame) -> dict[str, Any]:
+    """Where peak resident memory came from (the records' inside.max_rss_source): the
+    workload process's own VmHWM, the largest child's ru_maxrss (a probe that only launches
+    the benchmark), or, in records from before the fix, ru_maxrss inherited across
+    fork+exec, kept as max_rss_rusage_mib and never compared."""
+    sources = set(found.get("rss_sources", ()))
+    metrics = set(runs["metric"])
+    return {"rss-vmhwm": "VmHWM" in sources and "max_rss_mib" in metrics,
+            "rss-children": "ru_maxrss_children" in sources and "max_rss_mib" in metrics,
+            "rss-legacy": "max_rss_rusage_mib" in metrics}
+
+
+def primary_test_values(campaign: Campaign) -> dict[str, Any]:
+    """The pre-specified primary test (analysis.primary_test), for the methods."""
+    test = campaign.analysis["primary_test"]
+    n = campaign.repetitions if not campaign.is_import else 0
+    return {"primary-paired-t": test == "paired_t", "primary-signflip": test == "signflip",
+            "signflip-min-p": tables.num(2.0 ** (1 - n), 3) if n else "--"}
+
+
+AA_STATUSES = ("none", "passed", "failed", "cannot fail", "untested")
+
+
+def calibration_macros(cal: dict[str, Any], reg: dict[str, MetricInfo] | None = None,
+                       replicas: dict[str, str] | None = None) -> dict[str, Any]:
+    """The A/A verdict (quality.json's calibration) as conditions and values for the A/A
+    section and the abstract of paper/main.tex: its status, one \\aaitem per comparison of
+    the calibration family (estimate, interval, primary test, Bonferroni p)."""
+    status = cal.get("status", "none")
+    if status not in AA_STATUSES:
+        raise AnalysisError(f"quality.json: calibration status '{status}' is not one of "
+                            f"{', '.join(AA_STATUSES)}; rebuild the quality step.")
+    rows = [r for r in cal.get("comparisons", []) if r.get("family") == "calibration"]
+    label = {m: i.label.lower() for m, i in (reg or {}).items()}
+    replicas = replicas or {}
+    if not replicas and rows:
+        replicas = {str(r["environment"]): str(r["reference"]) for r in rows}
+    v: dict[str, Any] = {"aa-status": status, "aa-count": len(rows),
+                         "aa-each": "".join(f"\\aaitem{{{i}}}" for i in range(1, len(rows) + 1)),
+                         "aa-replicas": tables.tex(_join(list(replicas))) or "--",
+                         "aa-originals": tables.tex(_join(list(dict.fromkeys(
+                             replicas.values())))) or "--",
+                         "aa-n": len(replicas),
+                         "aa-alpha": cal.get("alpha", "--")}
+    for word in AA_STATUSES:
+        v[f"aa-{word.replace(' ', '-')}"] = status == word
+    for i, r in enumerate(rows, 1):
+        v[f"aa/{i}/model"] = tables.tex(r["model"])
+        v[f"aa/{i}/metric"] = tables.tex(label.get(r["metric"], r["metric"]))
+        v[f"aa/{i}/env"] = tables.tex(r["environment"])
+        v[f"aa/{i}/ref"] = tables.tex(r["reference"])
+        v[f"aa/{i}/rel"] = tables.pct(r["rel_overhead"])
+        v[f"aa/{i}/ci"] = f"{tables.pct(r['rel_ci_low'])}, {tables.pct(r['rel_ci_high'])}"
+        v[f"aa/{i}/test"] = tables.tex(r.get("primary_test", "--"))
+        v[f"aa/{i}/p"] = tables.pval(r.get("p", math.nan))
+        v[f"aa/{i}/p-bonf"] = tables.pval(r.get("p_bonferroni", math.nan))
+        v[f"aa/{i}/significant"] = bool(r.get("p_bonferroni", math.nan) < cal.get("alpha", 0))
+    return v
 
 
 def run_numbers(campaign: Campaign, kept_csv: Path, comparisons_csv: Path,
@@ -543,17 +708,17 @@ def run_numbers(campaign: Campaign, kept_csv: Path, comparisons_csv: Path,
         "alpha": a["alpha"],
         "margin": f"{100 * a['equivalence_margin']:g}",
         "resamples": f"{a['bootstrap_resamples']:,}".replace(",", "\\,"),
-        "primary-auto": a["primary_test"] == "auto",
-        "primary-paired": a["primary_test"] == "paired",
-        "primary-welch": a["primary_test"] == "welch",
-        "primary-mannwhitney": a["primary_test"] == "mannwhitney",
         "excluded": len(q["excluded"]),
         "findings": len(q["findings"]),
+        "outlier-z": f"{quality.MAD_Z:g}",
         "headline-metric": tables.tex(reg[head].label.lower()) if head else "--",
         "metrics": len(analysed_metrics(campaign, runs)),
         "has-memory": bool(set(tables.MEMORY_METRICS) & set(runs["metric"])),
+        **primary_test_values(campaign),
         **_design_values(campaign, runs),
         **_result_values(campaign, results, runs),
+        **calibration_macros(q.get("calibration") or {"status": "none"}, reg,
+                             campaign.replicas),
     }
     for (model, env, metric), g in runs.groupby(["model", "environment", "metric"]):
         mean = g["value"].mean()

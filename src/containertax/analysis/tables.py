@@ -19,8 +19,8 @@ from containertax.analysis.metrics import MetricInfo, display_unit
 _TEX = {"&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_\allowbreak{}", "{": r"\{",
         "}": r"\}",
         "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "\\": r"\textbackslash{}",
-        # in the default OT1 text font '<' and '>' print as '¡' and '¿'
-        "<": r"$<$", ">": r"$>$"}
+        # OT1 text fonts have no < or > (they print as inverted marks): use the math ones
+        "<": r"\ensuremath{<}", ">": r"\ensuremath{>}"}
 
 
 def tex(text: Any) -> str:
@@ -120,27 +120,53 @@ def descriptives_table(desc: pd.DataFrame, registry: dict[str, MetricInfo],
     return out
 
 
+# Families of comparisons (analysis/comparisons.py, Plan): the A/A calibration first
+FAMILY_ORDER = {"calibration": 0, "primary": 1, "calibration-secondary": 2, "secondary": 3,
+                "derived": 4}
+FAMILY_LABEL = {"calibration": "A/A", "calibration-secondary": "A/A (sec.)",
+                "primary": "primary", "secondary": "secondary", "derived": "derived"}
+AA_FAMILIES = ("calibration", "calibration-secondary")
+
+
+def by_family(results: pd.DataFrame) -> pd.DataFrame:
+    """The comparisons in the order the tables list them: A/A calibration, primary, A/A
+    secondary, secondary, derived (stable within each)."""
+    if "family" not in results:
+        return results.assign(family="primary")
+    return results.assign(_f=results["family"].map(FAMILY_ORDER)).sort_values(
+        "_f", kind="stable").drop(columns="_f")
+
+
 def _comparison_rows(results: pd.DataFrame, registry: dict[str, MetricInfo],
                      cells) -> list[list[str]]:
-    return [[tex(r.model), _metric_cell(registry, r.metric), tex(r.environment), *cells(r)]
-            for _, r in results.iterrows()]
+    """Model, metric and comparison (an A/A replica names the environment it copies)."""
+    def env(r) -> str:
+        if r.family in AA_FAMILIES:
+            return tex(f"{r.environment} vs {r.reference}")
+        return tex(r.environment)
+
+    return [[tex(r.model), _metric_cell(registry, r.metric), env(r), *cells(r)]
+            for _, r in by_family(results).iterrows()]
 
 
 def estimates_table(results: pd.DataFrame, registry: dict[str, MetricInfo]) -> str:
     rows = _comparison_rows(results, registry, lambda r: [
+        tex(FAMILY_LABEL.get(r.family, r.family)),
         f"{pct(r.rel_overhead)} [{pct(r.rel_ci_low)}, {pct(r.rel_ci_high)}]",
         num(r.hedges_g, 2), num(100 * r.mde_rel, 2)])
-    return longtable(["Model", "Metric (unit)", "Env.", r"Rel.\ diff.\ \% [95\,\% CI]", "$g$",
-                      r"MDE \%"], rows, r"lL{0.28\linewidth}L{0.12\linewidth}rrr",
-                     "tab:estimates")
+    return longtable(["Model", "Metric (unit)", "Env.", "Family",
+                      r"Rel.\ diff.\ \% [95\,\% CI]", "$g$", r"MDE \%"], rows,
+                     r"lL{0.21\linewidth}L{0.12\linewidth}lrrr", "tab:estimates")
 
 
 def tests_table(results: pd.DataFrame, registry: dict[str, MetricInfo]) -> str:
     rows = _comparison_rows(results, registry, lambda r: [
-        tex(r.primary_test), pval(r.p), pval(r.p_bonferroni), pval(r.p_bh), pval(r.tost_p)])
-    return longtable(["Model", "Metric (unit)", "Env.", "Primary test", "$p$",
+        tex(FAMILY_LABEL.get(r.family, r.family)), tex(r.primary_test), pval(r.p),
+        pval(r.p_bonferroni), pval(r.p_bh), pval(r.tost_p)])
+    return longtable(["Model", "Metric (unit)", "Env.", "Family", "Primary test", "$p$",
                       r"$p_\mathrm{Bonf}$", r"$p_\mathrm{BH}$", r"$p_\mathrm{TOST}$"], rows,
-                     r"lL{0.21\linewidth}L{0.1\linewidth}lrrrr", "tab:tests")
+                     r"lL{0.17\linewidth}L{0.1\linewidth}lL{0.12\linewidth}rrrr",
+                     "tab:tests")
 
 
 def headline_table(rows: list[dict[str, Any]], registry: dict[str, MetricInfo]) -> str:
@@ -165,7 +191,8 @@ MEMORY_METRICS = ("kv_cache_gib", "host_mem_used_peak_gib", "host_mem_rise_gib",
 
 def memory_table(runs: pd.DataFrame, registry: dict[str, MetricInfo]) -> str:
     """Memory per model and environment (mean and SD over the runs), one row per model,
-    environment and metric when more than three environments would not fit."""
+    environment and metric where a column per environment would not fit (more than three,
+    or a value in scientific notation)."""
     present = [m for m in MEMORY_METRICS if m in set(runs["metric"])]
     if not present:
         return ""
@@ -182,7 +209,9 @@ def memory_table(runs: pd.DataFrame, registry: dict[str, MetricInfo]) -> str:
             else:
                 cells.append("--")
         rows.append([tex(model), _metric_cell(registry, metric), *cells])
-    if len(envs) > 3:  # one row per environment: a column each would not fit the page
+    # one row per environment where a column each would not fit the page: more than three
+    # environments, or a value in scientific notation (a rise of a few KiB in GiB)
+    if len(envs) > 3 or any("\\times" in cell for row in rows for cell in row[2:]):
         long_rows = [[model, metric, tex(env), cell] for model, metric, *cells in rows
                      for env, cell in zip(envs, cells, strict=True) if cell != "--"]
         return longtable(["Model", "Metric (unit)", "Env.", "Mean $\\pm$ SD"], long_rows,

@@ -92,6 +92,11 @@ class Campaign:
     def schedule(self) -> dict[str, Any]:
         return self.raw["schedule"]
 
+    @property
+    def replicas(self) -> dict[str, str]:
+        """A/A controls: replica id -> the environment it copies."""
+        return {e.id: e.spec["replica_of"] for e in self.environments if "replica_of" in e.spec}
+
     def environment(self, env_id: str) -> Environment:
         return next(e for e in self.environments if e.id == env_id)
 
@@ -140,6 +145,11 @@ class Campaign:
 # Keys added to the schema after campaigns were committed: at their default they leave the
 # config hash as it was, so a committed campaign stays the campaign its records name.
 HASH_NEUTRAL_DEFAULTS = (("thermal", "cooldown"), ("thermal", "adaptive"))
+# Keys whose default changed after campaigns were committed: at the new default they hash as
+# the old one did (the old value is no longer valid, so no config can mean both).
+# analysis.primary_test: 'auto' (a Shapiro-Wilk pretest choosing Welch or Mann-Whitney)
+# became 'paired_t' (#11); it changes the analysis of the records, not what they measured.
+HASH_CHANGED_DEFAULTS = {("analysis", "primary_test"): ("paired_t", "auto")}
 
 
 def _filled_default(sub: dict[str, Any]) -> Any:
@@ -172,6 +182,10 @@ def _without_new_defaults(raw: dict[str, Any]) -> dict[str, Any]:
         if isinstance(parent, dict) and path[-1] in parent \
                 and parent[path[-1]] == _filled_default(sub):
             del parent[path[-1]]
+    for (section, key), (now, before) in HASH_CHANGED_DEFAULTS.items():
+        parent = out.get(section)
+        if isinstance(parent, dict) and parent.get(key) == now:
+            parent[key] = before
     return out
 
 
@@ -495,6 +509,56 @@ def resolve_extends(envs: dict[str, Any], source: str) -> dict[str, Any]:
     return {env_id: resolve(env_id, (env_id,)) for env_id in envs}
 
 
+def resolve_replicas(envs: dict[str, Any], source: str) -> dict[str, Any]:
+    """An environment `replica_of: OTHER` is OTHER's settings under its own id: an A/A
+    control, scheduled like any other environment and compared with OTHER, not with the
+    reference. It may set nothing but a description."""
+    out = dict(envs)
+    for env_id, spec in envs.items():
+        if not isinstance(spec, dict) or "replica_of" not in spec:
+            continue
+        other = spec["replica_of"]
+        original = envs.get(other) if isinstance(envs.get(other), dict) else {}
+        # a resolved config (config.resolved.json) carries the copied settings: equal is fine
+        extra = sorted(k for k in set(spec) - {"replica_of", "description"}
+                       if spec[k] != original.get(k))
+        if extra:
+            raise ConfigError(f"{source}: key 'environments.{env_id}': a replica has "
+                              f"identical settings, so {extra} may not be set; remove them "
+                              f"(or use 'extends: {other}' for a variant).")
+        if other not in envs or other == env_id:
+            raise ConfigError(f"{source}: key 'environments.{env_id}.replica_of': '{other}' "
+                              f"is not another environment; choose one of "
+                              f"{sorted(e for e in envs if e != env_id)}.")
+        if isinstance(envs[other], dict) and "replica_of" in envs[other]:
+            raise ConfigError(f"{source}: key 'environments.{env_id}.replica_of': '{other}' "
+                              "is itself a replica; name the environment it copies.")
+        base = {k: v for k, v in envs[other].items() if k != "description"}
+        out[env_id] = {**base, **spec}
+    return out
+
+
+def _check_metric_names(data: dict[str, Any], source: str) -> None:
+    """Metric names in the analysis section must be known: a misspelt name would silently
+    analyse nothing."""
+    from containertax.analysis.metrics import registry
+
+    analysis = data.get("analysis", {})
+    known = registry(analysis.get("define_metrics"))
+    problems = []
+    for key in ("metrics", "primary_metrics"):
+        for i, name in enumerate(analysis.get(key) or []):
+            if name not in known:
+                problems.append(f"key 'analysis.{key}[{i}]': '{name}' is not a known metric; "
+                                "correct the name or define it under analysis.define_metrics.")
+    head = analysis.get("headline_metric")
+    if head is not None and head not in known:
+        problems.append(f"key 'analysis.headline_metric': '{head}' is not a known metric; "
+                        "correct the name or define it under analysis.define_metrics.")
+    if problems:
+        raise ConfigError(f"{source}:\n" + "\n".join(f"  {p}" for p in problems))
+
+
 def load_campaign(data: dict[str, Any], source: str = "<config>") -> Campaign:
     """Validate a config mapping (already parsed) and return the campaign it describes."""
     if not isinstance(data, dict) or not data:
@@ -511,9 +575,11 @@ def load_campaign(data: dict[str, Any], source: str = "<config>") -> Campaign:
             raise ConfigError(f"{source}: key 'models[{i}]': '{m}' is a model id, which only "
                               "a config with 'base' can select; give the model's mapping.")
     if isinstance(data.get("environments"), dict):
-        data["environments"] = resolve_extends(data["environments"], source)
+        data["environments"] = resolve_replicas(
+            resolve_extends(data["environments"], source), source)
     data = validate_schema(data, source)
     _semantic_checks(data, source)
+    _check_metric_names(data, source)
     campaign = campaign_of(data, source)
     if not campaign.is_import:
         _workload_checks(campaign)

@@ -1,11 +1,12 @@
 """Phase 2B to 2C: which single Docker options beat the baseline, and their combination.
 
 A variant (an environment with `extends: <reference>`) qualifies when, on the chosen
-metric, it is better than the reference on every model and significantly so (BH-adjusted,
-across the whole family) on at least one: an option that helps one model and hurts another
-is not one to switch on for all. Options of qualifying variants are merged; where two set
-the same option (shm 8g / 32g / 60g) the larger mean improvement wins. The decision stays
-the researcher's: this prints the evidence and a snippet, it edits no config.
+metric, it is better than the reference on every model and significantly so (BH-adjusted
+within the comparison's family, comparisons.csv) on at least one: an option that helps one
+model and hurts another is not one to switch on for all. Options of qualifying variants are
+merged; where two set the same option (shm 8g / 32g / 60g) the larger mean improvement
+wins. The decision stays the researcher's: this prints the evidence and a snippet, it edits
+no config.
 """
 
 from __future__ import annotations

@@ -188,7 +188,7 @@ class CampaignPaths:
 
     @property
     def comparisons(self) -> Path:
-        """Every comparison after correction across the family (the correct rule)."""
+        """Every comparison after correction within its family (the correct rule)."""
         return self.root / COMPARISONS
 
     def work(self, name: str) -> Path:

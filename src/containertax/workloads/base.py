@@ -40,6 +40,16 @@ class MetricInfo:
     label: str
     description: str
     size_trend: str | None = None  # 'increasing', 'decreasing' or None
+    # the relative spread of the means below which models of very different sizes count
+    # as 'the same' (implausible): memory must move more than a noisy timing
+    size_tolerance: float = 0.02
+    # a metric that is another one rescaled by a constant of the run (tested once, there)
+    restates: str | None = None
+    # False: measured differently across environments or records; never compared
+    comparable: bool = True
+
+
+MEMORY_TOLERANCE = 0.10
 
 
 @dataclass(frozen=True)
@@ -96,14 +106,21 @@ def thread_env(params: dict[str, Any]) -> dict[str, str]:
     return {k: n for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
 
 
+# Peak-RSS sources measured the same way in every environment (probe_common.max_rss_kib);
+# a probe output without one predates them (ru_maxrss, inherited across fork+exec).
+RSS_SOURCES = ("VmHWM", "ru_maxrss_children")
+
+
 def process_metrics(probe: Probe, launched_unix: float, wall_s: float) -> list[Metric]:
     """What every probe measures about its own process."""
-    return [
+    out = [
         Metric("process_wall_s", wall_s, "s"),
         Metric("startup_s", probe["t_enter_unix"] - launched_unix, "s"),
         Metric("import_s", probe["import_s"], "s"),
-        Metric("max_rss_mib", probe["max_rss_kib"] / 1024.0, "MiB"),
     ]
+    if probe.get("max_rss_source") in RSS_SOURCES and probe["max_rss_kib"] >= 0:
+        out.append(Metric("max_rss_mib", probe["max_rss_kib"] / 1024.0, "MiB"))
+    return out
 
 
 def device_memory(probe: Probe) -> list[Metric]:

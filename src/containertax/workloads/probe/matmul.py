@@ -22,6 +22,19 @@ from probe_common import (  # noqa: E402
     write_atomic,
 )
 
+# Test only: a known slowdown for the known-effect check (tests/test_known_effect.py).
+# Each timed product is stretched by this fraction of its own time by spinning the CPU
+# inside the timed region; the probe reports it, so a campaign can never carry it unseen.
+SLOWDOWN = float(os.environ.get("CONTAINERTAX_TEST_SLOWDOWN", "0") or 0)
+
+
+def stretch(t0: float) -> None:
+    """Spin until the product started at t0 has taken (1 + SLOWDOWN) times its time."""
+    if SLOWDOWN > 0:
+        until = t0 + (time.perf_counter() - t0) * (1 + SLOWDOWN)
+        while time.perf_counter() < until:
+            pass
+
 
 def numpy_facts(np) -> dict:
     facts = {"numpy": np.__version__}
@@ -68,6 +81,7 @@ def torch_matmul(torch, args) -> dict:
         t0 = time.perf_counter()
         c = a @ b
         sync()
+        stretch(t0)
         times.append(time.perf_counter() - t0)
     return {
         "size": args.size, "dtype": args.dtype, "warmup": args.warmup, "repeats": args.repeats,
@@ -100,6 +114,8 @@ def main(argv=None) -> int:
 
         software = {**numpy_facts(np), "libraries": loaded_libraries()}
     import_s = time.perf_counter() - t_import0
+    if SLOWDOWN:
+        software["test_slowdown"] = str(SLOWDOWN)  # in the record's software facts
     result = header("matmul", T_ENTER, import_s, software)
     if args.check:
         # the parameters as the run uses them, on 2x2 matrices: a bad dtype fails here, in
@@ -129,6 +145,7 @@ def main(argv=None) -> int:
     for _ in range(args.repeats):
         t0 = time.perf_counter()
         c = np.matmul(a, b)
+        stretch(t0)
         times.append(time.perf_counter() - t0)
     checksum = float(np.abs(c).sum()) if c is not None else None
     result.update(

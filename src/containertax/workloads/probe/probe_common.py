@@ -36,11 +36,32 @@ def header(probe: str, t_enter: float, import_s: float, software: dict) -> dict:
             "environment": environment_facts(), "software": software}
 
 
-def max_rss_kib(children: bool = False) -> int:
-    """Peak RSS of this process, or (children=True) of the largest finished child: the
-    benchmark itself when the probe only launches it."""
-    who = resource.RUSAGE_CHILDREN if children else resource.RUSAGE_SELF
-    return resource.getrusage(who).ru_maxrss
+def vm_hwm_kib() -> int | None:
+    """This process's own peak resident set (VmHWM): the kernel keeps it per address space,
+    and exec starts a new one, so nothing of the launching process is counted."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def max_rss_kib(children: bool = False) -> tuple[int, str]:
+    """Peak RSS and where it was read. Own process: VmHWM. Not getrusage(RUSAGE_SELF):
+    ru_maxrss carries over fork and exec, so a probe started by a large launcher (the
+    harness, natively) reports the launcher's peak while one started by a container
+    runtime does not. children=True (the probe only launches the benchmark): the largest
+    reaped child's ru_maxrss, whose inherited part is this small probe's own RSS, the same
+    in every environment."""
+    if children:
+        return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, "ru_maxrss_children"
+    hwm = vm_hwm_kib()
+    if hwm is None:  # no /proc: say so rather than report an inherited value as ours
+        return -1, "unavailable"
+    return hwm, "VmHWM"
 
 
 def write_atomic(path: str, data: dict) -> None:
@@ -54,7 +75,7 @@ def write_atomic(path: str, data: dict) -> None:
 
 def finish(path: str, result: dict, children: bool = False) -> int:
     """A measured run's last step: peak RSS, exit time, the output written atomically."""
-    result["max_rss_kib"] = max_rss_kib(children)
+    result["max_rss_kib"], result["max_rss_source"] = max_rss_kib(children)
     result["t_exit_unix"] = time.time()
     write_atomic(path, result)
     return 0
