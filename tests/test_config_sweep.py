@@ -198,7 +198,8 @@ def test_every_shipped_config_passes(capsys):
 def test_the_demo_passes_and_the_check_says_what_runs(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     assert cli.main(["check", str(write_case(tmp_path, DEMO_TEXT))]) == 0
-    assert "24 cells" in capsys.readouterr().out
+    # 2 models x 4 environments (the A/A replica native-aa included) x 4 repetitions
+    assert "32 cells (2 models x 4 environments x 4 repetitions)" in capsys.readouterr().out
 
 
 def test_extends_campaign_lets_a_config_add_to_another_configs_campaign(tmp_path, monkeypatch):

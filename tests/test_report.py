@@ -57,6 +57,7 @@ def test_a_a_difference_is_an_instrument_failure(tmp_path, shift, status):
 
     cfg = demo_config()
     cfg["results_dir"] = str(tmp_path)
+    cfg["results_dir_absolute"] = True
     campaign = config.load_campaign(cfg, "demo.yaml")
     report.run_quality(campaign, _aa_runs(tmp_path, shift), tmp_path / "stats")
     q = json.loads((tmp_path / "stats" / "quality.json").read_text())
