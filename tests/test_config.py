@@ -111,7 +111,8 @@ def test_replica_mistakes_name_the_key(config_dict, env, fragment):
 
 
 @pytest.mark.parametrize(("key", "value", "fragment"), [
-    ("metrics", ["compute_time_s", "compute_tme_s"], "'analysis.metrics': unknown metric(s) ['compute_tme_s']"),
+    ("metrics", ["compute_time_s", "compute_tme_s"],
+     "'analysis.metrics': unknown metric(s) ['compute_tme_s']"),
     ("primary_metrics", ["tok_s"], "'analysis.primary_metrics[0]': 'tok_s'"),
     ("headline_metric", "speed", "'analysis.headline_metric': 'speed'"),
     ("define_metrics", {"x": {"unit": "s", "dirction": "lower"}}, "'dirction' was unexpected"),
