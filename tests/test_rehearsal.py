@@ -32,7 +32,8 @@ def test_derived_rehearsal_is_its_own_small_campaign():
 @pytest.mark.slow
 def test_rehearsal_go_no_go_with_real_snakemake(tmp_path):
     cfg = yaml.safe_load((REPO / "config" / "demo.yaml").read_text())
-    cfg.update(campaign="tiny", results_dir=str(tmp_path / "results"), repetitions=30,
+    cfg.update(campaign="tiny", results_dir=str(tmp_path / "results"), results_dir_absolute=True,
+               repetitions=30,
                reference_environment="native")
     cfg["environments"] = {
         "native": {"kind": "native", "python": sys.executable},
