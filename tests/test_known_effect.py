@@ -23,7 +23,7 @@ TRUTH = 0.05
 def test_a_known_slowdown_is_found_and_covered(tmp_path):
     cfg = demo_config()
     native = cfg["environments"]["native"]
-    cfg.update(campaign="known", repetitions=8, reference_environment="native")
+    cfg.update(campaign="known", repetitions=12, reference_environment="native")
     cfg["environments"] = {
         "native": native,
         "native-aa": {"replica_of": "native"},
@@ -50,7 +50,7 @@ def test_a_known_slowdown_is_found_and_covered(tmp_path):
     slow = res[(res.environment == "slow") & (res.metric == "compute_time_median_s")].iloc[0]
     print(f"slow: {100 * slow.rel_overhead:+.2f} % [{100 * slow.rel_ci_low:+.2f}, "
           f"{100 * slow.rel_ci_high:+.2f}], p {slow.p:.2g}")
-    assert slow.family == "primary" and slow.design == "paired" and slow.n_blocks == 8
+    assert slow.family == "primary" and slow.design == "paired" and slow.n_blocks == 12
     assert slow.p_bonferroni < 0.05
     assert slow.rel_ci_low <= TRUTH <= slow.rel_ci_high
     quality = json.loads((root / "stats" / "quality.json").read_text())
