@@ -6,6 +6,7 @@ the same thermal state and records what it waited for, so the wait is visible.
 
 from __future__ import annotations
 
+import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -237,6 +238,19 @@ def wait_gate(
         sleep(max(0.0, min(wait, settings.timeout_s - elapsed + 1e-3)))
 
 
+def _readings(sensor: Sensor, seconds: float, poll_s: float, clock: Callable[[], float],
+              sleep: Callable[[float], None]) -> list[list[float | None]]:
+    """[elapsed s, temperature] every poll_s for `seconds`, the last reading at the end."""
+    start = clock()
+    trace: list[list[float | None]] = []
+    while True:
+        elapsed = clock() - start
+        trace.append([round(elapsed, 3), sensor.temperature_c()])
+        if elapsed >= seconds:
+            return trace
+        sleep(min(poll_s, seconds - elapsed))
+
+
 def idle_baseline(
     sensor: Sensor,
     seconds: float,
@@ -247,19 +261,9 @@ def idle_baseline(
 ) -> dict[str, Any]:
     """The idle temperature at the campaign's start (median of `seconds` of readings): the
     level an adaptive cooldown waits to get back to."""
-    start = clock()
-    trace: list[list[float | None]] = []
-    while True:
-        elapsed = clock() - start
-        trace.append([round(elapsed, 3), sensor.temperature_c()])
-        if elapsed >= seconds:
-            break
-        sleep(min(poll_s, seconds - elapsed))
-    temps = sorted(t for _, t in trace if t is not None)
-    median = None
-    if temps:
-        mid = len(temps) // 2
-        median = temps[mid] if len(temps) % 2 else (temps[mid - 1] + temps[mid]) / 2
+    trace = _readings(sensor, seconds, poll_s, clock, sleep)
+    temps = [t for _, t in trace if t is not None]
+    median = statistics.median(temps) if temps else None
     return {"sensor": sensor.name, "baseline_c": median, "measured_s": round(seconds, 3),
             "utc": datetime.now(UTC).isoformat(timespec="seconds"), "trace": trace}
 
@@ -354,13 +358,7 @@ def cooldown(
 ) -> dict[str, Any]:
     """Wait a fixed time after a run, recording how the temperature decays."""
     start = clock()
-    trace: list[list[float | None]] = []
-    while True:
-        elapsed = clock() - start
-        trace.append([round(elapsed, 3), sensor.temperature_c()])
-        if elapsed >= seconds:
-            break
-        sleep(min(poll_s, seconds - elapsed))
+    trace = _readings(sensor, seconds, poll_s, clock, sleep)
     temps = [t for _, t in trace if t is not None]
     return {
         "sensor": sensor.name,
