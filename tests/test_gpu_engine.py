@@ -19,7 +19,7 @@ import gpu_engine  # noqa: E402
 
 
 def test_blocks_for_a_2_percent_ci_half_width():
-    # sd of a paired difference sqrt(2) * 2 %: 11 blocks (t = 2.23), as config/h100-engine says
+    # sd of a paired difference sqrt(2) * 2 % (a per-run CV of 2 %): 11 blocks (t = 2.23)
     assert gpu_engine.blocks_for(0.02) == 11
     assert gpu_engine.blocks_for(0.01) < gpu_engine.blocks_for(0.02) < gpu_engine.blocks_for(0.04)
 
