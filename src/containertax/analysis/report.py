@@ -465,6 +465,10 @@ def _join(items: list[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
+# the gate's sensor (thermal.sensor) as the methods name it: 'the GPU (NVML) sensor'
+SENSOR_WORDS = {"nvml": "GPU (NVML)", "cpu": "CPU"}
+
+
 def _design_values(campaign: Campaign, runs: pd.DataFrame) -> dict[str, Any]:
     """The design as it ran: blocks, order, gate, cooldown, sensor, machines."""
     if campaign.is_import:
@@ -489,7 +493,8 @@ def _design_values(campaign: Campaign, runs: pd.DataFrame) -> dict[str, Any]:
         "design-random": sched["design"] == "random",
         "models-interleaved": sched.get("models") == "interleaved",
         "sensor-none": sensors in ([], ["none"]),
-        "sensor": tables.tex("/".join(s for s in sensors if s != "none") or t["sensor"]),
+        "sensor": tables.tex("/".join(SENSOR_WORDS.get(s, s) for s in sensors if s != "none")
+                             or SENSOR_WORDS.get(t["sensor"], t["sensor"])),
         "threshold": f"{t['threshold_c']:g}",
         "min-interval": f"{t['min_interval_s']:g}",
         "has-stability": bool(t.get("stability_s")),
@@ -515,7 +520,7 @@ def _design_values(campaign: Campaign, runs: pd.DataFrame) -> dict[str, Any]:
         "has-docker": bool(docker),
         "docker-device-nodes": any("device nodes" in e["gpu"] for e in docker),
         **page_cache_values(campaign, runs),
-        "cpuset-text": cpuset_text(campaign),
+        **cpuset_values(found),
         **memory_source_values(found, runs),
     }
 
@@ -606,22 +611,14 @@ def _result_values(campaign: Campaign, results: pd.DataFrame | None,
     return v
 
 
-def cpuset_text(campaign: Campaign) -> str:
-    """Which cores `cpuset_cpus: performance` gave each environment, from the raw records
-    (resolved on the machine that ran them)."""
-    found: dict[str, set[str]] = {}
-    for path in campaign.paths.raw_records():
-        rec = records.read_json(path)
-        cpuset = ((rec.get("environment") or {}).get("resolved") or {}).get("cpuset")
-        if cpuset:
-            found.setdefault(rec["cell"]["environment"], set()).add(
-                f"{cpuset['cpus']} ({cpuset['source']})")
-    if not found:
-        return ""
-    parts = [f"{tables.tex(env)} on CPUs {tables.tex(', '.join(sorted(cores)))}"
-             for env, cores in sorted(found.items())]
-    return ("The performance-core CPU set was resolved on the machine at run time to the "
-            "cores of highest capacity: " + "; ".join(parts) + ".")
+def cpuset_values(found: dict[str, Any]) -> dict[str, Any]:
+    """Which cores `cpuset_cpus: performance` gave each environment (facts.from_records:
+    resolved on the machine that ran them), for the design's sentence; no sentence, not
+    an empty one, where no environment asked for them."""
+    cpusets = found.get("cpusets") or {}
+    parts = [f"{tables.tex(env)} on CPUs {tables.tex(', '.join(cores))}"
+             for env, cores in cpusets.items()]
+    return {"has-cpuset": bool(parts), "cpuset-list": "; ".join(parts) or "--"}
 
 
 def memory_source_values(found: dict[str, Any], runs: pd.DataFrame) -> dict[str, Any]:
