@@ -250,7 +250,7 @@ def run_figures(campaign: Campaign, kept_csv: Path, comparisons_csv: Path,
     if heads:
         rows = pd.DataFrame([h["row"] for h in heads])
         labels = [f"{h['model']}, {h['environment']}: "
-                  f"{reg[h['metric']].label.lower() if h['metric'] in reg else h['metric']}"
+                  f"{tables.in_prose(reg.get(h['metric']), h['metric'])}"
                   for h in heads]
         add("forest", figures.forest(rows, labels, campaign.analysis["equivalence_margin"],
                                      out_dir / "forest.pdf"))
@@ -425,7 +425,16 @@ def page_cache_values(campaign: Campaign, runs: pd.DataFrame) -> dict[str, Any]:
                 "drop_page_cache", "auto"))}
 
 
-def _quality_tex(q: dict[str, Any]) -> str:
+def check_words(check: str) -> str:
+    """A quality check's name as a reader sees it: 'thermal_dependence' -> 'Thermal
+    dependence', 'aa_calibration' -> 'A/A calibration'."""
+    words = check.replace("aa_", "A/A ").replace("_", " ")
+    return words[:1].upper() + words[1:]
+
+
+def _quality_tex(q: dict[str, Any], reg: dict[str, MetricInfo]) -> str:
+    """The data-quality findings as the paper lists them: each check's name in words and
+    every metric by its label (quality.json keeps the identifiers)."""
     findings = q["findings"]
     lines = []
     if not findings:
@@ -433,8 +442,9 @@ def _quality_tex(q: dict[str, Any]) -> str:
     else:
         lines.append("\\begin{itemize}")
         for f in findings:
-            item = (f"\\textbf{{{tables.tex(f['check'])}}} ({tables.tex(f['severity'])}): "
-                    f"{tables.tex(f['message'])}")
+            item = (f"\\textbf{{{tables.tex(check_words(f['check']))}}} "
+                    f"({tables.tex(f['severity'])}): "
+                    f"{tables.tex(tables.humanise(f['message'], reg))}")
             if f["severity"] == "error":  # what makes the analysis untrustworthy: in red
                 item = f"\\textcolor{{red}}{{{item}}}"
             lines.append(f"\\item {item}")
@@ -450,7 +460,8 @@ def _quality_tex(q: dict[str, Any]) -> str:
         for d in dropped[:40]:
             why = ", ".join(k[5:] for k, v in d.items() if k.startswith("flag_") and v)
             lines.append(f"\\item {tables.tex(d['model'])}/{tables.tex(d['environment'])}/"
-                         f"rep {d['repetition']}, {tables.tex(d['metric'])} = "
+                         f"rep {d['repetition']}, "
+                         f"{tables.tex(tables.in_prose(reg.get(d['metric']), d['metric']))} = "
                          f"{tables.num(d['value'])}: {tables.tex(why)}")
         if len(dropped) > 40:
             lines.append(f"\\item and {len(dropped) - 40} more (see quality.json)")
@@ -550,12 +561,12 @@ def _result_values(campaign: Campaign, results: pd.DataFrame | None,
         v[f"{prefix}significant-bonf"] = int((f["p_bonferroni"] < alpha).sum())
         v[f"{prefix}equivalent"] = int((f["tost_p"] < alpha).sum())
     v["primary-metrics"] = tables.tex(_join([
-        reg[m].label.lower() if m in reg else m
+        tables.in_prose(reg.get(m), m)
         for m in dict.fromkeys(results.loc[fam == "primary", "metric"])])) or "--"
     derived = results[fam == "derived"]
     v["has-derived"] = not derived.empty
     v["derived-metrics"] = tables.tex(_join([
-        reg[m].label.lower() if m in reg else m
+        tables.in_prose(reg.get(m), m)
         for m in dict.fromkeys(derived["metric"])])) or "--"
     design = results["design"] if "design" in results else pd.Series(dtype=str)
     v["design-paired"] = bool((design == "paired").any())
@@ -567,7 +578,7 @@ def _result_values(campaign: Campaign, results: pd.DataFrame | None,
         r, info = h["row"], reg.get(h["metric"])
         v[f"hl/{i}/model"] = tables.tex(h["model"])
         v[f"hl/{i}/env"] = tables.tex(h["environment"])
-        v[f"hl/{i}/metric"] = tables.tex(info.label.lower() if info else h["metric"])
+        v[f"hl/{i}/metric"] = tables.tex(tables.in_prose(info, h["metric"]))
         v[f"hl/{i}/rel"] = tables.pct(r.rel_overhead)
         v[f"hl/{i}/ci"] = f"{tables.pct(r.rel_ci_low)}, {tables.pct(r.rel_ci_high)}"
         v[f"hl/{i}/mde"] = tables.num(100 * r.get("mde_rel", math.nan), 2)
@@ -600,7 +611,7 @@ def _result_values(campaign: Campaign, results: pd.DataFrame | None,
                           if (g["tost_p"] < alpha).all()]
     v["any-equivalent-metric"] = bool(equivalent_metrics)
     v["equivalent-metrics"] = tables.tex(_join([
-        reg[m].label.lower() if m in reg else m for m in equivalent_metrics])) or "--"
+        tables.in_prose(reg.get(m), m) for m in equivalent_metrics])) or "--"
     for _, r in all_results.iterrows():
         key = f"{r.model}/{r.environment}/{r.metric}"
         v[f"rel/{key}"] = tables.pct(r.rel_overhead)
@@ -654,7 +665,7 @@ def calibration_macros(cal: dict[str, Any], reg: dict[str, MetricInfo] | None = 
         raise AnalysisError(f"quality.json: calibration status '{status}' is not one of "
                             f"{', '.join(AA_STATUSES)}; rebuild the quality step.")
     rows = [r for r in cal.get("comparisons", []) if r.get("family") == "calibration"]
-    label = {m: i.label.lower() for m, i in (reg or {}).items()}
+    label = {m: tables.in_prose(i, m) for m, i in (reg or {}).items()}
     replicas = replicas or {}
     if not replicas and rows:
         replicas = {str(r["environment"]): str(r["reference"]) for r in rows}
@@ -708,7 +719,7 @@ def run_numbers(campaign: Campaign, kept_csv: Path, comparisons_csv: Path,
         "excluded": len(q["excluded"]),
         "findings": len(q["findings"]),
         "outlier-z": f"{quality.MAD_Z:g}",
-        "headline-metric": tables.tex(reg[head].label.lower()) if head else "--",
+        "headline-metric": tables.tex(tables.in_prose(reg[head], head)) if head else "--",
         "metrics": len(analysed_metrics(campaign, runs)),
         "has-memory": bool(set(tables.MEMORY_METRICS) & set(runs["metric"])),
         **primary_test_values(campaign),
@@ -721,4 +732,4 @@ def run_numbers(campaign: Campaign, kept_csv: Path, comparisons_csv: Path,
         mean = g["value"].mean()
         v[f"mean/{model}/{env}/{metric}"] = tables.num(mean) if not math.isnan(mean) else "--"
     records.atomic_write_text(out_numbers, tables.macros(v))
-    records.atomic_write_text(out_quality, _quality_tex(q))
+    records.atomic_write_text(out_quality, _quality_tex(q, reg))
