@@ -212,3 +212,12 @@ def test_metric_labels_in_prose_keep_their_acronyms():
     assert in_prose(REGISTRY["token_throughput"], "token_throughput") == "token throughput"
     assert in_prose(REGISTRY["gpu_energy_j"], "gpu_energy_j") == "GPU energy"
     assert in_prose(None, "unknown_metric") == "unknown_metric"
+
+
+def test_a_reference_with_unknown_coauthors_prints_et_al(tmp_path):
+    """sani2025's authors are 'Sani and others' (the rest unknown): the text and the list
+    of references print 'Sani et al.', never 'Sani and others'."""
+    assert build(tmp_path, CLEAN + r" As \citet{sani2025} report.") == []
+    text = " ".join(review.prose_text(tmp_path / "main.pdf").split())
+    assert "Sani et al. (2025) report" in text and text.count("Sani et al.") == 2
+    assert "and others" not in text

@@ -8,6 +8,7 @@ this workflow did not run goes through exactly the same steps.
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -432,29 +433,34 @@ def check_words(check: str) -> str:
     return words[:1].upper() + words[1:]
 
 
+def _unbroken_pct(text: str) -> str:
+    """'+22.29 \\%' as '+22.29\\,\\%': a line never breaks between a number and its
+    per cent sign."""
+    return re.sub(r"(\d) \\%", r"\1\\,\\%", text)
+
+
 def _quality_tex(q: dict[str, Any], reg: dict[str, MetricInfo]) -> str:
     """The data-quality findings as the paper lists them: each check's name in words and
     every metric by its label (quality.json keeps the identifiers)."""
     findings = q["findings"]
     lines = []
-    if not findings:
-        lines.append("No check found a problem.")
-    else:
+    if findings:  # none: the text says so ('they found no problems')
         lines.append("\\begin{itemize}")
         for f in findings:
             item = (f"\\textbf{{{tables.tex(check_words(f['check']))}}} "
                     f"({tables.tex(f['severity'])}): "
-                    f"{tables.tex(tables.humanise(f['message'], reg))}")
+                    f"{_unbroken_pct(tables.tex(tables.humanise(f['message'], reg)))}")
             if f["severity"] == "error":  # what makes the analysis untrustworthy: in red
                 item = f"\\textcolor{{red}}{{{item}}}"
             lines.append(f"\\item {item}")
         lines.append("\\end{itemize}")
     rules = q["exclude_rules"]
     dropped = q["excluded"]
-    lines.append(
-        f"Exclusion rule: {tables.tex(', '.join(rules)) if rules else 'none'} "
-        f"(non-finite values are always excluded); {len(dropped)} of {q['n_rows']} values "
-        "were excluded.")
+    kept = (f"all {q['n_rows']} values were kept" if not dropped else
+            f"{len(dropped)} of {q['n_rows']} values "
+            f"{'was' if len(dropped) == 1 else 'were'} excluded")
+    lines.append(f"Exclusion rule: {tables.tex(', '.join(rules)) if rules else 'none'} "
+                 f"(non-finite values are always excluded); {kept}.")
     if dropped:
         lines.append("\\begin{itemize}")
         for d in dropped[:40]:
