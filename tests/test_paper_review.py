@@ -172,3 +172,52 @@ def _row(rel: float, p_bh: float, tost_p: float) -> pd.Series:
 ])
 def test_the_verdict_of_a_comparison(metric, row, expected):
     assert facts.verdict(row, REGISTRY[metric], 0.05) == expected
+
+
+def test_a_raw_metric_name_in_a_quality_item_is_caught(tmp_path):
+    """The data-quality list once printed the metric's identifier ('qwen2-0.5b/itl_p99_s'),
+    the tests table 'restates token_throughput'; the paper now prints the registry's
+    label."""
+    from containertax.analysis import tables
+
+    message = "largest effect +22.29 % across the start temperature (qwen2-0.5b/itl_p99_s)"
+    raw = r"\begin{itemize}\item \textbf{Thermal dependence} (info): " + tables.tex(message)
+    problems = build(tmp_path, CLEAN + "\n\n" + raw + r"\end{itemize}")
+    hits = {p.where: p.message for p in problems if p.check == "raw-name-in-text"}
+    assert "itl p99 s" in hits["page 1"]  # the PDF's text: OT1 draws the underscore
+    assert "itl_p99_s" in hits["main.tex"]  # the source, where it was escaped
+    labelled = tables.tex(tables.humanise(message, REGISTRY))
+    assert "inter-token latency p99" in labelled and "itl" not in labelled
+    assert build(tmp_path, CLEAN + "\n\n" + r"\begin{itemize}\item " + labelled
+                 + r"\end{itemize}") == []
+
+
+def test_a_count_that_reads_wrong_is_caught(tmp_path):
+    """'Of the 1 comparison', '0 remain significant' and a sentence opening with a numeral,
+    as the old \\nof macro printed them; the words the paper's macros print pass."""
+    wrong = ("Of the 1 comparison in the primary family, 0 remain significant. "
+             "2 headline comparisons remain inconclusive.")
+    problems = [p for p in build(tmp_path, CLEAN + "\n\n" + wrong)
+                if p.check == "count-phrasing"]
+    assert len(problems) == 3
+    right = ("The one comparison in the primary family does not remain significant. "
+             "Of the five comparisons, none remains significant and 28 are equivalent. "
+             "Two headline comparisons remain inconclusive in 32 runs.")
+    assert build(tmp_path, CLEAN + "\n\n" + right) == []
+
+
+def test_metric_labels_in_prose_keep_their_acronyms():
+    from containertax.analysis.tables import in_prose
+
+    assert in_prose(REGISTRY["token_throughput"], "token_throughput") == "token throughput"
+    assert in_prose(REGISTRY["gpu_energy_j"], "gpu_energy_j") == "GPU energy"
+    assert in_prose(None, "unknown_metric") == "unknown_metric"
+
+
+def test_a_reference_with_unknown_coauthors_prints_et_al(tmp_path):
+    """sani2025's authors are 'Sani and others' (the rest unknown): the text and the list
+    of references print 'Sani et al.', never 'Sani and others'."""
+    assert build(tmp_path, CLEAN + r" As \citet{sani2025} report.") == []
+    text = " ".join(review.prose_text(tmp_path / "main.pdf").split())
+    assert "Sani et al. (2025) report" in text and text.count("Sani et al.") == 2
+    assert "and others" not in text

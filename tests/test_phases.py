@@ -214,20 +214,28 @@ def test_best_options_writes_docker_optimised_into_the_config(tmp_path, capsys):
     assert "no '# BEGIN best-options'" in capsys.readouterr().err
 
 
-def test_performance_cores_stated_from_the_records(tmp_path, config_dict):
+def test_performance_cores_stated_from_the_records(tmp_path):
     """The cores `cpuset_cpus: performance` resolved to on the machine (recorded by the
-    Docker launcher) become the paper's methods sentence (\\ctx{cpuset-text})."""
-    from containertax.analysis import report
+    Docker launcher) are read with the rest of the records' facts, through the validated
+    reader, and become the paper's methods sentence (has-cpuset, cpuset-list)."""
+    from containertax.analysis import facts, report
 
-    config_dict["results_dir"] = str(tmp_path / "results")
-    config_dict["results_dir_absolute"] = True
-    c = config.load_campaign(config_dict, "c.yaml")
-    assert report.cpuset_text(c) == ""  # no such variant: no sentence
-    rec = {"cell": {"environment": "docker"}, "environment": {"resolved": {"cpuset": {
-        "requested": "performance", "cpus": "0-9", "source": "cpu_capacity"}}}}
-    path = c.root / "raw" / "m" / "docker" / "rep01.json"
-    path.parent.mkdir(parents=True)
+    raw = REPO / "results" / "h100" / "raw" / "qwen2-0.5b"
+    for env in ("native", "docker"):
+        (tmp_path / "raw" / "qwen2-0.5b" / env).mkdir(parents=True)
+        (tmp_path / "raw" / "qwen2-0.5b" / env / "rep01.json").write_text(
+            (raw / env / "rep01.json").read_text())
+    found = facts.from_records(tmp_path)
+    assert found["cpusets"] == {}
+    assert report.cpuset_values(found) == {"has-cpuset": False, "cpuset-list": "--"}
+    path = tmp_path / "raw" / "qwen2-0.5b" / "docker" / "rep01.json"
+    rec = json.loads(path.read_text())
+    rec["environment"]["resolved"]["cpuset"] = {"requested": "performance", "cpus": "0-9",
+                                                "source": "cpu_capacity"}
     path.write_text(json.dumps(rec))
-    text = report.cpuset_text(c)
+    found = facts.from_records(tmp_path)
+    assert found["cpusets"] == {"docker": ["0-9 (cpu_capacity)"]}
+    values = report.cpuset_values(found)
+    assert values["has-cpuset"]
     # names are escaped for TeX (an underscore may break the line: tables.tex)
-    assert "docker on CPUs 0-9 (cpu\\_" in text and "capacity)" in text
+    assert values["cpuset-list"] == "docker on CPUs 0-9 (cpu\\_\\allowbreak{}capacity)"

@@ -73,4 +73,4 @@ def test_a_a_difference_is_an_instrument_failure(tmp_path, shift, status):
         # the paper states it in red where the abstract and the A/A section test aa-failed
         tex = (REPO / "paper" / "main.tex").read_text()
         abstract = tex[tex.index("\\begin{abstract}"):tex.index("\\end{abstract}")]
-        assert "\\ifctx{aa-failed}{\\textcolor{red}" in abstract
+        assert "\\ifctx{aa-failed}{ \\textcolor{red}" in abstract

@@ -148,7 +148,7 @@ def test_campaign_runs_in_schedule_order_and_records_everything(tmp_path):
     assert pdf.exists() and pdf.read_bytes()[:5] == b"%PDF-"
     text = " ".join(subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True,
                                    text=True).stdout.split())
-    assert "in 6 runs" in text and "follows a Williams design" in text
+    assert "in six runs" in text and "follows a Williams design" in text
     assert "without a GPU" in text and "one GPU" not in text
     assert_reviewed(root)
     # `snakemake paper` with a record missing rebuilds the paper and runs no cell

@@ -200,8 +200,11 @@ def workload_row(rec: dict[str, Any]) -> dict[str, str]:
 
 
 def from_records(root: Path) -> dict[str, Any]:
-    """One pass over the raw records: environments, workloads, machines, GPUs and where
-    peak resident memory was read (inside.max_rss_source; empty in records before it)."""
+    """One pass over the raw records (through the validated reader): environments,
+    workloads, machines, GPUs, where peak resident memory was read (inside.max_rss_source;
+    empty in records before it) and the cores `cpuset_cpus: performance` resolved to on
+    the machine that ran them (environment.resolved.cpuset: environment -> sorted
+    'cpus (source)'; empty where no environment asked for them)."""
     from containertax.analysis.aggregate import read_records
 
     envs: dict[str, dict[str, str]] = {}
@@ -209,6 +212,7 @@ def from_records(root: Path) -> dict[str, Any]:
     hosts: set[str] = set()
     gpus: dict[str, str] = {}
     rss_sources: set[str] = set()
+    cpusets: dict[str, set[str]] = {}
     for _, record in read_records(root):
         rec = record.to_dict()
         env_id = rec["environment"]["id"]
@@ -224,5 +228,9 @@ def from_records(root: Path) -> dict[str, Any]:
         source = (rec.get("inside") or {}).get("max_rss_source")
         if source:
             rss_sources.add(str(source))
+        cpuset = (rec["environment"].get("resolved") or {}).get("cpuset")
+        if cpuset:
+            cpusets.setdefault(env_id, set()).add(f"{cpuset['cpus']} ({cpuset['source']})")
     return {"environments": list(envs.values()), "workloads": list(work.values()),
-            "hosts": sorted(hosts), "gpus": gpus, "rss_sources": sorted(rss_sources)}
+            "hosts": sorted(hosts), "gpus": gpus, "rss_sources": sorted(rss_sources),
+            "cpusets": {env: sorted(cores) for env, cores in sorted(cpusets.items())}}

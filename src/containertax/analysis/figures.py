@@ -25,6 +25,9 @@ from containertax.analysis.metrics import TELEMETRY, MetricInfo, axis_label  # n
 # unscaled, so the point sizes below are the sizes on the page (8 pt is the floor a reviewer
 # accepts; analysis/review.py checks it in the PDF).
 WIDTH = 6.2
+# Height of one row of panels: two figures of two rows each, with their captions, fit one
+# page of floats (A4 text height 9.75 in), so no figure is left alone on a float page.
+ROW_HEIGHT = 2.0
 sns.set_theme(context="paper", style="whitegrid")
 plt.rcParams.update({"pdf.fonttype": 42, "savefig.bbox": None,  # constrained layouts fit
                      "savefig.pad_inches": 0.02,
@@ -68,9 +71,10 @@ def _model_grid(models: list[str], row_height: float) -> tuple[plt.Figure, np.nd
 
 
 def _few_ticks(axes: np.ndarray) -> None:
-    """Few ticks on numeric axes: labels of a narrow panel must not run together."""
+    """Few ticks on numeric axes: labels of a narrow panel must not run together (three
+    panels a row leave room for three long labels such as 0.0405)."""
     for ax in axes.flat:
-        ax.xaxis.set_major_locator(MaxNLocator(4))
+        ax.xaxis.set_major_locator(MaxNLocator(4 if axes.shape[1] < 3 else 3))
         ax.yaxis.set_major_locator(MaxNLocator(5))
 
 
@@ -91,7 +95,7 @@ def distributions(runs: pd.DataFrame, panels: list[Panel], envs: list[str],
               if runs[(runs.model == m) & (runs.metric == metric)]["value"].nunique() > 1]
     if not panels:
         return False
-    fig, axes = _model_grid([m for m, _, _ in panels], 2.4)
+    fig, axes = _model_grid([m for m, _, _ in panels], ROW_HEIGHT)
     for ax, (model, metric, info) in zip(axes.flat, panels, strict=False):
         d = runs[(runs.model == model) & (runs.metric == metric)]
         order = [e for e in envs if e in set(d.environment)]
@@ -137,7 +141,7 @@ def latency_cdf(requests: pd.DataFrame, envs: list[str], path: Path) -> bool:
     if requests is None or requests.empty:
         return False
     models = list(dict.fromkeys(requests.model))
-    fig, axes = _model_grid(models, 2.5)
+    fig, axes = _model_grid(models, ROW_HEIGHT)
     for ax, model in zip(axes.flat, models, strict=False):
         d = requests[requests.model == model]
         sns.ecdfplot(d, x="latency_s", hue="environment", hue_order=envs, ax=ax,
@@ -152,19 +156,29 @@ def latency_cdf(requests: pd.DataFrame, envs: list[str], path: Path) -> bool:
 
 
 def telemetry_trace(trace: pd.DataFrame | None, path: Path) -> bool:
+    """One panel per series, two columns, each named in a title over it (a rotated label
+    longer than a short panel would run into its neighbour's)."""
     if trace is None or trace.empty:
         return False
     cols = [c for c in TELEMETRY if c in trace and trace[c].notna().any()]
     if not cols:
         return False
-    fig, axes = plt.subplots(len(cols), 1, figsize=(WIDTH * 0.7, 1.1 * len(cols) + 0.5),
+    ncols = 2 if len(cols) > 2 else 1
+    nrows = -(-len(cols) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(WIDTH if ncols > 1 else WIDTH * 0.55,
+                                                    1.15 * nrows + 0.45),
                              sharex=True, squeeze=False, layout="constrained")
-    for ax, col in zip(axes[:, 0], cols, strict=True):
+    for ax, col in zip(axes.flat, cols, strict=False):
         ax.plot(trace["t_s"], trace[col], lw=0.8)
         info = TELEMETRY[col]
-        ax.set_ylabel(f"{info.label}\n({info.unit})")
+        ax.set_title(f"{info.label} ({info.unit})", loc="left")
         ax.yaxis.set_major_locator(MaxNLocator(3))
-    axes[-1, 0].set_xlabel("Time since launch (s)")
+    for ax in list(axes.flat)[len(cols):]:
+        ax.set_visible(False)
+    for c in range(ncols):  # the time axis under the lowest panel of each column
+        lowest = max(r for r in range(nrows) if r * ncols + c < len(cols))
+        axes[lowest, c].xaxis.set_tick_params(labelbottom=True)
+        axes[lowest, c].set_xlabel("Time since launch (s)")
     _save(fig, path)
     return True
 
@@ -176,7 +190,7 @@ def drift(runs: pd.DataFrame, panels: list[Panel], envs: list[str],
         return False
     d = runs[runs.metric.isin({m for _, m, _ in panels})]
     order = "position" if "position" in d and d["position"].notna().all() else "repetition"
-    fig, axes = _model_grid([m for m, _, _ in panels], 2.5)
+    fig, axes = _model_grid([m for m, _, _ in panels], ROW_HEIGHT)
     for ax, (model, metric, info) in zip(axes.flat, panels, strict=False):
         sns.scatterplot(d[(d.model == model) & (d.metric == metric)], x=order, y="value",
                         hue="environment", hue_order=envs, ax=ax, s=14,

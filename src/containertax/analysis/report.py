@@ -8,6 +8,7 @@ this workflow did not run goes through exactly the same steps.
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -250,7 +251,7 @@ def run_figures(campaign: Campaign, kept_csv: Path, comparisons_csv: Path,
     if heads:
         rows = pd.DataFrame([h["row"] for h in heads])
         labels = [f"{h['model']}, {h['environment']}: "
-                  f"{reg[h['metric']].label.lower() if h['metric'] in reg else h['metric']}"
+                  f"{tables.in_prose(reg.get(h['metric']), h['metric'])}"
                   for h in heads]
         add("forest", figures.forest(rows, labels, campaign.analysis["equivalence_margin"],
                                      out_dir / "forest.pdf"))
@@ -425,32 +426,48 @@ def page_cache_values(campaign: Campaign, runs: pd.DataFrame) -> dict[str, Any]:
                 "drop_page_cache", "auto"))}
 
 
-def _quality_tex(q: dict[str, Any]) -> str:
+def check_words(check: str) -> str:
+    """A quality check's name as a reader sees it: 'thermal_dependence' -> 'Thermal
+    dependence', 'aa_calibration' -> 'A/A calibration'."""
+    words = check.replace("aa_", "A/A ").replace("_", " ")
+    return words[:1].upper() + words[1:]
+
+
+def _unbroken_pct(text: str) -> str:
+    """'+22.29 \\%' as '+22.29\\,\\%': a line never breaks between a number and its
+    per cent sign."""
+    return re.sub(r"(\d) \\%", r"\1\\,\\%", text)
+
+
+def _quality_tex(q: dict[str, Any], reg: dict[str, MetricInfo]) -> str:
+    """The data-quality findings as the paper lists them: each check's name in words and
+    every metric by its label (quality.json keeps the identifiers)."""
     findings = q["findings"]
     lines = []
-    if not findings:
-        lines.append("No check found a problem.")
-    else:
+    if findings:  # none: the text says so ('they found no problems')
         lines.append("\\begin{itemize}")
         for f in findings:
-            item = (f"\\textbf{{{tables.tex(f['check'])}}} ({tables.tex(f['severity'])}): "
-                    f"{tables.tex(f['message'])}")
+            item = (f"\\textbf{{{tables.tex(check_words(f['check']))}}} "
+                    f"({tables.tex(f['severity'])}): "
+                    f"{_unbroken_pct(tables.tex(tables.humanise(f['message'], reg)))}")
             if f["severity"] == "error":  # what makes the analysis untrustworthy: in red
                 item = f"\\textcolor{{red}}{{{item}}}"
             lines.append(f"\\item {item}")
         lines.append("\\end{itemize}")
     rules = q["exclude_rules"]
     dropped = q["excluded"]
-    lines.append(
-        f"Exclusion rule: {tables.tex(', '.join(rules)) if rules else 'none'} "
-        f"(non-finite values are always excluded); {len(dropped)} of {q['n_rows']} values "
-        "were excluded.")
+    kept = (f"all {q['n_rows']} values were kept" if not dropped else
+            f"{len(dropped)} of {q['n_rows']} values "
+            f"{'was' if len(dropped) == 1 else 'were'} excluded")
+    lines.append(f"Exclusion rule: {tables.tex(', '.join(rules)) if rules else 'none'} "
+                 f"(non-finite values are always excluded); {kept}.")
     if dropped:
         lines.append("\\begin{itemize}")
         for d in dropped[:40]:
             why = ", ".join(k[5:] for k, v in d.items() if k.startswith("flag_") and v)
             lines.append(f"\\item {tables.tex(d['model'])}/{tables.tex(d['environment'])}/"
-                         f"rep {d['repetition']}, {tables.tex(d['metric'])} = "
+                         f"rep {d['repetition']}, "
+                         f"{tables.tex(tables.in_prose(reg.get(d['metric']), d['metric']))} = "
                          f"{tables.num(d['value'])}: {tables.tex(why)}")
         if len(dropped) > 40:
             lines.append(f"\\item and {len(dropped) - 40} more (see quality.json)")
@@ -463,6 +480,10 @@ def _join(items: list[str]) -> str:
     if not items:
         return ""
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+# the gate's sensor (thermal.sensor) as the methods name it: 'the GPU (NVML) sensor'
+SENSOR_WORDS = {"nvml": "GPU (NVML)", "cpu": "CPU"}
 
 
 def _design_values(campaign: Campaign, runs: pd.DataFrame) -> dict[str, Any]:
@@ -489,7 +510,8 @@ def _design_values(campaign: Campaign, runs: pd.DataFrame) -> dict[str, Any]:
         "design-random": sched["design"] == "random",
         "models-interleaved": sched.get("models") == "interleaved",
         "sensor-none": sensors in ([], ["none"]),
-        "sensor": tables.tex("/".join(s for s in sensors if s != "none") or t["sensor"]),
+        "sensor": tables.tex("/".join(SENSOR_WORDS.get(s, s) for s in sensors if s != "none")
+                             or SENSOR_WORDS.get(t["sensor"], t["sensor"])),
         "threshold": f"{t['threshold_c']:g}",
         "min-interval": f"{t['min_interval_s']:g}",
         "has-stability": bool(t.get("stability_s")),
@@ -515,7 +537,7 @@ def _design_values(campaign: Campaign, runs: pd.DataFrame) -> dict[str, Any]:
         "has-docker": bool(docker),
         "docker-device-nodes": any("device nodes" in e["gpu"] for e in docker),
         **page_cache_values(campaign, runs),
-        "cpuset-text": cpuset_text(campaign),
+        **cpuset_values(found),
         **memory_source_values(found, runs),
     }
 
@@ -545,12 +567,12 @@ def _result_values(campaign: Campaign, results: pd.DataFrame | None,
         v[f"{prefix}significant-bonf"] = int((f["p_bonferroni"] < alpha).sum())
         v[f"{prefix}equivalent"] = int((f["tost_p"] < alpha).sum())
     v["primary-metrics"] = tables.tex(_join([
-        reg[m].label.lower() if m in reg else m
+        tables.in_prose(reg.get(m), m)
         for m in dict.fromkeys(results.loc[fam == "primary", "metric"])])) or "--"
     derived = results[fam == "derived"]
     v["has-derived"] = not derived.empty
     v["derived-metrics"] = tables.tex(_join([
-        reg[m].label.lower() if m in reg else m
+        tables.in_prose(reg.get(m), m)
         for m in dict.fromkeys(derived["metric"])])) or "--"
     design = results["design"] if "design" in results else pd.Series(dtype=str)
     v["design-paired"] = bool((design == "paired").any())
@@ -562,7 +584,7 @@ def _result_values(campaign: Campaign, results: pd.DataFrame | None,
         r, info = h["row"], reg.get(h["metric"])
         v[f"hl/{i}/model"] = tables.tex(h["model"])
         v[f"hl/{i}/env"] = tables.tex(h["environment"])
-        v[f"hl/{i}/metric"] = tables.tex(info.label.lower() if info else h["metric"])
+        v[f"hl/{i}/metric"] = tables.tex(tables.in_prose(info, h["metric"]))
         v[f"hl/{i}/rel"] = tables.pct(r.rel_overhead)
         v[f"hl/{i}/ci"] = f"{tables.pct(r.rel_ci_low)}, {tables.pct(r.rel_ci_high)}"
         v[f"hl/{i}/mde"] = tables.num(100 * r.get("mde_rel", math.nan), 2)
@@ -595,7 +617,7 @@ def _result_values(campaign: Campaign, results: pd.DataFrame | None,
                           if (g["tost_p"] < alpha).all()]
     v["any-equivalent-metric"] = bool(equivalent_metrics)
     v["equivalent-metrics"] = tables.tex(_join([
-        reg[m].label.lower() if m in reg else m for m in equivalent_metrics])) or "--"
+        tables.in_prose(reg.get(m), m) for m in equivalent_metrics])) or "--"
     for _, r in all_results.iterrows():
         key = f"{r.model}/{r.environment}/{r.metric}"
         v[f"rel/{key}"] = tables.pct(r.rel_overhead)
@@ -606,22 +628,14 @@ def _result_values(campaign: Campaign, results: pd.DataFrame | None,
     return v
 
 
-def cpuset_text(campaign: Campaign) -> str:
-    """Which cores `cpuset_cpus: performance` gave each environment, from the raw records
-    (resolved on the machine that ran them)."""
-    found: dict[str, set[str]] = {}
-    for path in campaign.paths.raw_records():
-        rec = records.read_json(path)
-        cpuset = ((rec.get("environment") or {}).get("resolved") or {}).get("cpuset")
-        if cpuset:
-            found.setdefault(rec["cell"]["environment"], set()).add(
-                f"{cpuset['cpus']} ({cpuset['source']})")
-    if not found:
-        return ""
-    parts = [f"{tables.tex(env)} on CPUs {tables.tex(', '.join(sorted(cores)))}"
-             for env, cores in sorted(found.items())]
-    return ("The performance-core CPU set was resolved on the machine at run time to the "
-            "cores of highest capacity: " + "; ".join(parts) + ".")
+def cpuset_values(found: dict[str, Any]) -> dict[str, Any]:
+    """Which cores `cpuset_cpus: performance` gave each environment (facts.from_records:
+    resolved on the machine that ran them), for the design's sentence; no sentence, not
+    an empty one, where no environment asked for them."""
+    cpusets = found.get("cpusets") or {}
+    parts = [f"{tables.tex(env)} on CPUs {tables.tex(', '.join(cores))}"
+             for env, cores in cpusets.items()]
+    return {"has-cpuset": bool(parts), "cpuset-list": "; ".join(parts) or "--"}
 
 
 def memory_source_values(found: dict[str, Any], runs: pd.DataFrame) -> dict[str, Any]:
@@ -657,7 +671,7 @@ def calibration_macros(cal: dict[str, Any], reg: dict[str, MetricInfo] | None = 
         raise AnalysisError(f"quality.json: calibration status '{status}' is not one of "
                             f"{', '.join(AA_STATUSES)}; rebuild the quality step.")
     rows = [r for r in cal.get("comparisons", []) if r.get("family") == "calibration"]
-    label = {m: i.label.lower() for m, i in (reg or {}).items()}
+    label = {m: tables.in_prose(i, m) for m, i in (reg or {}).items()}
     replicas = replicas or {}
     if not replicas and rows:
         replicas = {str(r["environment"]): str(r["reference"]) for r in rows}
@@ -711,7 +725,7 @@ def run_numbers(campaign: Campaign, kept_csv: Path, comparisons_csv: Path,
         "excluded": len(q["excluded"]),
         "findings": len(q["findings"]),
         "outlier-z": f"{quality.MAD_Z:g}",
-        "headline-metric": tables.tex(reg[head].label.lower()) if head else "--",
+        "headline-metric": tables.tex(tables.in_prose(reg[head], head)) if head else "--",
         "metrics": len(analysed_metrics(campaign, runs)),
         "has-memory": bool(set(tables.MEMORY_METRICS) & set(runs["metric"])),
         **primary_test_values(campaign),
@@ -724,4 +738,4 @@ def run_numbers(campaign: Campaign, kept_csv: Path, comparisons_csv: Path,
         mean = g["value"].mean()
         v[f"mean/{model}/{env}/{metric}"] = tables.num(mean) if not math.isnan(mean) else "--"
     records.atomic_write_text(out_numbers, tables.macros(v))
-    records.atomic_write_text(out_quality, _quality_tex(q))
+    records.atomic_write_text(out_quality, _quality_tex(q, reg))

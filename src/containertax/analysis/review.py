@@ -1,8 +1,9 @@
 """What a reviewer would reject in a built paper, found in the LaTeX log, the PDF and the
 figure files: undefined references or citations, '??' in the text, overfull boxes beyond a
 tolerance, text set below 8 pt (a shrunken table, a tiny figure label), a figure whose
-labels are raw column names instead of the metric registry's words, and text cut at a
-figure's edge.
+labels are raw column names instead of the metric registry's words, text cut at a figure's
+edge, a raw metric or column name in the text (a quality finding, a table's note) and a
+count that reads wrong ('Of the 1 comparison', '0 remain significant').
 
 Reads what LaTeX and matplotlib produced, not what the generator meant to produce.
 """
@@ -63,6 +64,68 @@ def check_question_marks(pdf: Path) -> list[Problem]:
             context = text[max(0, m.start() - 30):m.end() + 10].replace("\n", " ")
             out.append(Problem("ot1-glyph", f"page {page}",
                                f"'{m.group()}' for '<' or '>' in '{context.strip()}'"))
+    return out
+
+
+# Counts a sentence must word differently: 'Of the 1 comparison' ('The one comparison'),
+# '0 remain' ('none remains'), '1 comparisons', a sentence opening with a numeral.
+_COUNT_PHRASES = [
+    (r"\b[Oo]f the [01]\s+[a-z]", "a count of one or zero after 'of the'"),
+    (r"\b1\s+(?:[a-z]+-)?[a-z]+s\s+(?:remain|are|were)\b", "one with a plural"),
+    (r"\b0\s+(?:remains?|is|are|was|were)\b", "zero in digits as the subject"),
+    (r"(?:^|[.!?]\s+)[0-9]+\s+[a-z][a-z\s-]{0,40}?\s(?:remain|remains|are|is|were|was)\b",
+     "a sentence opening with a numeral"),
+]
+
+
+def prose_text(pdf: Path) -> str:
+    """The PDF's text in reading order, one line per paragraph line: a name that TeX broke
+    after its underscore ('token_' / 'throughput') is joined again."""
+    proc = subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True,
+                          check=True)
+    return re.sub(r"_\s*\n\s*", "_", proc.stdout)
+
+
+def check_text(pdf: Path, names: list[str]) -> list[Problem]:
+    """Raw metric or column names in the running text and tables (a quality message, a
+    note of the tests table), and counts that read wrong. The OT1 fonts draw an escaped
+    underscore as a rule, which the PDF's text shows as a space: a name is looked for with
+    its underscores and, where it has two or more (distinctive enough not to be prose:
+    'itl p99 s', not 'page cache'), with spaces; check_sources finds every escaped name."""
+    out = []
+    forms = [f for f in raw_names(names) if "_" in f or f.count(" ") >= 2]
+    for page, text in enumerate(prose_text(pdf).split("\f"), 1):
+        flat = " ".join(text.split())
+        hits = sorted({f for f in forms
+                       if re.search(rf"(?<![\w.]){re.escape(f)}(?![\w])", flat)})
+        if hits:
+            out.append(Problem("raw-name-in-text", f"page {page}",
+                               f"raw metric or column name(s) in the text: {', '.join(hits)} "
+                               "(use the metric registry's label)"))
+        for pattern, what in _COUNT_PHRASES:
+            for m in re.finditer(pattern, flat):
+                context = flat[max(0, m.start() - 20):m.end() + 20].strip()
+                out.append(Problem("count-phrasing", f"page {page}",
+                                   f"{what}: '{context}'"))
+    return out
+
+
+def check_sources(build_dir: Path, names: list[str]) -> list[Problem]:
+    """A metric or column name typeset as it is spelled in the data (escaped for TeX by
+    tables.tex: 'token\\_\\allowbreak{}throughput'), in any TeX file of the build
+    (generated or not; comments left out): the reader should see its label."""
+    from containertax.analysis.tables import tex
+
+    escaped = {n: tex(n) for n in names if "_" in n}
+    out = []
+    for path in sorted(build_dir.rglob("*.tex")):
+        text = re.sub(r"(?<!\\)%.*", "", path.read_text(errors="replace"))
+        hits = sorted(n for n, form in escaped.items()
+                      if re.search(rf"(?<![\w]){re.escape(form)}(?![\w\\])", text))
+        if hits:
+            out.append(Problem("raw-name-in-text", str(path.relative_to(build_dir)),
+                               f"raw metric or column name(s) typeset: {', '.join(hits)} "
+                               "(use the metric registry's label)"))
     return out
 
 
@@ -177,6 +240,8 @@ def review(build_dir: Path, pdf: Path, names: list[str],
     problems = check_log(log.read_text(errors="replace"), overfull_pt) if log.exists() else [
         Problem("no-log", str(log), "no LaTeX log to check")]
     problems += check_question_marks(pdf)
+    problems += check_text(pdf, names)
+    problems += check_sources(build_dir, names)
     problems += check_fonts(pdf, min_pt)
     figs = sorted((build_dir / "figures").glob("*.pdf"))
     problems += check_figure_labels(figs, names)

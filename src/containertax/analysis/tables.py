@@ -64,6 +64,35 @@ def unit_tex(unit: str) -> str:
     return tex(u).replace("µ", r"$\mu$").replace("°", r"$^\circ$")
 
 
+def in_prose(info: MetricInfo | None, metric: str) -> str:
+    """A metric's label as a sentence uses it: 'token throughput', but 'GPU energy' and
+    'MemAvailable before' keep their capitals (a first word with a capital after its first
+    letter is a name or an acronym). The raw name only where the registry lacks it."""
+    if info is None:
+        return metric
+    first, _, rest = info.label.partition(" ")
+    if any(c.isupper() for c in first[1:]):
+        return info.label
+    return first[:1].lower() + first[1:] + (" " + rest if rest else "")
+
+
+def humanise(text: str, registry: dict[str, MetricInfo]) -> str:
+    """A message (a quality finding, a test's note) with every registered metric name as
+    its label: 'qwen2-0.5b/itl_p99_s' reads 'qwen2-0.5b, inter-token latency p99'; plain
+    text, to be escaped with tex()."""
+    names = sorted((n for n in registry if "_" in n), key=len, reverse=True)  # not words
+    if not names:
+        return text
+    pattern = re.compile(r"(/)?(?<![\w.-])(" + "|".join(map(re.escape, names))
+                         + r")(?![\w])")
+
+    def label(m: re.Match) -> str:
+        words = in_prose(registry[m.group(2)], m.group(2))
+        return (", " if m.group(1) else "") + words
+
+    return pattern.sub(label, text)
+
+
 def metric_tex(info: MetricInfo | None, metric: str) -> str:
     return (f"{tex(info.label)} ({unit_tex(info.unit)})" if info else tex(metric))
 
@@ -161,7 +190,8 @@ def estimates_table(results: pd.DataFrame, registry: dict[str, MetricInfo]) -> s
 
 def tests_table(results: pd.DataFrame, registry: dict[str, MetricInfo]) -> str:
     rows = _comparison_rows(results, registry, lambda r: [
-        tex(FAMILY_LABEL.get(r.family, r.family)), tex(r.primary_test), pval(r.p),
+        tex(FAMILY_LABEL.get(r.family, r.family)), tex(humanise(str(r.primary_test), registry)),
+        pval(r.p),
         pval(r.p_bonferroni), pval(r.p_bh), pval(r.tost_p)])
     return longtable(["Model", "Metric (unit)", "Env.", "Family", "Primary test", "$p$",
                       r"$p_\mathrm{Bonf}$", r"$p_\mathrm{BH}$", r"$p_\mathrm{TOST}$"], rows,
