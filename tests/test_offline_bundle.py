@@ -191,7 +191,7 @@ def test_project_bundle_with_debian_engine_installs_offline_into_a_fresh_venv(tm
     assert out.returncode == 0, out.stdout + out.stderr
     header, files = ob.read_manifest(root)
     assert header["docker"] == "debian" and header["python"] == ob.host_version()
-    debs = {name.split("_")[0] for name in files if name.startswith("docker/")}
+    debs = {Path(name).name.split("_")[0] for name in files if name.startswith("docker/")}
     assert {"docker.io", "containerd", "runc"} <= debs
     assert "libc6" not in debs and "dpkg" not in debs  # minimal Debian has those
     assert any(n.startswith("wheels/containertax-") for n in files)

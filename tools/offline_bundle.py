@@ -22,7 +22,7 @@ build:
             architecture); the node needs glibc and the libraries any systemd-based
             distribution has (libsystemd, libcap, libselinux, libudev, libgcrypt, ...).
             --docker debian: the .deb files of docker.io, containerd, runc and every package
-            they depend on (recursively) that a minimal Debian (Priority: required) lacks,
+            they depend on (recursively) that a minimal Debian (Priority required, essential) lacks,
             for the target architecture, from this machine's apt sources; for a node running
             the same Debian release. --docker none (the default): no engine.
   TARGET    the manifest: python, platform, arch, docker, requirements, have, and the
@@ -378,41 +378,81 @@ def download_debs(packages: list[str], into: Path, opts: list[str]) -> None:
     run(["apt-get", *opts, "download", "-q", *packages], "apt-get download", cwd=into)
 
 
+APT_DEPENDS = [
+    "--no-recommends",
+    "--no-suggests",
+    "--no-conflicts",
+    "--no-breaks",
+    "--no-replaces",
+    "--no-enhances",
+]
+
+
+def _direct_depends(names: list[str], opts: list[str]) -> dict[str, list[str]]:
+    """Each package's dependencies as apt would pick them: the first of alternatives
+    (`a | b`), and for a virtual package its first provider (never every provider, which
+    may conflict with each other, e.g. libsystemd0 and libelogind0)."""
+    out = run(["apt-cache", *opts, "depends", *APT_DEPENDS, *names], "apt-cache depends").stdout
+    deps: dict[str, list[str]] = {}
+    current = None
+    in_alternatives = False  # the previous dependency line was `|Depends: ...`
+    pending_virtual = False  # the chosen dependency is virtual: take its first provider
+    for line in out.splitlines():
+        if line and not line.startswith(" "):
+            current = None if line.startswith("<") else line.strip()
+            if current:
+                deps.setdefault(current, [])
+            in_alternatives = pending_virtual = False
+            continue
+        if current is None:
+            continue
+        match = re.match(r"^  (\|)?(?:Pre)?Depends: (\S+)$", line)
+        if match:
+            starts_group = not in_alternatives
+            in_alternatives = bool(match.group(1))
+            pending_virtual = False
+            if starts_group:
+                name = match.group(2).split(":")[0]
+                if name.startswith("<"):
+                    pending_virtual = True
+                else:
+                    deps[current].append(name)
+        elif pending_virtual and line.startswith("    "):
+            deps[current].append(line.strip().split(":")[0])
+            pending_virtual = False
+    return deps
+
+
+def _closure(roots: list[str], opts: list[str], stop: set[str] = frozenset()) -> set[str]:
+    seen: set[str] = set()
+    todo = [r for r in roots if r not in stop]
+    while todo:
+        batch = sorted(set(todo) - seen)
+        todo = []
+        if not batch:
+            break
+        seen.update(batch)
+        for deps in _direct_depends(batch, opts).values():
+            todo += [d for d in deps if d not in seen and d not in stop]
+    return seen
+
+
 def deb_closure(opts: list[str]) -> list[str]:
-    """ENGINE_PACKAGES and what they depend on, recursively, that minimal Debian lacks."""
-    out = run(
-        [
-            "apt-cache",
-            *opts,
-            "depends",
-            "--recurse",
-            "--no-recommends",
-            "--no-suggests",
-            "--no-conflicts",
-            "--no-breaks",
-            "--no-replaces",
-            "--no-enhances",
-            *ENGINE_PACKAGES,
-        ],
-        "apt-cache depends",
-    ).stdout
-    names = sorted(
-        {
-            line.strip()
-            for line in out.splitlines()
-            if line and not line.startswith(" ") and not line.startswith("<")
-        }
-    )
-    shown = run(["apt-cache", *opts, "show", "--no-all-versions", *names], "apt-cache show").stdout
-    keep = []
-    for block in shown.split("\n\n"):
+    """ENGINE_PACKAGES and what they depend on, recursively, that a minimal Debian lacks:
+    minimal = the packages of Priority required or Essential and their own dependencies
+    (what debootstrap --variant=minbase installs, less apt)."""
+    avail = run(["apt-cache", *opts, "dumpavail"], "apt-cache dumpavail").stdout
+    base = set()
+    for block in avail.split("\n\n"):
         fields = dict(re.findall(r"^([\w-]+): (.*)$", block, re.M))
-        if "Package" not in fields:
-            continue
-        if fields.get("Priority") == "required" or fields.get("Essential") == "yes":
-            continue
-        keep.append(fields["Package"])
-    return sorted(set(keep))
+        if "Package" in fields and (
+            fields.get("Priority") == "required" or fields.get("Essential") == "yes"
+        ):
+            base.add(fields["Package"])
+    if not base:
+        raise BundleError("apt knows no package of Priority required: run apt-get update")
+    minimal = _closure(sorted(base), opts)
+    return sorted(_closure(list(ENGINE_PACKAGES), opts, stop=minimal))
 
 
 def build_docker(mode: str, into: Path, arch: str) -> None:
