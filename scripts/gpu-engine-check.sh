@@ -9,9 +9,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-gpu-engine}
 mkdir -p "$out"
-# the project importable by the machine's Python (and its carried wheels); Docker is not
-# needed here, so a machine without a Docker kit is fine
-source scripts/gpu-machine.sh || true
+# the project importable by the machine's Python (and the carried bundle's wheels); Docker is
+# not needed here
+CONTAINERTAX_NO_DOCKER=1 source scripts/gpu-machine.sh
 export PYTHONPATH="$PWD/src:/tmp/site${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 timeout 475 python3 benchmarks/gpu_engine.py config/h100-engine.yaml --model llama3-8b \
   --out "$out" 2>&1 | tee "$out/engine.log"

@@ -596,6 +596,14 @@ def _result_values(campaign: Campaign, results: pd.DataFrame | None,
             v[f"hl/{i}/{word}"] = h["verdict"] == word
         if h["verdict"] in ("overhead", "equivalent", "inconclusive", "advantage"):
             v[f"hl-{h['verdict']}"] += 1
+    # where runs measured several machines (GPUs): the headline with a fixed effect per machine
+    adjusted = [h for h in heads if h["row"].get("machines", 1) >= 2
+                and h["row"].get("machine_adjusted_rel") == h["row"].get("machine_adjusted_rel")]
+    v["machine-adjusted"] = _join([
+        f"{tables.tex(h['model'])} in {tables.tex(h['environment'])}: "
+        f"{tables.pct(h['row'].machine_adjusted_rel)}\\,\\% "
+        f"[{tables.pct(h['row'].machine_adjusted_ci_low)}, "
+        f"{tables.pct(h['row'].machine_adjusted_ci_high)}]" for h in adjusted]) or "--"
     mdes = [100 * h["row"].get("mde_rel", math.nan) for h in heads
             if h["verdict"] == "inconclusive"]
     mdes = [m for m in mdes if m == m]
