@@ -8,7 +8,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${1:-.bundle}
 scripts/offline-bundle.sh build "$dir" 3.12 manylinux_2_28_x86_64 --docker static \
-  --requirements scripts/gpu-machine.requirements --have scripts/gpu-machine.have
+  --requirements scripts/gpu-machine.requirements --have scripts/gpu-machine.have \
+  --not-needed scripts/gpu-machine.not-needed
 size=$(du -sb "$dir" | cut -f1)
 echo "gpu-bundle: $dir is $((size / 1024 / 1024)) MiB (a device call carries at most 64 MiB)"
 if [ "$size" -gt $((64 * 1024 * 1024)) ]; then

@@ -126,6 +126,30 @@ def test_install_names_what_the_node_still_lacks(tmp_path):
     assert "neither-this" not in out.stderr  # an extra nobody asked for
 
 
+def test_a_dependency_declared_not_needed_may_be_absent_but_never_wrong(tmp_path):
+    # the H100's first install: snakemake needs pulp (only its ILP scheduler imports it,
+    # and the profiles use the greedy one) and packaging < 26 (26.3 is there)
+    dists = {"snakemake": ("9.27.1", ["pulp<3.4,>=2.3.1", "packaging<26,>=24.0"]),
+             "packaging": ("26.3", [])}
+    both = ["packaging<26,>=24.0 (needed by snakemake 9.27.1): packaging 26.3 is there",
+            "pulp<3.4,>=2.3.1 (needed by snakemake 9.27.1): not installed"]
+    assert ob.unmet(["snakemake"], dists) == both
+    assert ob.unmet(["snakemake"], dists, {"pulp": "greedy scheduler"}) == both[:1]
+    assert ob.unmet(["snakemake"], dists, {"pulp": "-", "packaging": "-"}) == both[:1]
+    listed = tmp_path / "not-needed"
+    listed.write_text("# why each\npulp  # only the ILP scheduler\n")
+    assert ob.read_not_needed(listed) == {"pulp": "only the ILP scheduler"}
+    listed.write_text("pulp\n")
+    with pytest.raises(ob.BundleError, match=r"not-needed:1: pulp: say after '#' why"):
+        ob.read_not_needed(listed)
+    # installed: the manifest's not_needed lets the install pass, and says so
+    root = handmade_bundle(tmp_path / "b", requires=["surely-absent-package>=1"], have="n",
+                           not_needed='{"surely-absent-package": "planted"}')
+    out = bundle_cli("install", str(root), str(tmp_path / "site"), "--no-docker")
+    assert out.returncode == 0, out.stderr
+    assert "surely-absent-package: left out, not needed here (planted)" in out.stdout
+
+
 def test_unmet_follows_extras_markers_and_versions():
     dists = {
         "top": ("1.0", ["dep>=2", "opt; extra == 'more'", "old; python_version < '3'"]),

@@ -4,7 +4,8 @@ Standard library only (plus pip, which it runs): `install` runs on the node befo
 of the project is importable. `scripts/offline-bundle.sh` is the entry point:
 
     offline-bundle.sh build DIR [PYTHON_VERSION [PLATFORMS]] [--docker none|static|debian]
-                                [--requirements FILE] [--have FILE]       # with network
+                                [--requirements FILE] [--have FILE]
+                                [--not-needed FILE]                       # with network
     offline-bundle.sh install DIR [TARGET] [--no-docker]                  # on the node
     offline-bundle.sh verify DIR
 
@@ -17,6 +18,9 @@ build:
             machine's. --have FILE (the node's `python3 -m pip list --format=freeze`; a bare
             name means "present, version unknown") leaves out what the node already has, and
             fails when a version the node has does not satisfy a requirement of the bundle.
+            --not-needed FILE (`name  # why` lines) leaves out dependencies the node never
+            imports (e.g. pulp: only Snakemake's ILP scheduler uses it) and lets them be
+            absent at install.
   docker/   --docker static: docker-kit.tar.xz (dockerd, containerd, its runc shim, runc,
             libdevmapper and libseccomp, from Debian's packages for the target
             architecture); the node needs glibc and the libraries any systemd-based
@@ -25,7 +29,7 @@ build:
             they depend on (recursively) that a minimal Debian (Priority required, essential) lacks,
             for the target architecture, from this machine's apt sources; for a node running
             the same Debian release. --docker none (the default): no engine.
-  TARGET    the manifest: python, platform, arch, docker, requirements, have, and the
+  TARGET    the manifest: python, platform, arch, docker, requirements, have, not_needed, the
             sha256 of every other file in DIR.
 install: checks every sha256 (and that no file was added), the Python version, installs the
   wheels with `pip install --no-index` (pip's configuration and PIP_* variables ignored, so
@@ -209,11 +213,29 @@ def wheel_metadata(path: Path) -> tuple[str, str, list[str]]:
     return meta["Name"], meta["Version"], meta.get_all("Requires-Dist") or []
 
 
-def unmet(requirements: list[str], dists: dict[str, tuple[str | None, list[str]]]) -> list[str]:
+def read_not_needed(path: Path) -> dict[str, str]:
+    """Packages a requirement names that this node never imports: `name  # why` lines."""
+    found: dict[str, str] = {}
+    for number, raw in enumerate(path.read_text().splitlines(), 1):
+        line, _, why = raw.partition("#")
+        line = line.strip()
+        if not line:
+            continue
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", line):
+            raise BundleError(f"{path}:{number}: {line!r} is not a package name")
+        if not why.strip():
+            raise BundleError(f"{path}:{number}: {line}: say after '#' why it is not needed")
+        found[normalize(line)] = why.strip()
+    return found
+
+
+def unmet(requirements: list[str], dists: dict[str, tuple[str | None, list[str]]],
+          not_needed: dict[str, str] | None = None) -> list[str]:
     """What `requirements` (and, recursively, their dependencies) lack among `dists`.
 
     dists: normalized name -> (version or None when unknown, Requires-Dist or [] when
     unknown). Markers are evaluated for the running Python, extras requested are followed.
+    A package in not_needed may be absent (never a wrong version where it is there).
     """
     Requirement, Version, InvalidVersion = _packaging()
     problems: list[str] = []
@@ -225,7 +247,8 @@ def unmet(requirements: list[str], dists: dict[str, tuple[str | None, list[str]]
             continue
         name = normalize(req.name)
         if name not in dists:
-            problems.append(f"{req} (needed by {needed_by}): not installed")
+            if name not in (not_needed or {}):
+                problems.append(f"{req} (needed by {needed_by}): not installed")
             continue
         version, requires = dists[name]
         if version is not None and req.specifier:
@@ -718,7 +741,8 @@ def install(root: Path, target: str | None, docker: bool) -> None:
     if wheels:
         run(argv, "pip install from the bundle", env=pip_env())
     paths = ([target] if target else []) + [p for p in sys.path if p]
-    problems = unmet(requirements, installed_dists(paths))
+    not_needed = json.loads(header.get("not_needed", "{}"))
+    problems = unmet(requirements, installed_dists(paths), not_needed)
     if problems:
         raise BundleError(
             "after the install, this node still lacks:\n  "
@@ -729,6 +753,8 @@ def install(root: Path, target: str | None, docker: bool) -> None:
         f"installed {len(wheels)} wheels{' into ' + target if target else ''}; "
         f"{', '.join(requirements)} met"
     )
+    for name, why in not_needed.items():
+        log(f"{name}: left out, not needed here ({why})")
     if not docker:
         return
     sock_path = docker_socket()
@@ -768,6 +794,9 @@ def build(args: argparse.Namespace) -> None:
     if args.requirements:
         requirements = read_requirement_lines(Path(args.requirements))
     have = read_have(Path(args.have)) if args.have else None
+    not_needed = read_not_needed(Path(args.not_needed)) if args.not_needed else {}
+    if not_needed:  # left out like what the node has, and recorded for the install's check
+        have = {**(have or {}), **dict.fromkeys(not_needed)}
     start = time.monotonic()
     root.mkdir(parents=True, exist_ok=True)
     try:
@@ -785,6 +814,8 @@ def build(args: argparse.Namespace) -> None:
         }
         if have is not None:
             header["have"] = f"{args.have} ({len(dropped)} left out: {' '.join(dropped)})"
+        if not_needed:
+            header["not_needed"] = json.dumps(not_needed)
         write_manifest(root, header)
     except BaseException:
         log(f"build failed; {root} is incomplete: remove it before building again")
@@ -819,6 +850,12 @@ def main(argv: list[str] | None = None) -> int:
         "--have",
         metavar="FILE",
         help="the node's `pip list --format=freeze`: leave out what it has",
+    )
+    b.add_argument(
+        "--not-needed",
+        metavar="FILE",
+        help="`name  # why` lines: dependencies this node never imports (left out, and "
+        "allowed to be absent at install)",
     )
     i = sub.add_parser("install", help="install from a bundle (on the node)")
     i.add_argument("dir")
