@@ -133,9 +133,13 @@ def check(runs: pd.DataFrame, registry: dict[str, MetricInfo], *,
                          {"rows": outl[KEY + ["value"]].to_dict("records")[:30]}))
     thr = runs[runs["flag_throttled"]]
     if len(thr):
+        n_runs = thr[["model", "environment", "repetition"]].drop_duplicates().shape[0]
+        per_run = thr.drop_duplicates(["model", "environment", "repetition"])["throttled_s"]
         f.append(Finding("throttled", "warning",
-                         f"{thr[['model', 'environment', 'repetition']].drop_duplicates().shape[0]}"
-                         " runs throttled during the measurement", len(thr)))
+                         f"{n_runs} runs had their clocks lowered by a power, thermal or "
+                         "hardware slowdown at some point of the run (build and warm-up "
+                         f"included), for a median of {per_run.astype(float).median():.1f} s "
+                         "per run", len(thr)))
     f += machines(runs)
     f += lanes_with_few_blocks(runs)
     f += drift(runs, alpha)

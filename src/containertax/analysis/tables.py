@@ -44,6 +44,16 @@ def num(value: Any, digits: int = 3) -> str:
     return f"{v:.{max(0, digits - 1 - int(math.floor(math.log10(abs(v)))))}f}"
 
 
+def effect(value: Any) -> str:
+    """A standardised effect size (Hedges' g): two decimals (one past 10, none past 100),
+    never a power of ten, a true minus sign and no signed zero."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "--"
+    v = float(value)
+    text = f"{v:.{2 if abs(v) < 10 else 1 if abs(v) < 100 else 0}f}"
+    return f"${text.lstrip('-') if float(text) == 0 else text}$"
+
+
 def pval(p: Any) -> str:
     if p is None or (isinstance(p, float) and math.isnan(p)):
         return "--"
@@ -134,10 +144,10 @@ def descriptives_table(desc: pd.DataFrame, registry: dict[str, MetricInfo],
     their own, so that neither is wider than the page."""
     d = desc[desc.metric.isin(metrics)]
     rows = [[tex(r.model), _metric_cell(registry, r.metric), tex(r.environment), str(int(r.n)),
-             num(r["mean"]), num(r.sd), num(r["min"]), num(r["max"]), num(r.cv, 2)]
+             num(r["mean"]), num(r.sd), num(r["min"]), num(r["max"]), num(100 * r.cv, 2)]
             for _, r in d.iterrows()]
     out = longtable(["Model", "Metric (unit)", "Env.", "$n$", "Mean", "SD", "Min", "Max",
-                     "CV"], rows, r"lL{0.2\linewidth}L{0.09\linewidth}" + "r" * 6,
+                     r"CV \%"], rows, r"lL{0.2\linewidth}L{0.09\linewidth}" + "r" * 6,
                     "tab:descriptives", size=r"\scriptsize")
     lat = desc[desc.metric == "latency_s"]
     if not lat.empty and {"p50", "p95", "p99"} <= set(lat):
@@ -182,7 +192,7 @@ def estimates_table(results: pd.DataFrame, registry: dict[str, MetricInfo]) -> s
     rows = _comparison_rows(results, registry, lambda r: [
         tex(FAMILY_LABEL.get(r.family, r.family)),
         f"{pct(r.rel_overhead)} [{pct(r.rel_ci_low)}, {pct(r.rel_ci_high)}]",
-        num(r.hedges_g, 2), num(100 * r.mde_rel, 2)])
+        effect(r.hedges_g), num(100 * r.mde_rel, 2)])
     return longtable(["Model", "Metric (unit)", "Env.", "Family",
                       r"Rel.\ diff.\ \% [95\,\% CI]", "$g$", r"MDE \%"], rows,
                      r"lL{0.21\linewidth}L{0.12\linewidth}lrrr", "tab:estimates")
