@@ -591,40 +591,35 @@ def engine_answers(sock_path: str) -> bool:
     return reply.startswith(b"HTTP/1.") and b" 200 " in reply.split(b"\r\n", 1)[0] + b" "
 
 
+def _background(argv: list[str], log_path: Path, env: dict[str, str]) -> None:
+    """A daemon in its own session, outliving this install, its output appended to log_path."""
+    with log_path.open("ab") as out:
+        subprocess.Popen(argv, stdout=out, stderr=out, stdin=subprocess.DEVNULL, env=env,
+                         start_new_session=True)
+
+
 def start_engine(bindir: Path, env: dict[str, str], sock_path: str) -> None:
     """containerd and dockerd in the background (no bridge, no iptables: network none/host)."""
     logs = {name: Path(f"/tmp/containertax-{name}.log") for name in ("containerd", "dockerd")}
     containerd_sock = Path("/run/containerd/containerd.sock")
     if not containerd_sock.exists():
-        with logs["containerd"].open("ab") as out:
-            subprocess.Popen(
-                [str(bindir / "containerd")],
-                stdout=out,
-                stderr=out,
-                stdin=subprocess.DEVNULL,
-                env=env,
-                start_new_session=True,
-            )
+        _background([str(bindir / "containerd")], logs["containerd"], env)
         for _ in range(100):
             if containerd_sock.exists():
                 break
             time.sleep(0.2)
-    with logs["dockerd"].open("ab") as out:
-        subprocess.Popen(
-            [
-                str(bindir / "dockerd"),
-                f"--containerd={containerd_sock}",
-                "--iptables=false",
-                "--bridge=none",
-                "--ip-masq=false",
-                f"--host=unix://{sock_path}",
-            ],
-            stdout=out,
-            stderr=out,
-            stdin=subprocess.DEVNULL,
-            env=env,
-            start_new_session=True,
-        )
+    _background(
+        [
+            str(bindir / "dockerd"),
+            f"--containerd={containerd_sock}",
+            "--iptables=false",
+            "--bridge=none",
+            "--ip-masq=false",
+            f"--host=unix://{sock_path}",
+        ],
+        logs["dockerd"],
+        env,
+    )
     for _ in range(150):
         if engine_answers(sock_path):
             log(f"docker: engine up at {sock_path} (logs {logs['dockerd']}, {logs['containerd']})")
