@@ -41,11 +41,8 @@ rule gate:
         "../../envs/workflow.yaml"
     resources:
         **LANE_RESOURCES,
-    params:
-        ct=CT,
-        cell=CELL_ARGS,
     shell:
-        "{params.ct} gate --config {input.config:q} {params.cell} --out {output:q} --log {log:q}"
+        cell_step("gate", "--out {output:q} --log {log:q}")
 
 
 rule run:
@@ -66,12 +63,8 @@ rule run:
         "../../envs/workflow.yaml"
     resources:
         **LANE_RESOURCES,
-    params:
-        ct=CT,
-        cell=CELL_ARGS,
     shell:
-        "{params.ct} run --config {input.config:q} {params.cell} --gate {input.gate:q} "
-        "--out {output:q} --log {log:q}"
+        cell_step("run", "--gate {input.gate:q} --out {output:q} --log {log:q}")
 
 
 rule cooldown:
@@ -96,11 +89,8 @@ rule cooldown:
         "../../envs/workflow.yaml"
     resources:
         **LANE_RESOURCES,
-    params:
-        ct=CT,
-        cell=CELL_ARGS,
     shell:
-        "{params.ct} cooldown --config {input.config:q} {params.cell} --out {output:q} --log {log:q}"
+        cell_step("cooldown", "--out {output:q} --log {log:q}")
 
 
 onsuccess:
