@@ -49,7 +49,6 @@ rule run:
     """The measured run, with host-side telemetry; its raw record is written last and
     atomically, and never overwritten."""
     input:
-        config=ancient(RESOLVED),
         gate=at(R.GATE),
     output:
         # the step's outcome, consumed by the cooldown; the raw record and its .telemetry.csv,
@@ -70,7 +69,6 @@ rule run:
 rule cooldown:
     """Wait the configured time after the run, recording the temperature decay."""
     input:
-        config=ancient(RESOLVED),
         ran=run_if_pending,
     output:
         # the cell is finished; its .cooldown.json goes to raw/ beside the record, written

@@ -181,14 +181,22 @@ def cell_files(template):
 RAW_PRESENT = frozenset(raw for raw in cell_files(R.RAW) if Path(raw).exists())
 
 
+def _literal(text):
+    """Text in a shell command, safe from Snakemake's formatting."""
+    return text.replace("{", "{{").replace("}", "}}")
+
+
 def cell_step(step, args):
     """A cell step's shell command: the step, the resolved config and the cell's wildcards,
     then `args`. Written into the command, not given as params: Snakemake expands every
     job's params while it plans (a rule with a conda environment), a measurable part of
-    planning 900 cells."""
-    ct = CT.replace("{", "{{").replace("}", "}}")
+    planning 900 cells. The config is the gate's input only: the run comes after its
+    gate, a pending cell's cooldown after its run, and when jobs run the file is written
+    before the DAG is built (a done cell's cooldown); each such input costs Snakemake a
+    dependency to resolve per job."""
+    config = "{input.config:q}" if step == "gate" else _literal(shlex.quote(RESOLVED))
     return (
-        f"{ct} {step} --config {{input.config:q}} --model {{wildcards.model}} "
+        f"{_literal(CT)} {step} --config {config} --model {{wildcards.model}} "
         f"--environment {{wildcards.environment}} --rep {{wildcards.rep}} {args}"
     )
 
