@@ -41,18 +41,14 @@ rule gate:
         "../../envs/workflow.yaml"
     resources:
         **LANE_RESOURCES,
-    params:
-        ct=CT,
-        cell=CELL_ARGS,
     shell:
-        "{params.ct} gate --config {input.config:q} {params.cell} --out {output:q} --log {log:q}"
+        cell_step("gate", "--out {output:q} --log {log:q}")
 
 
 rule run:
     """The measured run, with host-side telemetry; its raw record is written last and
     atomically, and never overwritten."""
     input:
-        config=ancient(RESOLVED),
         gate=at(R.GATE),
     output:
         # the step's outcome, consumed by the cooldown; the raw record and its .telemetry.csv,
@@ -66,18 +62,13 @@ rule run:
         "../../envs/workflow.yaml"
     resources:
         **LANE_RESOURCES,
-    params:
-        ct=CT,
-        cell=CELL_ARGS,
     shell:
-        "{params.ct} run --config {input.config:q} {params.cell} --gate {input.gate:q} "
-        "--out {output:q} --log {log:q}"
+        cell_step("run", "--gate {input.gate:q} --out {output:q} --log {log:q}")
 
 
 rule cooldown:
     """Wait the configured time after the run, recording the temperature decay."""
     input:
-        config=ancient(RESOLVED),
         ran=run_if_pending,
     output:
         # the cell is finished; its .cooldown.json goes to raw/ beside the record, written
@@ -96,11 +87,8 @@ rule cooldown:
         "../../envs/workflow.yaml"
     resources:
         **LANE_RESOURCES,
-    params:
-        ct=CT,
-        cell=CELL_ARGS,
     shell:
-        "{params.ct} cooldown --config {input.config:q} {params.cell} --out {output:q} --log {log:q}"
+        cell_step("cooldown", "--out {output:q} --log {log:q}")
 
 
 onsuccess:

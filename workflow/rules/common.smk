@@ -87,9 +87,13 @@ def dataset_model(wildcards):
     return DATASETS[f"{wildcards.dataset_dir}/{wildcards.dataset_name}.jsonl"]
 
 
+# model -> the dataset its cells read (none for other workloads), looked up per gate job
+MODEL_DATASETS = {m.id: ct_datasets.of_model(CAMPAIGN, m.id) for m in CAMPAIGN.models}
+
+
 def cell_dataset(wildcards):
     """The dataset a trtllm cell reads (none for other workloads)."""
-    return ct_datasets.of_model(CAMPAIGN, wildcards.model)
+    return MODEL_DATASETS[wildcards.model]
 
 
 # Execution order: the cell at schedule position p gets priority N - p for its gate, run
@@ -128,7 +132,12 @@ def _slurm(key):
     return lambda wildcards: ct_lanes.slurm_resources(cell_lane(wildcards))[key]
 
 
-LANE_RESOURCES = {lane.resource: _lane_takes(lane.resource) for lane in LANES.values()}
+# With one lane (no `lanes` in the config) every cell takes it: a constant, as a function
+# costs Snakemake a signature inspection per job when it plans.
+LANE_RESOURCES = {
+    lane.resource: 1 if len(LANES) == 1 else _lane_takes(lane.resource)
+    for lane in LANES.values()
+}
 # Preparation (system facts, rootfs export, preflight) takes every lane: under --cores N it
 # never runs beside a measured cell of another lane.
 ALL_LANES = {lane.resource: 1 for lane in LANES.values()}
@@ -166,9 +175,30 @@ def cell_files(template):
     return CELL_FILES[template]
 
 
-# The cell's wildcards as the steps' arguments: a plain pattern, not a function (Snakemake
-# inspects a function's signature on every job, a measurable part of planning 900 cells).
-CELL_ARGS = "--model {model} --environment {environment} --rep {rep}"
+# The raw records present when the workflow is planned, looked up once: the targets,
+# pending_cells, run_if_pending and record_folders each ask about every cell, and nothing
+# here writes a record before the DAG is built. (onsuccess looks again, after the jobs.)
+RAW_PRESENT = frozenset(raw for raw in cell_files(R.RAW) if Path(raw).exists())
+
+
+def _literal(text):
+    """Text in a shell command, safe from Snakemake's formatting."""
+    return text.replace("{", "{{").replace("}", "}}")
+
+
+def cell_step(step, args):
+    """A cell step's shell command: the step, the resolved config and the cell's wildcards,
+    then `args`. Written into the command, not given as params: Snakemake expands every
+    job's params while it plans (a rule with a conda environment), a measurable part of
+    planning 900 cells. The config is the gate's input only: the run comes after its
+    gate, a pending cell's cooldown after its run, and when jobs run the file is written
+    before the DAG is built (a done cell's cooldown); each such input costs Snakemake a
+    dependency to resolve per job."""
+    config = "{input.config:q}" if step == "gate" else _literal(shlex.quote(RESOLVED))
+    return (
+        f"{_literal(CT)} {step} --config {config} --model {{wildcards.model}} "
+        f"--environment {{wildcards.environment}} --rep {{wildcards.rep}} {args}"
+    )
 
 
 def rootfs_marker(wildcards):
@@ -201,7 +231,7 @@ def record_folders(wildcards):
     """Folders of the raw records present when the workflow is planned (aggregate.smk).
     No rule makes a folder, so these never pull a benchmark cell into the DAG; a
     folder's mtime changes whenever a record is linked in or moved away."""
-    return sorted({str(Path(p).parent) for p in cell_files(R.RAW) if Path(p).exists()})
+    return sorted({str(Path(p).parent) for p in RAW_PRESENT})
 
 
 # Does this invocation run the cells (the default target, `all` or `cells`)? Then the
@@ -230,7 +260,7 @@ def unfinished_cell_files():
         for raw, cooldown, done in zip(
             cell_files(R.RAW), cell_files(R.COOLDOWN), cell_files(R.DONE)
         )
-        if not finished(raw, cooldown)
+        if raw not in RAW_PRESENT or not Path(cooldown).exists()
     ]
 
 
@@ -241,14 +271,23 @@ def pending_cells(wildcards):
     return [
         done
         for raw, done in zip(cell_files(R.RAW), cell_files(R.DONE))
-        if not Path(raw).exists()
+        if raw not in RAW_PRESENT
     ]
+
+
+RAN_IF_PENDING = {
+    (p.model, p.environment, p.label): [] if raw in RAW_PRESENT else [ran]
+    for p, raw, ran in zip(CELL_PATHS, cell_files(R.RAW), cell_files(R.RAN))
+}
 
 
 def run_if_pending(wildcards):
     """A cell whose raw record exists is done: nothing may pull its run (or its gate and
     preflight) back into the DAG, e.g. after a fresh clone of committed raw records."""
-    raw = at(R.RAW, **dict(wildcards))
+    key = (wildcards.model, wildcards.environment, wildcards.rep)
+    if key in RAN_IF_PENDING:
+        return list(RAN_IF_PENDING[key])
+    raw = at(R.RAW, **dict(wildcards))  # a cell the schedule does not name
     return [] if Path(raw).exists() else [at(R.RAN, **dict(wildcards))]
 
 
