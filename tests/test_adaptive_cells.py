@@ -10,7 +10,7 @@ import json
 import pytest
 
 from containertax.campaign import config
-from containertax.execution import cells, records
+from containertax.execution import cells, gating, records
 
 
 class FakeSensor:
@@ -40,7 +40,7 @@ def campaign(config_dict, tmp_path, monkeypatch):
 def test_first_gate_measures_the_baseline_and_the_cooldown_uses_it(campaign, tmp_path,
                                                                     monkeypatch):
     sensor = FakeSensor(39.0)
-    monkeypatch.setattr(cells, "sensor_for", lambda c, lane=None: sensor)
+    monkeypatch.setattr(gating, "sensor_for", lambda c, lane=None: sensor)
     cells.gate(campaign, "n256", "native", "01", tmp_path / "g1.json")
     baseline = records.read_json(campaign.paths.baseline)
     assert baseline["baseline_c"] == 39.0 and baseline["identity"]["gpu_uuid"] == "GPU-a"
@@ -59,10 +59,10 @@ def test_first_gate_measures_the_baseline_and_the_cooldown_uses_it(campaign, tmp
 def test_another_gpu_is_measured_again_and_a_cooldown_never_measures(campaign, tmp_path,
                                                                      monkeypatch):
     first = FakeSensor(39.0, "GPU-a")
-    monkeypatch.setattr(cells, "sensor_for", lambda c, lane=None: first)
+    monkeypatch.setattr(gating, "sensor_for", lambda c, lane=None: first)
     cells.gate(campaign, "n256", "native", "01", tmp_path / "g1.json")
     other = FakeSensor(30.0, "GPU-b")
-    monkeypatch.setattr(cells, "sensor_for", lambda c, lane=None: other)
+    monkeypatch.setattr(gating, "sensor_for", lambda c, lane=None: other)
     # the cooldown on a machine without its baseline waits max_s rather than take a hot
     # chip's temperature as idle
     out = tmp_path / "c.json"

@@ -11,35 +11,33 @@ import logging
 import sys
 from pathlib import Path
 
-from containertax import workloads
-from containertax.campaign import config, optimisation, rehearsal, schedule, status
-from containertax.execution import cells, environments, preflight, rawrecord, records, thermal
-from containertax.workloads import trtllm
+from containertax.campaign import config, schedule
+from containertax.execution import records
 
-KNOWN = (
-    config.ConfigError,
-    preflight.PreflightError,
-    thermal.GateTimeout,
-    thermal.SensorError,
-    cells.RunFailed,
-    cells.StorageFailure,
-    environments.EnvironmentFailure,
-    workloads.WorkloadError,
-    records.RecordExistsError,
-    rawrecord.RecordError,
-    trtllm.DatasetError,
-    optimisation.OptimisationError,
-)
-# The analysis steps' own failures: their modules (pandas, scipy, matplotlib) are imported
-# only by those steps, so that the cells run on a machine without the analysis stack.
-ANALYSIS_KNOWN = {"containertax.analysis.importer": "ImportError_",
-                  "containertax.analysis.paper": "PaperError",
-                  "containertax.analysis.report": "AnalysisError"}
+# Failures that print one line, by module. Each step imports only the modules it uses (a
+# gate or cooldown starts in about half the time of one importing every step's machinery;
+# the analysis stack stays off a machine that only runs cells): a module's failures can
+# only have been raised where it was imported.
+KNOWN = {
+    "containertax.campaign.config": ("ConfigError",),
+    "containertax.campaign.optimisation": ("OptimisationError",),
+    "containertax.execution.preflight": ("PreflightError",),
+    "containertax.execution.thermal": ("GateTimeout", "SensorError"),
+    "containertax.execution.gating": ("RunFailed", "StorageFailure"),
+    "containertax.execution.environments": ("EnvironmentFailure",),
+    "containertax.execution.records": ("RecordExistsError",),
+    "containertax.execution.rawrecord": ("RecordError",),
+    "containertax.workloads.base": ("WorkloadError",),
+    "containertax.workloads.trtllm": ("DatasetError",),
+    "containertax.analysis.importer": ("ImportError_",),
+    "containertax.analysis.paper": ("PaperError",),
+    "containertax.analysis.report": ("AnalysisError",),
+}
 
 
 def known_failures() -> tuple[type[BaseException], ...]:
-    return KNOWN + tuple(getattr(sys.modules[m], name) for m, name in ANALYSIS_KNOWN.items()
-                         if m in sys.modules)
+    return tuple(getattr(sys.modules[m], name) for m, names in KNOWN.items()
+                 if m in sys.modules for name in names)
 
 
 def load(path: str) -> config.Campaign:
@@ -202,6 +200,8 @@ def _check(path: str) -> int:
 
 def _dispatch(args: argparse.Namespace) -> int:
     cmd = args.command
+    if cmd in ("rootfs", "host-image"):
+        from containertax.execution import environments
     if cmd == "rootfs":
         environments.export_rootfs(args.image, Path(args.out))
         return 0
@@ -209,6 +209,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         print(environments.host_software_image(args.tag))
         return 0
     if cmd == "rehearse":
+        from containertax.campaign import rehearsal
+
         result = rehearsal.run(Path(args.config), args.requests,
                                snakemake_args=args.snakemake)
         print(rehearsal.render(result))
@@ -217,6 +219,8 @@ def _dispatch(args: argparse.Namespace) -> int:
     if cmd == "targets":
         print("\n".join(schedule.block_targets(campaign, _rep_range(args.reps))))
     elif cmd == "best-options":
+        from containertax.campaign import optimisation
+
         comparisons = campaign.paths.comparisons
         if not comparisons.exists():
             raise optimisation.OptimisationError(
@@ -231,16 +235,26 @@ def _dispatch(args: argparse.Namespace) -> int:
                                               args.metric, comparisons, records.utc_now())
             print(f"\nwrote docker_optimised options {chosen} into {args.write}")
     elif cmd == "status":
+        from containertax.campaign import status
+
         summary = status.summarize(campaign, args.lanes)
         print(json.dumps(summary, indent=1) if args.json else status.render(summary))
     elif cmd == "gate":
-        cells.gate(campaign, args.model, args.environment, args.rep, Path(args.out))
+        from containertax.execution import gating
+
+        gating.gate(campaign, args.model, args.environment, args.rep, Path(args.out))
     elif cmd == "run":
+        from containertax.execution import cells
+
         cells.run(campaign, args.model, args.environment, args.rep, Path(args.gate),
                   Path(args.out), Path(args.log) if args.log else None)
     elif cmd == "cooldown":
-        cells.cool(campaign, args.model, args.environment, args.rep, Path(args.out))
+        from containertax.execution import gating
+
+        gating.cool(campaign, args.model, args.environment, args.rep, Path(args.out))
     elif cmd == "dataset":
+        from containertax.workloads import trtllm
+
         params = {**trtllm.WORKLOAD.defaults, **campaign.workload_params(args.model)}
         meta = trtllm.write_dataset(params, Path(args.out))
         logging.getLogger("containertax").info(
@@ -248,8 +262,12 @@ def _dispatch(args: argparse.Namespace) -> int:
             meta["num_requests"], meta["input_len"], meta["output_len"], meta["vocab_size"],
             meta["sha256"])
     elif cmd == "preflight":
+        from containertax.execution import preflight
+
         preflight.write_environment(campaign, args.environment, Path(args.out))
     elif cmd == "system":
+        from containertax.execution import preflight
+
         records.write_json(Path(args.out), preflight.system(campaign))
     elif cmd == "schedule":
         schedule.write_csv(schedule.known_cells(campaign), campaign.root / schedule.POSITIONS)
