@@ -15,6 +15,7 @@ import pytest
 from containertax import workloads
 from containertax.campaign import config
 from containertax.workloads import transformers
+from containertax.workloads.base import Where
 
 TINY = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
         "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
@@ -140,9 +141,12 @@ def test_engine_decoding_emits_the_tokens_generate_does_and_reuses_its_compile_c
     params = {"model_config": TINY, "device": "cpu", "dtype": "float32", "batch_size": 2,
               "input_len": 8, "output_len": 5, "warmup": 1, "requests": 2}
     runs = {}
-    for name, decoding in [("plain", "plain"), ("engine", "engine"), ("again", "engine")]:
+    for name, decoding, attention in [("plain", "plain", "sdpa"), ("engine", "engine", "sdpa"),
+                                      ("again", "engine", "sdpa"),
+                                      ("gqa", "engine", "sdpa_gqa")]:
         out = tmp_path / f"{name}.json"
-        argv, env = workloads.build("transformers", {**params, "decoding": decoding},
+        argv, env = workloads.build("transformers", {**params, "decoding": decoding,
+                                                     "attn_implementation": attention},
                                     torch_python(), workloads.PROBE_DIR, out,
                                     cache=tmp_path / "cache")
         proc = subprocess.run(argv, env={**os.environ, **env}, capture_output=True, text=True,
@@ -152,8 +156,13 @@ def test_engine_decoding_emits_the_tokens_generate_does_and_reuses_its_compile_c
     plain, engine, again = runs["plain"], runs["engine"], runs["again"]
     assert engine["decoding"] == "engine" and plain["compile_cache"] is None
     assert engine["compile_cache"] == str(tmp_path / "cache" / "inductor")
-    assert [r["token_sum"] for r in engine["requests"]] == \
-        [r["token_sum"] for r in plain["requests"]]
+    assert engine["compile"] == {"mode": "reduce-overhead", "coordinate_descent": False}
+    assert plain["compile"] is None
+    # the engine decodes as generate does, with either attention
+    for run in (engine, runs["gqa"]):
+        assert [r["token_sum"] for r in run["requests"]] == \
+            [r["token_sum"] for r in plain["requests"]]
+    assert runs["gqa"]["model"]["attention"] == "sdpa_gqa"
     assert [len(r["step_s"]) for r in engine["requests"]] == [5, 5, 5]
     assert any((tmp_path / "cache" / "inductor").rglob("*")), "nothing was cached"
     assert again["requests"][0]["latency_s"] < engine["requests"][0]["latency_s"]
@@ -199,3 +208,70 @@ def test_peak_bandwidth_from_the_table_or_nvml():
     bw, source = gpu.peak_bandwidth("Some Future GPU", 2619, 5120)
     assert bw == pytest.approx(3.352e12, rel=1e-3) and source.startswith("nvml")
     assert gpu.peak_bandwidth("Some Future GPU", None, 5120)[0] is None
+
+
+SDPA_GQA_CHECK = """
+import json, sys, types
+import torch, transformers
+sys.path.insert(0, sys.argv[1])
+import llm
+
+def logits(attention, ids):
+    args = types.SimpleNamespace(dtype="float32", seed=0, model_path=None, device="cpu",
+                                 model_config=sys.argv[2], attn_implementation=attention,
+                                 batch_size=ids.shape[0])
+    model, _ = llm.build_model(torch, transformers, args)
+    cache = llm.static_cache(transformers, model, args, ids.shape[1] + 3)
+    out = []
+    with torch.no_grad():
+        n = ids.shape[1]
+        out.append(model(input_ids=ids, cache_position=torch.arange(n), past_key_values=cache,
+                         use_cache=True).logits)
+        for i in range(3):
+            step = out[-1][:, -1:].argmax(-1)
+            out.append(model(input_ids=step, cache_position=torch.tensor([n + i]),
+                             past_key_values=cache, use_cache=True).logits)
+    return out
+
+ids = torch.randint(1, 1000, (2, 8), generator=torch.Generator().manual_seed(1))
+changed = ids.clone()
+changed[:, -1] = (changed[:, -1] + 1) % 1000
+sdpa, gqa, later = logits("sdpa", ids), logits("sdpa_gqa", ids), logits("sdpa_gqa", changed)
+print(json.dumps({
+    "max_diff": [float((a - b).abs().max()) for a, b in zip(sdpa, gqa)],
+    # causal: the first position cannot see the last one's token
+    "first_position_moved": float((gqa[0][:, 0] - later[0][:, 0]).abs().max()),
+    "last_position_moved": float((gqa[0][:, -1] - later[0][:, -1]).abs().max()),
+}))
+"""
+
+
+@pytest.mark.skipif(torch_python() is None, reason="no interpreter with torch + transformers "
+                    "(set CONTAINERTAX_TORCH_PYTHON); the GPU machine runs the real thing")
+def test_sdpa_gqa_attends_as_sdpa_does_without_repeating_the_cache():
+    """The probe's `sdpa_gqa` attention against transformers' own sdpa on a grouped-query
+    model (4 query heads on 2 K/V heads): the same logits for a prompt prefilled into a
+    static cache and for three decoding steps after it, and still causal (a later token
+    does not move an earlier position's logits; it does move its own)."""
+    proc = subprocess.run([torch_python(), "-c", SDPA_GQA_CHECK, str(workloads.PROBE_DIR),
+                           json.dumps(TINY)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    r = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert len(r["max_diff"]) == 4 and max(r["max_diff"]) < 1e-4, r
+    assert r["first_position_moved"] < 1e-5 < r["last_position_moved"], r
+
+
+def test_the_engine_is_compiled_as_configured_and_bad_values_are_named():
+    argv, _ = workloads.build("transformers", {"model_config": TINY,
+                                               "compile_mode": "max-autotune",
+                                               "coordinate_descent": True},
+                              "python3", Path("/p"), Path("/w/o.json"), cache=Path("/c"))
+    assert argv[argv.index("--compile-mode") + 1] == "max-autotune"
+    assert argv[argv.index("--coordinate-descent") + 1] == "true"
+    plain, _ = workloads.build("transformers", {"model_config": TINY, "device": "cpu"},
+                               "python3", Path("/p"), Path("/w/o.json"))
+    assert "--compile-mode" not in plain  # only the engine compiles a step of its own
+    problems = transformers.problems({"model_config": TINY, "compile_mode": "fast",
+                                      "coordinate_descent": "yes"}, Where("c.yaml", 0, "m"))
+    assert any("'workload.compile_mode'" in p and "'fast'" in p for p in problems)
+    assert any("'workload.coordinate_descent'" in p and "'yes'" in p for p in problems)

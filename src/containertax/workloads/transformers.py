@@ -22,6 +22,7 @@ from containertax.workloads.base import (
 
 DECODING = ("auto", "plain", "static", "compiled", "engine")
 COMPILING = ("compiled", "engine")  # decoding modes that use torch.compile's cache
+COMPILE_MODES = ("reduce-overhead", "max-autotune")  # torch.compile modes of the engine step
 
 
 def decoding_of(params: dict[str, Any]) -> str:
@@ -41,7 +42,15 @@ def argv(p: dict[str, Any], python: str, probe: Path, out: Path, check: bool) ->
              if "model_config" in p else ["--model-path", str(p["model_path"])])
     return [*cmd, *model, *flags(p, ["dtype", "attn_implementation", "batch_size",
                                      "input_len", "output_len", "warmup", "requests",
-                                     "seed"]), "--decoding", decoding_of(p)]
+                                     "seed"]), "--decoding", decoding_of(p), *engine_flags(p)]
+
+
+def engine_flags(p: dict[str, Any]) -> list[str]:
+    """How the engine's step is compiled (only the engine compiles a step of its own)."""
+    if decoding_of(p) != "engine":
+        return []
+    return ["--compile-mode", str(p["compile_mode"]),
+            "--coordinate-descent", "true" if p["coordinate_descent"] else "false"]
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -121,6 +130,7 @@ def requests_rows(probe: Probe) -> list[dict[str, Any]]:
 
 def detail(probe: Probe) -> dict[str, Any]:
     return {"model": probe.get("model"), "decoding": probe.get("decoding"),
+            "compile": probe.get("compile"),
             "compile_cache": probe.get("compile_cache"),
             "measure_window_unix": probe.get("measure_window_unix"),
             "requests": probe.get("requests")}
@@ -144,6 +154,16 @@ def problems(params: dict[str, Any], where: Where) -> list[str]:
         out.append(
             f"{where.source}: key 'workload.decoding' (or 'models[{where.index}].decoding') "
             f"must be one of {list(DECODING)}, got {params['decoding']!r}.")
+    if params.get("compile_mode", COMPILE_MODES[0]) not in COMPILE_MODES:
+        out.append(
+            f"{where.source}: key 'workload.compile_mode' (or "
+            f"'models[{where.index}].compile_mode') must be one of {list(COMPILE_MODES)}, "
+            f"got {params['compile_mode']!r}.")
+    if not isinstance(params.get("coordinate_descent", False), bool):
+        out.append(
+            f"{where.source}: key 'workload.coordinate_descent' (or "
+            f"'models[{where.index}].coordinate_descent') must be true or false, got "
+            f"{params['coordinate_descent']!r}.")
     return out
 
 
@@ -152,7 +172,8 @@ WORKLOAD = Workload(
     probe="llm.py",
     defaults={"dtype": "bfloat16", "device": "cuda", "attn_implementation": "sdpa",
               "batch_size": 8, "input_len": 512, "output_len": 128, "warmup": 1,
-              "requests": 5, "decoding": "auto", "seed": 0, "threads": 1},
+              "requests": 5, "decoding": "auto", "compile_mode": "reduce-overhead",
+              "coordinate_descent": False, "seed": 0, "threads": 1},
     integers={"batch_size": 1, "input_len": 1, "output_len": 2, "warmup": 0, "requests": 1,
               "threads": 1},
     argv=argv,

@@ -56,10 +56,48 @@ class StepClock:
         pass
 
 
+def register_sdpa_gqa(torch, transformers) -> None:
+    """Attention `sdpa_gqa`: transformers' SDPA attention without copying K and V per query
+    head. With grouped-query attention (Llama-3-8B: 32 query heads share 8 K/V heads) and a
+    mask (a static cache always has one), transformers repeats the cached K and V for every
+    query head before SDPA: four copies of the whole cache written and read again in every
+    layer of every step. An inference engine's attention reads each K/V head once; so does
+    this: each K/V head's query heads are folded into its query rows (the mask repeated to
+    match), which is the same attention, and SDPA runs on the cache as it is."""
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    def sdpa_gqa(module, query, key, value, attention_mask, dropout=0.0, scaling=None,
+                 is_causal=None, **kwargs):
+        groups = getattr(module, "num_key_value_groups", 1)
+        if groups == 1 or attention_mask is None:  # nothing to fold, or a causal flag only
+            return sdpa_attention_forward(module, query, key, value, attention_mask,
+                                          dropout=dropout, scaling=scaling,
+                                          is_causal=is_causal, **kwargs)
+        batch, heads, rows, dim = query.shape
+        kv_heads, length = key.shape[1], key.shape[-2]
+        mask = attention_mask[:, :, :, :length]
+        mask = mask[:, :, None].expand(-1, -1, groups, -1, -1)
+        mask = mask.reshape(mask.shape[0], mask.shape[1], groups * rows, length)
+        out = torch.nn.functional.scaled_dot_product_attention(
+            query.reshape(batch, kv_heads, groups * rows, dim), key, value, attn_mask=mask,
+            dropout_p=dropout if module.training else 0.0, scale=scaling)
+        return out.reshape(batch, heads, rows, dim).transpose(1, 2).contiguous(), None
+
+    from transformers import masking_utils
+
+    transformers.AttentionInterface.register("sdpa_gqa", sdpa_gqa)
+    # masks are built by name too, and an unknown name gets none (a bidirectional prefill):
+    # the same boolean mask as sdpa's
+    masking_utils.AttentionMaskInterface.register(
+        "sdpa_gqa", masking_utils.ALL_MASK_ATTENTION_FUNCTIONS["sdpa"])
+
+
 def build_model(torch, transformers, args):
     """Random weights from a config (built on the device: on the CPU a 1B model takes
     tens of seconds to initialise), or a local checkpoint."""
     dtype = getattr(torch, args.dtype)
+    if args.attn_implementation == "sdpa_gqa":
+        register_sdpa_gqa(torch, transformers)
     torch.manual_seed(args.seed)
     if args.model_path:
         model = transformers.AutoModelForCausalLM.from_pretrained(
@@ -76,7 +114,8 @@ def build_model(torch, transformers, args):
     model.eval()
     n_params = sum(p.numel() for p in model.parameters())
     return model, {**source, "model_type": model.config.model_type, "parameters": n_params,
-                   "dtype": args.dtype, "vocab_size": model.config.vocab_size}
+                   "dtype": args.dtype, "vocab_size": model.config.vocab_size,
+                   "attention": args.attn_implementation}
 
 
 def generation_kwargs(model, args) -> dict:
@@ -163,7 +202,11 @@ def engine_requests(torch, transformers, model, args) -> tuple[list[dict], list[
                        use_cache=True, return_dict=False, **last_only)[0]
         return logits[:, -1].argmax(-1, keepdim=True)
 
-    step = torch.compile(forward, mode="reduce-overhead", fullgraph=True)
+    if args.coordinate_descent:  # inductor tunes the launch configs of the kernels it writes
+        import torch._inductor.config as inductor
+
+        inductor.coordinate_descent_tuning = True
+    step = torch.compile(forward, mode=args.compile_mode, fullgraph=True)
     prompt_positions = torch.arange(args.input_len, device=args.device)
     decode_positions = [torch.tensor([args.input_len + i], device=args.device)
                         for i in range(args.output_len - 1)]
@@ -264,9 +307,16 @@ def main(argv=None) -> int:
     p.add_argument("--requests", type=int, default=5)
     p.add_argument("--decoding", default="auto",
                    choices=["auto", "plain", "static", "compiled", "engine"])
+    p.add_argument("--compile-mode", default="reduce-overhead",
+                   choices=["reduce-overhead", "max-autotune"],
+                   help="torch.compile mode of the engine's step (both replay CUDA graphs; "
+                        "max-autotune also times Triton matmul kernels against cuBLAS)")
+    p.add_argument("--coordinate-descent", default="false", choices=["true", "false"],
+                   help="inductor's coordinate-descent tuning of the kernels it generates")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--check", action="store_true", help="import, reach the device, report")
     args = p.parse_args(argv)
+    args.coordinate_descent = args.coordinate_descent == "true"
     if not args.check and bool(args.model_config) == bool(args.model_path):
         p.error("give exactly one of --model-config and --model-path")
     if args.decoding == "auto":  # as the host resolves it (workloads/transformers.py)
@@ -295,6 +345,8 @@ def main(argv=None) -> int:
     result.update({
         "decoding": args.decoding,
         "compile_cache": COMPILE_CACHE,
+        "compile": ({"mode": args.compile_mode, "coordinate_descent": args.coordinate_descent}
+                    if args.decoding == "engine" else None),
         # the same greedy tokens whatever the decoding mode: a check that it decodes alike
         "checksum": sum(r["token_sum"] for r in rows),
         "requests": rows,
