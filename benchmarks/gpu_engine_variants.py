@@ -1,12 +1,12 @@
-"""On a GPU machine: how the engine's step is compiled against its roofline fraction.
+"""On a GPU machine: the engine step's attention and compilation against its roofline.
 
 Runs the transformers probe once per variant (workload keys `attn_implementation`,
-`compile_mode` and `coordinate_descent`), each with a fresh compile cache so that each pays its own
-compilation, through the workflow's native launcher as benchmarks/gpu_engine.py does; per
-variant: median decoding step, roofline fraction, token throughput and the warm-up
-latency (compilation included). The variants differ only in how the step is compiled, so
-the checksum of the greedy tokens says whether they decode alike (with random weights the
-logits are close together, so kernels that round differently may pick other tokens).
+`compile_mode` and `coordinate_descent`), each with a fresh compile cache so that each pays
+its own compilation, through the workflow's native launcher as benchmarks/gpu_engine.py
+does. Per variant: median decoding step, roofline fraction, token throughput and the
+warm-up latency (compilation included). The checksum of the greedy tokens shows whether
+the variants decode alike (with random weights the logits lie close together, so kernels
+that round differently may pick other tokens; tests/test_workloads.py compares logits).
 
     python3 benchmarks/gpu_engine_variants.py config/h100-engine.yaml --out DIR
 """
