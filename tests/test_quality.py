@@ -129,6 +129,8 @@ def test_blocks_split_between_machines_are_flagged():
         "metric": ["t"] * 4, "value": [1.0] * 4})
     found = {f.check: f for f in machines(runs)}
     assert found["machines"].details["machines"] == ["GPU-1", "GPU-2"]
+    # the paper prints the message: machines and their runs in words, no Python reprs
+    assert "runs on 2 machines: GPU-1 (1 run), GPU-2 (3 runs);" in found["machines"].message
     assert found["block_split"].details["blocks"] == [{"model": "m", "block": 1}]
     assert machines(runs.assign(machine="GPU-1")) == []
 

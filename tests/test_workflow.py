@@ -358,6 +358,23 @@ def test_committed_h100_campaign_rebuilds_its_paper_without_a_gpu(tmp_path, camp
     assert_reviewed(root)
 
 
+def test_two_gpus_under_one_host_name_are_not_called_one_host(tmp_path):
+    """results/h100-engine-gqa ran on two lent machines, both named `vm`: the paper must not
+    say "one host", and must name the two machines and the machine-adjusted estimate."""
+    root = tmp_path / "results" / "h100-engine-gqa"
+    shutil.copytree(REPO / "results" / "h100-engine-gqa" / "raw", root / "raw")
+    out = snakemake(tmp_path, REPO / "config" / "h100-engine-gqa.yaml", "paper")
+    assert out.returncode == 0, out.stdout[-3000:]
+    text = " ".join(subprocess.run(["pdftotext", str(root / "paper" / "paper.pdf"), "-"],
+                                   capture_output=True, text=True).stdout.split())
+    assert "made on one host" not in text
+    assert "hosts named vm (one host with several GPUs, or several hosts of that name" in text
+    assert "The runs measured 2 machines" in text and "Few machines." in text
+    assert "GPU-0fc80ab7-4a71-f29f-7fcd-d7aa26705482 (3 runs)" in text
+    assert "np.int64" not in text
+    assert_reviewed(root)
+
+
 def test_dgx_campaign_plans_900_runs_in_a_dry_run(tmp_path):
     t0 = time.monotonic()
     out = snakemake(tmp_path, REPO / "config" / "config.yaml", "-n", "--quiet", "rules")

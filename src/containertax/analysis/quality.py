@@ -155,9 +155,11 @@ def machines(runs: pd.DataFrame) -> list[Finding]:
     if "machine" not in runs or runs["machine"].nunique() < 2:
         return []
     counts = runs.drop_duplicates(["model", "environment", "repetition"])["machine"]
-    f = [Finding("machines", "info", f"runs on {runs['machine'].nunique()} machines "
-                 f"{dict(counts.value_counts())}; the statistics add machine-adjusted "
-                 "estimates", details={"machines": sorted(runs["machine"].unique())})]
+    listed = ", ".join(f"{machine} ({int(n)} run{'' if n == 1 else 's'})"
+                       for machine, n in counts.value_counts().sort_index().items())
+    f = [Finding("machines", "info", f"runs on {runs['machine'].nunique()} machines: "
+                 f"{listed}; the statistics add machine-adjusted estimates",
+                 details={"machines": sorted(runs["machine"].unique())})]
     split = (runs.groupby(["model", "block"])["machine"].nunique() > 1)
     if split.any():
         blocks = [{"model": m, "block": int(b)} for m, b in split[split].index]

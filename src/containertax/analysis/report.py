@@ -526,7 +526,10 @@ def _design_values(campaign: Campaign, runs: pd.DataFrame) -> dict[str, Any]:
         "gate-wait": tables.num(float(waits.iloc[0])) if len(waits) else "--",
         "gate-wait-max": tables.num(float(waits.max())) if len(waits) else "--",
         "n-machines": n_machines,
+        # host names only: lent or cloned machines may share one (the runs' GPUs, by UUID,
+        # are told apart; two GPUs under one host name may be one host or two)
         "n-hosts": len(found["hosts"]),
+        "host-names": tables.tex(_join(found["hosts"])) or "--",
         "n-gpus": len(found["gpus"]),
         "gpu": bool(found["gpus"]),
         "gpu-names": tables.tex(_join(sorted(set(found["gpus"].values())))) or "--",
