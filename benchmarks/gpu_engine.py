@@ -2,7 +2,7 @@
 and the adaptive cooldown, measured on the same runs.
 
 (a) Runs the transformers probe (decoding from the config, `engine` in
-    config/h100-engine.yaml) for one model several times through the workflow's native
+    config/h100-engine-gqa.yaml) for one model several times through the workflow's native
     launcher, with the campaign's compile cache: per run token throughput, median decoding
     step and its roofline fraction (weights a step reads / step time / peak HBM bandwidth);
     across runs the CV of token throughput, and the blocks a 95 % CI half-width of 2 % calls
@@ -11,7 +11,7 @@ and the adaptive cooldown, measured on the same runs.
     thermal.adaptive, baseline measured first): total waiting time per mode, and the spread
     of the start temperature of the runs that follow each mode.
 
-    python3 benchmarks/gpu_engine.py config/h100-engine.yaml --model llama3-8b --out DIR
+    python3 benchmarks/gpu_engine.py config/h100-engine-gqa.yaml --model llama3-8b --out DIR
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ import pytest
 import yaml
 
 from containertax.campaign import config
+from containertax.execution import records
 from tests.conftest import REPO
 
 
@@ -123,3 +124,29 @@ def test_unknown_analysis_names_are_errors(config_dict, key, value, fragment):
     with pytest.raises(config.ConfigError) as err:
         config.load_campaign(config_dict, "x.yaml")
     assert fragment in str(err.value)
+
+
+@pytest.mark.parametrize("campaign", ["h100-engine", "h100-engine-gqa"])
+def test_committed_llm_campaigns_keep_the_hash_their_records_carry(campaign):
+    """Outside check: the transformers attention default changed (sdpa -> auto), and the
+    committed engine configs pin what they measured; each still hashes as its records say.
+    (results/h100's records carry the hash of an earlier edit of config/h100.yaml; its pin
+    is checked against the hash it had before the change: c0e51683a536b3f7 at f6fcfda.)"""
+    hashes = {records.read_json(p)["provenance"]["config_hash"]
+              for p in (REPO / "results" / campaign / "raw").glob("*/*/rep*.json")
+              if not p.name.endswith(".cooldown.json")}
+    assert hashes == {config.load_file(REPO / "config" / f"{campaign}.yaml").config_hash()}
+    assert config.load_file(REPO / "config" / "h100.yaml").config_hash() == "c0e51683a536b3f7"
+
+
+def test_a_config_left_at_the_new_attention_default_is_another_campaign(config_dict):
+    """No two configs that measure differently share a hash: without the key a transformers
+    workload now runs sdpa_gqa under engine decoding, so it must not hash as the configs
+    that were measured with sdpa (which now name it, and hash as they did)."""
+    config_dict["workload"] = {"kind": "transformers", "decoding": "engine"}
+    config_dict["models"] = [{"id": "llm", "model_config": {"model_type": "llama"}}]
+    default = config.load_campaign(config_dict, "x.yaml").config_hash()
+    config_dict["workload"]["attn_implementation"] = "auto"
+    assert config.load_campaign(config_dict, "x.yaml").config_hash() == default
+    config_dict["workload"]["attn_implementation"] = "sdpa"
+    assert config.load_campaign(config_dict, "x.yaml").config_hash() != default

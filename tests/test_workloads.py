@@ -275,3 +275,16 @@ def test_the_engine_is_compiled_as_configured_and_bad_values_are_named():
                                       "coordinate_descent": "yes"}, Where("c.yaml", 0, "m"))
     assert any("'workload.compile_mode'" in p and "'fast'" in p for p in problems)
     assert any("'workload.coordinate_descent'" in p and "'yes'" in p for p in problems)
+
+
+def test_attention_auto_is_sdpa_gqa_under_the_engine_and_sdpa_elsewhere():
+    def attention(params):
+        argv, _ = workloads.build("transformers", {"model_config": TINY, **params}, "python3",
+                                  Path("/p"), Path("/w/o.json"), cache=Path("/c"))
+        return argv[argv.index("--attn-implementation") + 1]
+
+    assert attention({}) == "sdpa_gqa"  # a GPU: engine decoding
+    assert attention({"device": "cpu"}) == "sdpa"  # plain decoding
+    assert attention({"decoding": "compiled"}) == "sdpa"
+    assert attention({"attn_implementation": "sdpa"}) == "sdpa"  # as committed configs pin
+    assert attention({"attn_implementation": "eager", "device": "cpu"}) == "eager"

@@ -150,6 +150,12 @@ HASH_NEUTRAL_DEFAULTS = (("thermal", "cooldown"), ("thermal", "adaptive"))
 # analysis.primary_test: 'auto' (a Shapiro-Wilk pretest choosing Welch or Mann-Whitney)
 # became 'paired_t' (#11); it changes the analysis of the records, not what they measured.
 HASH_CHANGED_DEFAULTS = {("analysis", "primary_test"): ("paired_t", "auto")}
+# Workload keys (a workload kind's own defaults, not the schema's) whose default changed
+# after campaigns were committed while the old value stays valid: transformers' attention
+# was 'sdpa' and is 'auto' now ('sdpa_gqa' under engine decoding). A config that names the
+# old value hashes as a config without the key did; one without it hashes as the new
+# default, so no two configs that measure differently share a hash.
+HASH_WORKLOAD_DEFAULTS = {("transformers", "attn_implementation"): ("auto", "sdpa")}
 
 
 def _filled_default(sub: dict[str, Any]) -> Any:
@@ -186,6 +192,18 @@ def _without_new_defaults(raw: dict[str, Any]) -> dict[str, Any]:
         parent = out.get(section)
         if isinstance(parent, dict) and parent.get(key) == now:
             parent[key] = before
+    work = out.get("workload")
+    if isinstance(work, dict):
+        kinds = {work.get("kind")} | {m.get("kind") for m in out.get("models") or []
+                                      if isinstance(m, dict)}
+        for (kind, key), (now, before) in HASH_WORKLOAD_DEFAULTS.items():
+            if kind not in kinds:
+                continue
+            if work.get(key, now) == now:  # left at the new default, or naming it
+                work.pop(key, None)
+                out[f"{kind}.{key}"] = now  # at the end: the key's position cannot matter
+            elif work.get(key) == before:
+                del work[key]
     return out
 
 

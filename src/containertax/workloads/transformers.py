@@ -34,15 +34,26 @@ def decoding_of(params: dict[str, Any]) -> str:
     return mode
 
 
+def attention_of(params: dict[str, Any]) -> str:
+    """The attention a run uses: 'auto' is the probe's sdpa_gqa under engine decoding (each
+    cached K/V head read once, as an engine's attention does; transformers' sdpa copies it
+    per query head) and transformers' sdpa otherwise."""
+    name = str(params.get("attn_implementation", "auto"))
+    if name == "auto":
+        return "sdpa_gqa" if decoding_of(params) == "engine" else "sdpa"
+    return name
+
+
 def argv(p: dict[str, Any], python: str, probe: Path, out: Path, check: bool) -> list[str]:
     cmd = [python, str(probe / "llm.py"), "--out", str(out), "--device", str(p["device"])]
     if check:
         return [*cmd, "--check"]
     model = (["--model-config", json.dumps(p["model_config"], sort_keys=True)]
              if "model_config" in p else ["--model-path", str(p["model_path"])])
-    return [*cmd, *model, *flags(p, ["dtype", "attn_implementation", "batch_size",
-                                     "input_len", "output_len", "warmup", "requests",
-                                     "seed"]), "--decoding", decoding_of(p), *engine_flags(p)]
+    return [*cmd, *model, *flags(p, ["dtype", "batch_size", "input_len", "output_len",
+                                     "warmup", "requests", "seed"]),
+            "--attn-implementation", attention_of(p), "--decoding", decoding_of(p),
+            *engine_flags(p)]
 
 
 def engine_flags(p: dict[str, Any]) -> list[str]:
@@ -170,7 +181,7 @@ def problems(params: dict[str, Any], where: Where) -> list[str]:
 WORKLOAD = Workload(
     kind="transformers",
     probe="llm.py",
-    defaults={"dtype": "bfloat16", "device": "cuda", "attn_implementation": "sdpa",
+    defaults={"dtype": "bfloat16", "device": "cuda", "attn_implementation": "auto",
               "batch_size": 8, "input_len": 512, "output_len": 128, "warmup": 1,
               "requests": 5, "decoding": "auto", "compile_mode": "reduce-overhead",
               "coordinate_descent": False, "seed": 0, "threads": 1},
