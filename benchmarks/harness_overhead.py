@@ -8,6 +8,11 @@ trivial jobs (gate -> run -> cooldown, every job `date > {output}`), with the sa
                          - gate waits - cooldown waits - page-cache drops) / cells
     floor per cell    = (last trivial job - first trivial job) / cells
 
+and a second floor, the same chain with every job an interpreter start of the steps'
+Python (`python -c pass`): the least any harness pays whose steps are processes of their own
+(which #16's guarantees rest on: a step outlives a killed Snakemake and still writes its
+record),
+
 i.e. what Snakemake, the steps' interpreter start-up and imports, config and schedule
 reads, sensors, telemetry and record writing add to every cell beyond the deliberate waits
 and the workload. It also says where that time goes: inside each step (ledger start to
@@ -125,10 +130,11 @@ rule cooldown:
 """
 
 
-def floor_per_cell(n: int, work: Path) -> float:
+def floor_per_cell(n: int, work: Path, job: str = "date +%s.%N > {output}") -> float:
     """A bare chain of three trivial jobs per cell, same cell count and flags."""
     work.mkdir(parents=True, exist_ok=True)
-    (work / "Snakefile").write_text(FLOOR_SNAKEFILE.format(n=n))
+    text = FLOOR_SNAKEFILE.format(n=n)
+    (work / "Snakefile").write_text(text.replace('"date +%s.%N > {output}"', repr(job)))
     out = subprocess.run([sys.executable, "-m", "snakemake", *FLAGS, "--directory", str(work),
                           "--snakefile", str(work / "Snakefile")],
                          capture_output=True, text=True)
@@ -155,7 +161,8 @@ def run_campaign(config: Path, reps: int, work: Path) -> Path:
     return work / "results" / "overheadbench"
 
 
-def report(cells: list[dict[str, float]], floor: float | None) -> None:
+def report(cells: list[dict[str, float]], floor: float | None,
+           python_floor: float | None = None) -> None:
     if os.environ.get("PYTHONDONTWRITEBYTECODE"):
         print("note: PYTHONDONTWRITEBYTECODE is set: every step compiles the package's modules "
               "from source (no .pyc), as it would not on a usual machine")
@@ -166,6 +173,9 @@ def report(cells: list[dict[str, float]], floor: float | None) -> None:
     if floor is not None:
         print(f"floor (bare Snakemake, 3 trivial jobs per cell): {floor:.2f} s per cell")
         print(f"ratio harness / floor: {per_cell / floor:.2f}")
+    if python_floor is not None:
+        print(f"floor with a Python start per job (3 per cell): {python_floor:.2f} s per cell")
+        print(f"ratio harness / Python-start floor: {per_cell / python_floor:.2f}")
 
 
 def main() -> int:
@@ -186,7 +196,10 @@ def main() -> int:
         root = run_campaign(args.config.resolve(), args.reps, work / "campaign")
         cells = cells_of(root)
         floor = floor_per_cell(len(cells), work / "floor")
-        report(cells, floor)
+        python_floor = floor_per_cell(
+            len(cells), work / "python-floor",
+            f"{sys.executable} -c pass && date +%s.%N > {{output}}")
+        report(cells, floor, python_floor)
     return 0
 
 

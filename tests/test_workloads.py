@@ -267,10 +267,13 @@ def test_the_engine_is_compiled_as_configured_and_bad_values_are_named():
                                                "coordinate_descent": True},
                               "python3", Path("/p"), Path("/w/o.json"), cache=Path("/c"))
     assert argv[argv.index("--compile-mode") + 1] == "max-autotune"
-    assert argv[argv.index("--coordinate-descent") + 1] == "true"
+    assert "--coordinate-descent" in argv and "--no-coordinate-descent" not in argv
     plain, _ = workloads.build("transformers", {"model_config": TINY, "device": "cpu"},
                                "python3", Path("/p"), Path("/w/o.json"))
     assert "--compile-mode" not in plain  # only the engine compiles a step of its own
+    default, _ = workloads.build("transformers", {"model_config": TINY}, "python3", Path("/p"),
+                                 Path("/w/o.json"), cache=Path("/c"))
+    assert "--no-coordinate-descent" in default
     problems = transformers.problems({"model_config": TINY, "compile_mode": "fast",
                                       "coordinate_descent": "yes"}, Where("c.yaml", 0, "m"))
     assert any("'workload.compile_mode'" in p and "'fast'" in p for p in problems)

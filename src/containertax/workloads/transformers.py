@@ -61,7 +61,7 @@ def engine_flags(p: dict[str, Any]) -> list[str]:
     if decoding_of(p) != "engine":
         return []
     return ["--compile-mode", str(p["compile_mode"]),
-            "--coordinate-descent", "true" if p["coordinate_descent"] else "false"]
+            "--coordinate-descent" if p["coordinate_descent"] else "--no-coordinate-descent"]
 
 
 def percentile(values: list[float], q: float) -> float:

@@ -299,7 +299,8 @@ def main(argv=None) -> int:
     p.add_argument("--model-path", help="local checkpoint folder (instead of --model-config)")
     p.add_argument("--dtype", default="bfloat16")
     p.add_argument("--device", default="cuda")
-    p.add_argument("--attn-implementation", default="sdpa")
+    p.add_argument("--attn-implementation", default="auto",
+                   help="auto: sdpa_gqa under engine decoding, sdpa otherwise")
     p.add_argument("--batch-size", type=int, default=8)
     p.add_argument("--input-len", type=int, default=512)
     p.add_argument("--output-len", type=int, default=128)
@@ -311,16 +312,18 @@ def main(argv=None) -> int:
                    choices=["reduce-overhead", "max-autotune"],
                    help="torch.compile mode of the engine's step (both replay CUDA graphs; "
                         "max-autotune also times Triton matmul kernels against cuBLAS)")
-    p.add_argument("--coordinate-descent", default="false", choices=["true", "false"],
+    p.add_argument("--coordinate-descent", action=argparse.BooleanOptionalAction,
+                   default=False,
                    help="inductor's coordinate-descent tuning of the kernels it generates")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--check", action="store_true", help="import, reach the device, report")
     args = p.parse_args(argv)
-    args.coordinate_descent = args.coordinate_descent == "true"
     if not args.check and bool(args.model_config) == bool(args.model_path):
         p.error("give exactly one of --model-config and --model-path")
     if args.decoding == "auto":  # as the host resolves it (workloads/transformers.py)
         args.decoding = "engine" if args.device.startswith("cuda") else "plain"
+    if args.attn_implementation == "auto":  # likewise (workloads/transformers.py)
+        args.attn_implementation = "sdpa_gqa" if args.decoding == "engine" else "sdpa"
 
     t_import0 = time.perf_counter()
     import torch
