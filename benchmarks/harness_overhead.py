@@ -96,6 +96,7 @@ def breakdown(cells: list[dict[str, float]]) -> dict[str, float]:
 
 FLOOR_SNAKEFILE = """\
 N = {n}
+JOB = {job!r}
 CELLS = [f"c{{i:04d}}" for i in range(N)]
 
 
@@ -108,7 +109,7 @@ rule gate:
     output:
         "floor/{{cell}}.gate",
     shell:
-        "date +%s.%N > {{output}}"
+        JOB
 
 
 rule run:
@@ -117,7 +118,7 @@ rule run:
     output:
         "floor/{{cell}}.run",
     shell:
-        "date +%s.%N > {{output}}"
+        JOB
 
 
 rule cooldown:
@@ -126,15 +127,14 @@ rule cooldown:
     output:
         "floor/{{cell}}.cooldown",
     shell:
-        "date +%s.%N > {{output}}"
+        JOB
 """
 
 
 def floor_per_cell(n: int, work: Path, job: str = "date +%s.%N > {output}") -> float:
     """A bare chain of three trivial jobs per cell, same cell count and flags."""
     work.mkdir(parents=True, exist_ok=True)
-    text = FLOOR_SNAKEFILE.format(n=n)
-    (work / "Snakefile").write_text(text.replace('"date +%s.%N > {output}"', repr(job)))
+    (work / "Snakefile").write_text(FLOOR_SNAKEFILE.format(n=n, job=job))
     out = subprocess.run([sys.executable, "-m", "snakemake", *FLAGS, "--directory", str(work),
                           "--snakefile", str(work / "Snakefile")],
                          capture_output=True, text=True)

@@ -161,15 +161,11 @@ def problems(params: dict[str, Any], where: Where) -> list[str]:
             f"{where.source}: key 'models[{where.index}].model_config' (model {where.model}) "
             "must be a mapping with a 'model_type' (e.g. llama, qwen2) and that model's "
             "config fields.")
-    if params.get("decoding", "plain") not in DECODING:
-        out.append(
-            f"{where.source}: key 'workload.decoding' (or 'models[{where.index}].decoding') "
-            f"must be one of {list(DECODING)}, got {params['decoding']!r}.")
-    if params.get("compile_mode", COMPILE_MODES[0]) not in COMPILE_MODES:
-        out.append(
-            f"{where.source}: key 'workload.compile_mode' (or "
-            f"'models[{where.index}].compile_mode') must be one of {list(COMPILE_MODES)}, "
-            f"got {params['compile_mode']!r}.")
+    for key, allowed in (("decoding", DECODING), ("compile_mode", COMPILE_MODES)):
+        if params.get(key, allowed[0]) not in allowed:
+            out.append(
+                f"{where.source}: key 'workload.{key}' (or 'models[{where.index}].{key}') "
+                f"must be one of {list(allowed)}, got {params[key]!r}.")
     if not isinstance(params.get("coordinate_descent", False), bool):
         out.append(
             f"{where.source}: key 'workload.coordinate_descent' (or "
