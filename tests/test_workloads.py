@@ -261,6 +261,25 @@ def test_sdpa_gqa_attends_as_sdpa_does_without_repeating_the_cache():
     assert r["first_position_moved"] < 1e-5 < r["last_position_moved"], r
 
 
+@pytest.mark.skipif(torch_python() is None, reason="no interpreter with torch + transformers "
+                    "(set CONTAINERTAX_TORCH_PYTHON); the GPU machine runs the real thing")
+def test_the_causality_check_catches_attention_without_its_mask():
+    """The planted case for the check above: with the mask builder's registration dropped
+    (transformers then builds no mask for the name), the prefill is still causal (SDPA's
+    causal flag stands in), but every decoding step attends to the static cache's unwritten
+    slots too, and its logits leave sdpa's. Measured on the H100 machine (torch 2.11,
+    transformers 5.17): prefill 0.0, steps 0.066, 0.75, 0.58."""
+    no_mask = ("from transformers import masking_utils\n"
+               "masking_utils.AttentionMaskInterface.register = "
+               "classmethod(lambda cls, key, value: None)\n")
+    proc = subprocess.run([torch_python(), "-c", no_mask + SDPA_GQA_CHECK,
+                           str(workloads.PROBE_DIR), json.dumps(TINY)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    r = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert r["max_diff"][0] < 1e-4 and min(r["max_diff"][1:]) > 1e-2, r
+
+
 def test_the_engine_is_compiled_as_configured_and_bad_values_are_named():
     argv, _ = workloads.build("transformers", {"model_config": TINY,
                                                "compile_mode": "max-autotune",

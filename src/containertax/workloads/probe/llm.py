@@ -86,8 +86,9 @@ def register_sdpa_gqa(torch, transformers) -> None:
     from transformers import masking_utils
 
     transformers.AttentionInterface.register("sdpa_gqa", sdpa_gqa)
-    # masks are built by name too, and an unknown name gets none (a bidirectional prefill):
-    # the same boolean mask as sdpa's
+    # masks are built by name too, and an unknown name gets none: the prefill stays causal
+    # (SDPA's causal flag) but a decoding step would attend to the static cache's unwritten
+    # slots. The same boolean mask as sdpa's
     masking_utils.AttentionMaskInterface.register(
         "sdpa_gqa", masking_utils.ALL_MASK_ATTENTION_FUNCTIONS["sdpa"])
 
