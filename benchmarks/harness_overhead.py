@@ -17,7 +17,15 @@ i.e. what Snakemake, the steps' interpreter start-up and imports, config and sch
 reads, sensors, telemetry and record writing add to every cell beyond the deliberate waits
 and the workload. It also says where that time goes: inside each step (ledger start to
 end, less its deliberate time) and between steps (Snakemake's job cost plus the next
-step's interpreter start, before its first ledger line). Run it alone on the machine:
+step's interpreter start, before its first ledger line).
+
+How low any design could go is measured as well, in the same run: the same campaign's step
+work with all three steps of every cell called in one warm process (no interpreter start,
+no imports, no Snakemake: what a step server forking each step from a warm process would
+still pay), and Snakemake's own cost of three jobs run inside its process (`run:` jobs
+under --force-use-threads). Their sum against 1.5x the floor says whether a design that
+keeps every step a process of its own (a warm server) could meet that target with the
+steps' present work. Run it alone on the machine:
 
     flock /tmp/ct-docker.lock .venv/bin/python benchmarks/harness_overhead.py
     .venv/bin/python benchmarks/harness_overhead.py --ledger results/demo   # existing ledger
@@ -26,6 +34,9 @@ step's interpreter start, before its first ledger line). Run it alone on the mac
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
+import logging
 import os
 import statistics
 import subprocess
@@ -34,6 +45,7 @@ import tempfile
 import time
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -48,12 +60,12 @@ def _t(event: dict) -> float:
     return datetime.fromisoformat(event["utc"]).timestamp()
 
 
-def cells_of(root: Path) -> list[dict[str, float]]:
+def cells_of(root: Path) -> list[dict[str, Any]]:
     """Per complete cell: start/end of each step and its deliberate time (last attempt)."""
-    cells: dict[tuple, dict[str, float]] = {}
+    cells: dict[tuple, dict[str, Any]] = {}
     for e in read_ledger(root):
         key = (e.get("model"), e.get("environment"), e.get("repetition"))
-        c = cells.setdefault(key, {})
+        c = cells.setdefault(key, {"environment": e.get("environment")})
         step = e["step"]
         if step not in STEPS:
             continue
@@ -71,13 +83,13 @@ def cells_of(root: Path) -> list[dict[str, float]]:
                   key=lambda c: c["gate_start"])
 
 
-def harness_per_cell(cells: list[dict[str, float]]) -> float:
+def harness_per_cell(cells: list[dict[str, Any]]) -> float:
     span = cells[-1]["cooldown_end"] - cells[0]["gate_start"]
     deliberate = sum(c[f"{s}_deliberate"] for c in cells for s in STEPS)
     return (span - deliberate) / len(cells)
 
 
-def breakdown(cells: list[dict[str, float]]) -> dict[str, float]:
+def breakdown(cells: list[dict[str, Any]]) -> dict[str, float]:
     """Medians: time inside each step beyond its deliberate part, and the gaps between
     steps (Snakemake's per-job cost + the next step's interpreter start and imports)."""
     parts: dict[str, list[float]] = {}
@@ -85,6 +97,8 @@ def breakdown(cells: list[dict[str, float]]) -> dict[str, float]:
         for s in STEPS:
             inside = c[f"{s}_end"] - c[f"{s}_start"] - c[f"{s}_deliberate"]
             parts.setdefault(f"in {s}", []).append(inside)
+            if s == "run":  # a container's teardown, e.g., is the run step's, not the workload's
+                parts.setdefault(f"  in run, {c['environment']}", []).append(inside)
         parts.setdefault("gap gate->run", []).append(c["run_start"] - c["gate_end"])
         parts.setdefault("gap run->cooldown", []).append(c["cooldown_start"] - c["run_end"])
         if i + 1 < len(cells):
@@ -131,11 +145,24 @@ rule cooldown:
 """
 
 
-def floor_per_cell(n: int, work: Path, job: str = "date +%s.%N > {output}") -> float:
-    """A bare chain of three trivial jobs per cell, same cell count and flags."""
+IN_PROCESS_JOB = """\
+    run:
+        Path(output[0]).write_text(repr(time.time()))"""
+
+
+def floor_per_cell(n: int, work: Path, job: str = "date +%s.%N > {output}",
+                   in_process: bool = False) -> float:
+    """A bare chain of three trivial jobs per cell, same cell count and flags; in_process:
+    each job a `run:` block in Snakemake's own process (--force-use-threads)."""
     work.mkdir(parents=True, exist_ok=True)
-    (work / "Snakefile").write_text(FLOOR_SNAKEFILE.format(n=n, job=job))
-    out = subprocess.run([sys.executable, "-m", "snakemake", *FLAGS, "--directory", str(work),
+    snakefile = FLOOR_SNAKEFILE.format(n=n, job=job)
+    flags = list(FLAGS)
+    if in_process:
+        snakefile = "import time\nfrom pathlib import Path\n" + snakefile.replace(
+            "    shell:\n        JOB", IN_PROCESS_JOB)
+        flags.append("--force-use-threads")
+    (work / "Snakefile").write_text(snakefile)
+    out = subprocess.run([sys.executable, "-m", "snakemake", *flags, "--directory", str(work),
                           "--snakefile", str(work / "Snakefile")],
                          capture_output=True, text=True)
     if out.returncode != 0:
@@ -144,25 +171,72 @@ def floor_per_cell(n: int, work: Path, job: str = "date +%s.%N > {output}") -> f
     return (stamps[-1] - stamps[0]) / n
 
 
-def run_campaign(config: Path, reps: int, work: Path) -> Path:
+def _snakemake(config: Path, reps: int, work: Path, name: str,
+               targets: list[str]) -> tuple[Path, float]:
+    """Snakemake's `targets` of the config as campaign `name` with `reps` repetitions."""
     cfg = yaml.safe_load(config.read_text())
-    cfg.update(campaign="overheadbench", repetitions=reps)
+    cfg.update(campaign=name, repetitions=reps)
     work.mkdir(parents=True, exist_ok=True)
-    path = work / "overhead.yaml"
+    path = work / f"{name}.yaml"
     path.write_text(yaml.safe_dump(cfg, sort_keys=False))
     t0 = time.perf_counter()
-    out = subprocess.run([sys.executable, "-m", "snakemake", "cells", *FLAGS, "--snakefile",
-                          str(REPO / "Snakefile"), "--directory", str(work),
+    out = subprocess.run([sys.executable, "-m", "snakemake", *targets, *FLAGS,
+                          "--snakefile", str(REPO / "Snakefile"), "--directory", str(work),
                           "--configfile", str(path)], capture_output=True, text=True)
     if out.returncode != 0:
         raise SystemExit(f"campaign failed:\n{out.stderr[-3000:]}")
-    print(f"campaign {config.name} x{reps} reps: `snakemake cells` took "
-          f"{time.perf_counter() - t0:.1f} s")
-    return work / "results" / "overheadbench"
+    return work / "results" / name, time.perf_counter() - t0
 
 
-def report(cells: list[dict[str, float]], floor: float | None,
-           python_floor: float | None = None) -> None:
+def run_campaign(config: Path, reps: int, work: Path) -> Path:
+    root, took = _snakemake(config, reps, work, "overheadbench", ["cells"])
+    print(f"campaign {config.name} x{reps} reps: `snakemake cells` took {took:.1f} s")
+    return root
+
+
+def warm_step_work(config: Path, reps: int, work: Path) -> list[dict[str, Any]]:
+    """The same campaign's cells with every step called in this one process, in schedule
+    order, once Snakemake has made what the cells need (schedule, system facts,
+    preflight): the steps' own work without interpreter starts, imports or Snakemake."""
+    from containertax import cli
+    from containertax.campaign import schedule
+
+    envs = yaml.safe_load(config.read_text())["environments"]
+    root = Path("results/warmsteps")
+    _snakemake(config, reps, work, root.name,
+               [str(root / "schedule.csv"), str(root / "system.json"),
+                *(str(root / "preflight" / f"{env}.json") for env in envs)])
+    root = work / root
+    resolved = root / "config.resolved.json"
+    campaign = cli.load(str(resolved))
+    cwd = Path.cwd()
+    os.chdir(work)  # the campaign's paths are relative to Snakemake's directory
+    try:
+        with contextlib.redirect_stderr(io.StringIO()):  # the steps log to files as well
+            for cell in schedule.plan(campaign):
+                _warm_cell(cli, campaign, cell, resolved, work / "logs")
+        return cells_of(root)
+    finally:
+        os.chdir(cwd)
+        logging.getLogger().handlers.clear()  # cli.main's file handler
+
+
+def _warm_cell(cli: Any, campaign: Any, cell: Any, resolved: Path, logs: Path) -> None:
+    paths = campaign.paths.cell(cell.model, cell.environment, cell.repetition)
+    paths.gate.parent.mkdir(parents=True, exist_ok=True)
+    common = ["--config", str(resolved), "--model", cell.model, "--environment",
+              cell.environment, "--rep", paths.label]
+    for step, args in (("gate", ["--out", str(paths.gate)]),
+                       ("run", ["--gate", str(paths.gate), "--out", str(paths.ran)]),
+                       ("cooldown", ["--out", str(paths.done)])):
+        log = logs / f"{step}.log"
+        if cli.main([step, *common, *args, "--log", str(log)]) != 0:
+            raise SystemExit(f"warm {step} of {cell} failed; see {log}")
+
+
+def report(cells: list[dict[str, Any]], floor: float | None,
+           python_floor: float | None = None, warm: list[dict[str, Any]] | None = None,
+           in_process_floor: float | None = None) -> None:
     if os.environ.get("PYTHONDONTWRITEBYTECODE"):
         print("note: PYTHONDONTWRITEBYTECODE is set: every step compiles the package's modules "
               "from source (no .pyc), as it would not on a usual machine")
@@ -176,6 +250,18 @@ def report(cells: list[dict[str, float]], floor: float | None,
     if python_floor is not None:
         print(f"floor with a Python start per job (3 per cell): {python_floor:.2f} s per cell")
         print(f"ratio harness / Python-start floor: {per_cell / python_floor:.2f}")
+    if warm and in_process_floor is not None and floor is not None:
+        work_per_cell = harness_per_cell(warm)
+        least = work_per_cell + in_process_floor
+        print(f"step work in one warm process, no Snakemake ({len(warm)} cells): "
+              f"{work_per_cell * 1000:.0f} ms per cell")
+        for k, v in breakdown(warm).items():
+            if not k.startswith("page-cache"):
+                print(f"  median {k:<24} {v * 1000:6.1f} ms")
+        print(f"Snakemake's own cost of 3 jobs in its process (run:, --force-use-threads): "
+              f"{in_process_floor * 1000:.1f} ms per cell")
+        print(f"=> a warm step server with today's step work: {least * 1000:.0f} ms per cell, "
+              f"{least / floor:.2f}x the floor (target 1.5x = {1.5 * floor * 1000:.0f} ms)")
 
 
 def main() -> int:
@@ -199,7 +285,10 @@ def main() -> int:
         python_floor = floor_per_cell(
             len(cells), work / "python-floor",
             f"{sys.executable} -c pass && date +%s.%N > {{output}}")
-        report(cells, floor, python_floor)
+        warm = warm_step_work(args.config.resolve(), args.reps, work / "warm")
+        in_process_floor = floor_per_cell(len(cells), work / "in-process-floor",
+                                          in_process=True)
+        report(cells, floor, python_floor, warm, in_process_floor)
     return 0
 
 
