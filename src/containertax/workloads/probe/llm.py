@@ -237,22 +237,21 @@ def engine_requests(torch, transformers, model, args) -> tuple[list[dict], list[
             sync()
         t1 = time.perf_counter()
         window[1] = time.time()
-        new = len(tokens)
-        steps = clock.offsets_s()
-        if new != args.output_len or len(steps) != args.output_len:
-            raise RuntimeError(f"request {i} generated {new} tokens in {len(steps)} steps, "
-                               f"expected {args.output_len}")
-        rows.append({
-            "index": i,
-            "warmup": i < args.warmup,
-            "batch_size": args.batch_size,
-            "input_len": args.input_len,
-            "output_len": new,
-            "latency_s": t1 - t0,
-            "step_s": steps,
-            "token_sum": int(torch.cat(tokens, dim=1).sum()),
-        })
+        rows.append(request_row(args, i, len(tokens), t1 - t0, clock.offsets_s(),
+                                int(torch.cat(tokens, dim=1).sum())))
     return rows, window
+
+
+def request_row(args, index: int, new: int, latency_s: float, step_s: list[float],
+                token_sum: int) -> dict:
+    """One request's row, the same for both decoding modes; a request that did not emit
+    exactly output_len tokens, one per timed step, is an error, not a row."""
+    if new != args.output_len or len(step_s) != args.output_len:
+        raise RuntimeError(f"request {index} generated {new} tokens in {len(step_s)} steps, "
+                           f"expected {args.output_len}")
+    return {"index": index, "warmup": index < args.warmup, "batch_size": args.batch_size,
+            "input_len": args.input_len, "output_len": new, "latency_s": latency_s,
+            "step_s": step_s, "token_sum": token_sum}
 
 
 def run_requests(torch, model, args) -> tuple[list[dict], list[float]]:
@@ -276,20 +275,9 @@ def run_requests(torch, model, args) -> tuple[list[dict], list[float]]:
         sync()
         t1 = time.perf_counter()
         window[1] = time.time()
-        new = out.shape[1] - ids.shape[1]
-        if new != args.output_len or len(clock.steps) != args.output_len:
-            raise RuntimeError(f"request {i} generated {new} tokens in {len(clock.steps)} "
-                               f"steps, expected {args.output_len}")
-        rows.append({
-            "index": i,
-            "warmup": i < args.warmup,
-            "batch_size": args.batch_size,
-            "input_len": args.input_len,
-            "output_len": new,
-            "latency_s": t1 - t0,
-            "step_s": [s - t0 for s in clock.steps],
-            "token_sum": int(out[:, ids.shape[1]:].sum()),
-        })
+        rows.append(request_row(args, i, out.shape[1] - ids.shape[1], t1 - t0,
+                                [s - t0 for s in clock.steps],
+                                int(out[:, ids.shape[1]:].sum())))
     return rows, window
 
 
