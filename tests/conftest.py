@@ -33,5 +33,9 @@ needs_docker = pytest.mark.skipif(
 
 
 @pytest.fixture
-def config_dict() -> dict[str, Any]:
+def config_dict(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """The demo config, its results folder (results/demo, relative) in a folder of the
+    test's own: a demo campaign run in the checkout (the README's first command) has a
+    schedule there that a plan would otherwise extend."""
+    monkeypatch.chdir(tmp_path)
     return copy.deepcopy(demo_config())
