@@ -153,3 +153,10 @@ def test_a_config_left_at_the_new_attention_default_is_another_campaign(config_d
     assert config.load_campaign(config_dict, "x.yaml").config_hash() == default
     config_dict["workload"]["attn_implementation"] = "sdpa"
     assert config.load_campaign(config_dict, "x.yaml").config_hash() != default
+
+
+def test_a_test_campaign_never_lives_in_the_checkouts_results(config_dict):
+    """The demo run in the checkout (the README's first command) leaves results/demo with
+    its schedule; a test's campaign of the same name must not read or extend it."""
+    root = config.load_campaign(config_dict, "x.yaml").root.resolve()
+    assert not root.is_relative_to(REPO), root
