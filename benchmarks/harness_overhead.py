@@ -122,8 +122,7 @@ rule all:
 rule gate:
     output:
         "floor/{{cell}}.gate",
-    shell:
-        JOB
+{action}
 
 
 rule run:
@@ -131,8 +130,7 @@ rule run:
         "floor/{{cell}}.gate",
     output:
         "floor/{{cell}}.run",
-    shell:
-        JOB
+{action}
 
 
 rule cooldown:
@@ -140,11 +138,13 @@ rule cooldown:
         "floor/{{cell}}.run",
     output:
         "floor/{{cell}}.cooldown",
-    shell:
-        JOB
+{action}
 """
 
 
+SHELL_JOB = """\
+    shell:
+        JOB"""
 IN_PROCESS_JOB = """\
     run:
         Path(output[0]).write_text(repr(time.time()))"""
@@ -155,11 +155,11 @@ def floor_per_cell(n: int, work: Path, job: str = "date +%s.%N > {output}",
     """A bare chain of three trivial jobs per cell, same cell count and flags; in_process:
     each job a `run:` block in Snakemake's own process (--force-use-threads)."""
     work.mkdir(parents=True, exist_ok=True)
-    snakefile = FLOOR_SNAKEFILE.format(n=n, job=job)
+    snakefile = FLOOR_SNAKEFILE.format(n=n, job=job,
+                                       action=IN_PROCESS_JOB if in_process else SHELL_JOB)
     flags = list(FLAGS)
     if in_process:
-        snakefile = "import time\nfrom pathlib import Path\n" + snakefile.replace(
-            "    shell:\n        JOB", IN_PROCESS_JOB)
+        snakefile = "import time\nfrom pathlib import Path\n" + snakefile
         flags.append("--force-use-threads")
     (work / "Snakefile").write_text(snakefile)
     out = subprocess.run([sys.executable, "-m", "snakemake", *flags, "--directory", str(work),

@@ -263,12 +263,13 @@ def test_sdpa_gqa_attends_as_sdpa_does_without_repeating_the_cache():
 
 @pytest.mark.skipif(torch_python() is None, reason="no interpreter with torch + transformers "
                     "(set CONTAINERTAX_TORCH_PYTHON); the GPU machine runs the real thing")
-def test_the_causality_check_catches_attention_without_its_mask():
-    """The planted case for the check above: with the mask builder's registration dropped
-    (transformers then builds no mask for the name), the prefill is still causal (SDPA's
-    causal flag stands in), but every decoding step attends to the static cache's unwritten
-    slots too, and its logits leave sdpa's. Measured on the H100 machine (torch 2.11,
-    transformers 5.17): prefill 0.0, steps 0.066, 0.75, 0.58."""
+def test_the_logits_check_catches_attention_without_its_mask():
+    """The planted case for the logits check above (not its causality check): with the
+    mask builder's registration dropped (transformers then builds no mask for the name),
+    the prefill is still causal (SDPA's causal flag stands in), but every decoding step
+    attends to the static cache's unwritten slots too, and its logits leave sdpa's.
+    Measured on the H100 machine (torch 2.11, transformers 5.17): prefill 0.0, steps 0.066,
+    0.75, 0.58."""
     no_mask = ("from transformers import masking_utils\n"
                "masking_utils.AttentionMaskInterface.register = "
                "classmethod(lambda cls, key, value: None)\n")
