@@ -1,0 +1,102 @@
+"""The paper never runs into its margin, whatever the values and words the records put in
+it: a committed campaign's paper is built once, then its generated values (numbers.tex)
+and data-quality findings (quality.tex) are replaced by adversarial ones (long signed
+numbers, long identifiers joined by '/' and '-', long lists) and the paper is compiled
+again; the LaTeX log must hold no overfull box beyond the review's tolerance. The
+replacements are drawn from fixed seeds, so the outcome depends on the code alone.
+
+Planted case: one value with an unbreakable 60-letter word must be reported (the check can
+fail)."""
+
+from __future__ import annotations
+
+import random
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from containertax.analysis import review
+from tests.conftest import REPO
+
+pytestmark = pytest.mark.slow
+
+CAMPAIGN = "h100-engine-gqa"
+IDS = ["qwen2.5-72b-instruct-fp8", "llama-3.1-nemotron-70b-instruct-hf",
+       "docker-optimised-shm60g-cpuset", "native-aa", "mixtral-8x7b-instruct-v0.1-fp8"]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> Path:
+    """The paper folder of a committed campaign, built from its raw records."""
+    tmp = tmp_path_factory.mktemp("overflow")
+    shutil.copytree(REPO / "results" / CAMPAIGN / "raw", tmp / "results" / CAMPAIGN / "raw")
+    out = subprocess.run(
+        [sys.executable, "-m", "snakemake", f"results/{CAMPAIGN}/paper/paper.pdf", "--cores",
+         "1", "--snakefile", str(REPO / "Snakefile"), "--directory", str(tmp),
+         "--configfile", str(REPO / "config" / f"{CAMPAIGN}.yaml")],
+        capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return tmp / "results" / CAMPAIGN / "paper"
+
+
+def adversarial(value: str, rng: random.Random) -> str:
+    """A value of the same kind, as long and awkward as real records could make it."""
+    if value.isdigit() or "\\" in value and not re.fullmatch(r"[-+$\\,.\d%{}]+", value):
+        return value  # conditions and counts (the text compares them), LaTeX constructs
+    if re.fullmatch(r"[-+$\\,.\d%{}]+", value):
+        return rng.choice(["$-$123\\,456.789", "+99.999\\,\\%", "1.23e-12", "987\\,654\\,321"])
+    words = [rng.choice(IDS) for _ in range(rng.randrange(1, 6))]
+    return ", ".join(words[:-1]) + (" and " if len(words) > 1 else "") + words[-1]
+
+
+def compile_with(paper: Path, work: Path, numbers: str, quality: str | None = None) -> str:
+    if work.exists():
+        shutil.rmtree(work)
+    shutil.copytree(paper, work)
+    (work / "numbers.tex").write_text(numbers)
+    if quality is not None:
+        (work / "quality.tex").write_text(quality)
+    for f in list((REPO / "paper").glob("*.tex")) + list((REPO / "paper").glob("*.bib")):
+        shutil.copyfile(f, work / f.name)
+    proc = subprocess.run(["latexmk", "-pdf", "-interaction=nonstopmode", "-halt-on-error",
+                           "main.tex"], cwd=work, capture_output=True, text=True, timeout=300)
+    log = (work / "main.log").read_text(errors="replace")
+    assert proc.returncode == 0, "\n".join(
+        log[m.start():m.start() + 400] for m in re.finditer(r"^! ", log, re.M))
+    return log
+
+
+def overfull(log: str) -> list[review.Problem]:
+    return [p for p in review.check_log(log) if p.check == "overfull"]
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_the_paper_never_overflows_whatever_the_values(built, tmp_path, seed):
+    rng = random.Random(seed)
+    text = (built / "numbers.tex").read_text()
+    numbers = re.sub(r"\\ctxdef\{([^}]*)\}\{(.*)\}$",
+                     lambda m: f"\\ctxdef{{{m.group(1)}}}{{{adversarial(m.group(2), rng)}}}",
+                     text, flags=re.M)
+    lines = ["\\begin{itemize}"] + [
+        "\\item \\textbf{Check} (warning): " + " ".join(
+            rng.choice([f"{rng.choice(IDS)}/{rng.choice(IDS)}/rep{rng.randrange(99):03d}",
+                        f"{rng.uniform(-99, 99):+.2f}\\,\\% [{rng.uniform(-99, 0):+.2f}, "
+                        f"{rng.uniform(0, 99):+.2f}]", "Bonferroni $p$ 0.000123;",
+                        "identical environments measured as different:"])
+            for _ in range(rng.randrange(5, 40)))
+        for _ in range(6)] + ["\\end{itemize}", "Exclusion rule: none."]
+    log = compile_with(built, tmp_path / "paper", numbers, "\n".join(lines) + "\n")
+    assert not overfull(log), overfull(log)
+
+
+def test_an_unbreakable_word_is_reported_as_overfull(built, tmp_path):
+    text = (built / "numbers.tex").read_text()
+    numbers = re.sub(r"\\ctxdef\{reference\}\{.*\}$", r"\\ctxdef{reference}{" + "x" * 60 + "}",
+                     text, count=1, flags=re.M)
+    assert numbers != text
+    found = overfull(compile_with(built, tmp_path / "paper", numbers))
+    assert found, "a 60-letter word in the text was not reported"
