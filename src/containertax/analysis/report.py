@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from containertax.analysis import facts, importer, quality, tables
+from containertax.analysis import facts, hostmarkers, importer, quality, tables
 from containertax.analysis.metrics import MetricInfo, registry
 from containertax.campaign.config import Campaign
 from containertax.execution import records
@@ -540,6 +540,7 @@ def _design_values(campaign: Campaign, runs: pd.DataFrame) -> dict[str, Any]:
         "has-docker": bool(docker),
         "docker-device-nodes": any("device nodes" in e["gpu"] for e in docker),
         **page_cache_values(campaign, runs),
+        **where_ran_values(campaign, runs),
         **cpuset_values(found),
         **memory_source_values(found, runs),
     }
@@ -637,6 +638,14 @@ def _result_values(campaign: Campaign, results: pd.DataFrame | None,
         v[f"p-bh/{key}"] = tables.pval(r.p_bh)
         v[f"test/{key}"] = r.primary_test
     return v
+
+
+def where_ran_values(campaign: Campaign, runs: pd.DataFrame) -> dict[str, Any]:
+    """Where each environment ran (a VM, a container), from its probe's markers."""
+    from containertax.analysis.aggregate import read_records
+
+    recs = [rec for _, rec in read_records(campaign.root)]
+    return hostmarkers.values(recs, campaign.reference, environment_order(campaign, runs))
 
 
 def cpuset_values(found: dict[str, Any]) -> dict[str, Any]:
