@@ -426,6 +426,18 @@ def page_cache_values(campaign: Campaign, runs: pd.DataFrame) -> dict[str, Any]:
                 "drop_page_cache", "auto"))}
 
 
+def clock_values(q: dict[str, Any]) -> dict[str, Any]:
+    """The threat item on clocks lowered inside the measured windows (quality's
+    throttled_window findings: any reason over clocks.THRESHOLD of any run's window)."""
+    hits = [f["details"] for f in q["findings"] if f["check"] == "throttled_window"]
+    words = "; ".join(f"{h['words']}: {h['range_pct']} of the {h['window']} "
+                      + ("in every run" if h["runs"] == h["of_runs"]
+                         else f"in {h['runs']} of {h['of_runs']} runs")
+                      for h in hits)
+    return {"clock-throttled": bool(hits), "clock-throttle-words": _unbroken_pct(
+        tables.tex(words)) or "--"}
+
+
 def check_words(check: str) -> str:
     """A quality check's name as a reader sees it: 'thermal_dependence' -> 'Thermal
     dependence', 'aa_calibration' -> 'A/A calibration'."""
@@ -750,6 +762,7 @@ def run_numbers(campaign: Campaign, kept_csv: Path, comparisons_csv: Path,
         "has-memory": bool(set(tables.MEMORY_METRICS) & set(runs["metric"])),
         **primary_test_values(campaign),
         **_design_values(campaign, runs),
+        **clock_values(q),
         **_result_values(campaign, results, runs),
         **calibration_macros(q.get("calibration") or {"status": "none"}, reg,
                              campaign.replicas),
