@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import csv
+import math
 import time
 
+import pandas as pd
 import pytest
 
 from containertax.execution.telemetry import COLUMNS, Sampler
@@ -20,6 +22,7 @@ def test_sampler_writes_rows_and_summary(tmp_path):
     assert rows[0] == COLUMNS and len(rows) == len(s.rows) + 1
     summary = s.summary()
     assert summary["samples"] == len(s.rows) and summary["sensor"] == "none"
+    assert summary["t0_unix"] == s.t0_unix > 0  # the CSV's t_s = 0, for window cuts
     assert summary["mem_used_peak_mib"] > 0
     times = [r[0] for r in s.rows]
     assert times == sorted(times)
@@ -173,3 +176,72 @@ def test_energy_from_power_where_no_counter(tmp_path):
     span = s.rows[-1][0] - s.rows[0][0]
     assert summary["energy_source"] == "power_integration"
     assert summary["energy_j"] == pytest.approx(650 * span, rel=1e-6)  # 650 W throughout
+
+
+# --- clock events inside the measured window (analysis/clocks.py) ---------------------
+
+def planted_telemetry(reasons: list[int], clocks: list[int]) -> pd.DataFrame:
+    return pd.DataFrame({"t_s": [0.1 * i for i in range(len(reasons))],
+                         "clock_event_reasons": reasons, "sm_clock_mhz": clocks})
+
+
+def test_window_clocks_of_planted_telemetry():
+    from containertax.analysis import clocks
+
+    t0 = 1000.0
+    # 0 %: the cap (0x4) only outside the window (t 0.0-0.4 and 1.5-1.9); idle (0x1) inside
+    # is no throttling
+    reasons = [4] * 5 + [0, 1, 0, 0, 0, 0, 0, 0, 0, 0] + [4] * 5
+    f = clocks.summarise(planted_telemetry(reasons, [1590] * 5 + [1980] * 10 + [1590] * 5),
+                         t0, t0 + 0.5, t0 + 1.4)
+    assert f["window_samples"] == 10 and f["window_sw_power_cap_frac"] == 0.0
+    assert f["window_throttled_frac"] == 0.0 and f["window_sm_clock_mhz"] == 1980.0
+    # 100 %: power cap plus a thermal slowdown in every sample of the window
+    f = clocks.summarise(planted_telemetry([4 | 0x20] * 10, [1600] * 10), t0, t0, t0 + 0.95)
+    assert f["window_sw_power_cap_frac"] == 1.0 and f["window_sw_thermal_frac"] == 1.0
+    assert f["window_hw_slowdown_frac"] == 0.0 and f["window_sm_clock_mhz"] == 1600.0
+    # no NVML column (a CPU run) or no sample in the window: NaN, never a traceback
+    assert math.isnan(clocks.summarise(planted_telemetry([], []), t0, t0, t0 + 1)[
+        "window_throttled_frac"])
+    cpu = clocks.summarise(pd.DataFrame({"t_s": [0.0, 0.1], "temperature_c": [40, 41]}),
+                           t0, t0, t0 + 1)
+    assert math.isnan(cpu["window_sw_power_cap_frac"]) and cpu["window_samples"] == 0
+
+
+def test_window_finding_names_reason_share_and_environments():
+    from containertax.analysis import clocks
+
+    rows = [{"model": "m", "environment": env, "repetition": rep, "clock_window": "measured",
+             "window_sm_clock_mhz": 1700.0, "window_throttled_frac": frac,
+             **{c: 0.0 for c in clocks.FRACTIONS.values()}, "window_sw_power_cap_frac": frac}
+            for env, fracs in (("native", [0.0, 0.0]), ("docker", [0.30, 0.04]))
+            for rep, frac in enumerate(fracs, 1)]
+    found = clocks.findings(pd.DataFrame(rows))
+    assert [f["reason"] for f in found] == ["sw_power_cap"]  # 0.30 > 5 %; 4 % is not
+    assert found[0]["message"].startswith("software power cap: 30 % of the measured window "
+                                          "in 1 of 4 runs, in docker")
+    rows = [{**r, "window_sw_power_cap_frac": 0.04, "window_throttled_frac": 0.04}
+            for r in rows]
+    assert clocks.findings(pd.DataFrame(rows)) == []  # under the 5 % threshold: no threat
+
+
+def test_committed_gqa_runs_were_power_capped_for_40_to_45_pct_of_the_window():
+    """The H100 engine campaign: NVML's software power cap held in a large share of every
+    run's measured window, in every environment (their record's window and CSV)."""
+    from containertax.analysis import aggregate, clocks
+    from tests.conftest import REPO
+
+    rows = []
+    for path, rec in aggregate.read_records(REPO / "results" / "h100-engine-gqa"):
+        rows.append({"model": rec.cell.model, "environment": rec.cell.environment,
+                     "repetition": rec.cell.repetition, **clocks.of_record(path, rec)})
+    runs = pd.DataFrame(rows)
+    assert len(runs) == 18 and set(runs["clock_window"]) == {"measured"}
+    assert (runs["window_samples"] >= 100).all()  # about 10.6 s at 10 Hz
+    cap = runs["window_sw_power_cap_frac"]
+    assert cap.between(0.39, 0.45).all(), cap.tolist()  # 0.396 to 0.448
+    assert (runs["window_throttled_frac"] == cap).all()  # the cap is the only reason
+    found = clocks.findings(runs)
+    assert len(found) == 1 and found[0]["message"].startswith(
+        "software power cap: 40-45 % of the measured window in every run, in every "
+        "environment")

@@ -112,6 +112,14 @@ def test_campaign_runs_in_schedule_order_and_records_everything(tmp_path):
     assert kinds == {"native", "chroot", "docker"}
     docker_rec = next(r for r in recs if r["environment"]["kind"] == "docker")
     chroot_rec = next(r for r in recs if r["environment"]["kind"] == "chroot")
+    # each environment's own markers, read from inside it: native sees this machine's
+    native_rec = next(r for r in recs if r["environment"]["kind"] == "native")
+    here = "hypervisor" in Path("/proc/cpuinfo").read_text()
+    assert native_rec["inside"]["environment"]["markers"]["dockerenv"] == \
+        Path("/.dockerenv").exists()
+    assert native_rec["inside"]["environment"]["markers"]["hypervisor_flag"] is here
+    assert docker_rec["inside"]["environment"]["markers"]["dockerenv"] is True
+    assert docker_rec["inside"]["environment"]["markers"]["hypervisor_flag"] is here
     # chroot and docker run the very same image
     assert docker_rec["environment"]["resolved"]["image"]["id"] == \
         chroot_rec["environment"]["resolved"]["image"]["id"]
@@ -150,6 +158,7 @@ def test_campaign_runs_in_schedule_order_and_records_everything(tmp_path):
                                    text=True).stdout.split())
     assert "in six runs" in text and "follows a Williams design" in text
     assert "without a GPU" in text and "one GPU" not in text
+    assert "docker ran inside a container (/.dockerenv present" in text
     assert_reviewed(root)
     # `snakemake paper` with a record missing rebuilds the paper and runs no cell
     moved = raw_records(root)[0]

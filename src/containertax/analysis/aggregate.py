@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from containertax.analysis import clocks
 from containertax.campaign.paths import CampaignPaths
 from containertax.execution import records
 from containertax.execution.rawrecord import RawRecord, read_record
@@ -20,6 +21,7 @@ COLUMNS = [
     "temperature_max_c", "throttled_s", "sensor", "config_hash", "machine", "page_cache",
     "lane",
     "start_temperature_c", "since_last_run_s",
+    *clocks.COLUMNS,  # clock events inside the measured window (analysis/clocks.py)
 ]
 
 
@@ -52,8 +54,9 @@ def metric_name(rec: RawRecord, name: str) -> str:
 
 def tidy(root: Path) -> pd.DataFrame:
     rows = []
-    for _, rec in read_records(root):
+    for path, rec in read_records(root):
         cell = rec.cell
+        window = clocks.of_record(path, rec)
         for m in rec.metrics:
             rows.append({
                 "campaign": rec.campaign,
@@ -81,6 +84,7 @@ def tidy(root: Path) -> pd.DataFrame:
                 # time since the previous run ended (quality.thermal_dependence)
                 "start_temperature_c": rec.gate.get("temperature_c"),
                 "since_last_run_s": rec.gate.get("since_last_run_s"),
+                **window,
             })
     frame = pd.DataFrame(rows, columns=COLUMNS)
     return frame.sort_values(["position", "metric"], kind="stable").reset_index(drop=True)

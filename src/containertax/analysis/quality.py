@@ -15,6 +15,7 @@ import pandas as pd
 from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
 
+from containertax.analysis import clocks
 from containertax.analysis.metrics import MetricInfo
 
 KEY = ["model", "environment", "repetition", "metric"]
@@ -135,11 +136,14 @@ def check(runs: pd.DataFrame, registry: dict[str, MetricInfo], *,
     if len(thr):
         n_runs = thr[["model", "environment", "repetition"]].drop_duplicates().shape[0]
         per_run = thr.drop_duplicates(["model", "environment", "repetition"])["throttled_s"]
-        f.append(Finding("throttled", "warning",
+        f.append(Finding("throttled", "info",
                          f"{n_runs} runs had their clocks lowered by a power, thermal or "
-                         "hardware slowdown at some point of the run (build and warm-up "
+                         "hardware slowdown somewhere in the whole run (build and warm-up "
                          f"included), for a median of {per_run.astype(float).median():.1f} s "
-                         "per run", len(thr)))
+                         "per run; the measured windows are judged by the throttled window "
+                         "check", len(thr)))
+    f += [Finding("throttled_window", "warning", c["message"], c["runs"], c)
+          for c in clocks.findings(runs)]
     f += machines(runs)
     f += lanes_with_few_blocks(runs)
     f += drift(runs, alpha)

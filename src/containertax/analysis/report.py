@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from containertax.analysis import facts, importer, quality, tables
+from containertax.analysis import facts, hostmarkers, importer, quality, tables
 from containertax.analysis.metrics import MetricInfo, registry
 from containertax.campaign.config import Campaign
 from containertax.execution import records
@@ -426,6 +426,18 @@ def page_cache_values(campaign: Campaign, runs: pd.DataFrame) -> dict[str, Any]:
                 "drop_page_cache", "auto"))}
 
 
+def clock_values(q: dict[str, Any]) -> dict[str, Any]:
+    """The threat item on clocks lowered inside the measured windows (quality's
+    throttled_window findings: any reason over clocks.THRESHOLD of any run's window)."""
+    hits = [f["details"] for f in q["findings"] if f["check"] == "throttled_window"]
+    words = "; ".join(f"{h['words']}: {h['range_pct']} of the {h['window']} "
+                      + ("in every run" if h["runs"] == h["of_runs"]
+                         else f"in {h['runs']} of {h['of_runs']} runs")
+                      for h in hits)
+    return {"clock-throttled": bool(hits), "clock-throttle-words": _unbroken_pct(
+        tables.tex(words)) or "--"}
+
+
 def check_words(check: str) -> str:
     """A quality check's name as a reader sees it: 'thermal_dependence' -> 'Thermal
     dependence', 'aa_calibration' -> 'A/A calibration'."""
@@ -540,6 +552,7 @@ def _design_values(campaign: Campaign, runs: pd.DataFrame) -> dict[str, Any]:
         "has-docker": bool(docker),
         "docker-device-nodes": any("device nodes" in e["gpu"] for e in docker),
         **page_cache_values(campaign, runs),
+        **where_ran_values(campaign, runs),
         **cpuset_values(found),
         **memory_source_values(found, runs),
     }
@@ -637,6 +650,14 @@ def _result_values(campaign: Campaign, results: pd.DataFrame | None,
         v[f"p-bh/{key}"] = tables.pval(r.p_bh)
         v[f"test/{key}"] = r.primary_test
     return v
+
+
+def where_ran_values(campaign: Campaign, runs: pd.DataFrame) -> dict[str, Any]:
+    """Where each environment ran (a VM, a container), from its probe's markers."""
+    from containertax.analysis.aggregate import read_records
+
+    recs = [rec for _, rec in read_records(campaign.root)]
+    return hostmarkers.values(recs, campaign.reference, environment_order(campaign, runs))
 
 
 def cpuset_values(found: dict[str, Any]) -> dict[str, Any]:
@@ -741,6 +762,7 @@ def run_numbers(campaign: Campaign, kept_csv: Path, comparisons_csv: Path,
         "has-memory": bool(set(tables.MEMORY_METRICS) & set(runs["metric"])),
         **primary_test_values(campaign),
         **_design_values(campaign, runs),
+        **clock_values(q),
         **_result_values(campaign, results, runs),
         **calibration_macros(q.get("calibration") or {"status": "none"}, reg,
                              campaign.replicas),

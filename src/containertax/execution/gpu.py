@@ -16,6 +16,9 @@ from typing import Any
 
 # Clock-event reasons that are not throttling: the GPU is idle, or clocks are set on purpose.
 NOT_THROTTLING = 0x1 | 0x2 | 0x100  # GpuIdle, ApplicationsClocksSetting, DisplayClockSetting
+# The clock-event reason bits that lower the clocks (nvmlClocksEventReason*), by name
+THROTTLE_REASONS = {0x4: "sw_power_cap", 0x8: "hw_slowdown", 0x10: "sync_boost",
+                    0x20: "sw_thermal", 0x40: "hw_thermal", 0x80: "hw_power_brake"}
 
 
 def _text(value: Any) -> str:

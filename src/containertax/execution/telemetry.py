@@ -147,6 +147,7 @@ class Sampler:
         return {
             **gpu_summary,
             "samples": len(self.rows),
+            "t0_unix": self.t0_unix,  # the wall-clock time of t_s = 0 in the CSV
             "rate_hz": round(1.0 / self.period, 3),
             "sensor": self.sensor.name,
             "temperature_max_c": max(temps) if temps else None,

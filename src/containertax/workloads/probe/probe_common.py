@@ -27,7 +27,44 @@ def environment_facts() -> dict:
     except OSError:
         facts["cgroup"] = None
     facts["in_container_hint"] = os.path.exists("/.dockerenv")
+    facts["markers"] = host_markers()
     return facts
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path, errors="replace") as fh:
+            return fh.read()
+    except OSError:
+        return None
+
+
+def host_markers(root: str = "/") -> dict:
+    """What this process can see of virtualisation and containment, read from inside the
+    environment (a "native" run may itself be in a VM or a container; the paper says so).
+    None where a file is unreadable: unknown, not absent. systemd-detect-virt is not in
+    every image, so the files are read directly. root: a fake root for tests."""
+    def at(path: str) -> str:
+        return os.path.join(root, path.lstrip("/"))
+
+    cpuinfo = _read(at("/proc/cpuinfo"))
+    hypervisor = None
+    if cpuinfo is not None:
+        flags = [line.split(":", 1)[1].split() for line in cpuinfo.splitlines()
+                 if line.startswith("flags") and ":" in line]
+        hypervisor = any("hypervisor" in f for f in flags) if flags else None
+    dmi = {}
+    for key in ("sys_vendor", "product_name"):
+        text = _read(at(f"/sys/class/dmi/id/{key}"))
+        dmi[key] = text.strip() if text is not None else None
+    cgroup = _read(at("/proc/self/cgroup"))
+    return {
+        "hypervisor_flag": hypervisor,
+        "dmi": dmi,
+        "dockerenv": os.path.exists(at("/.dockerenv")),
+        "containerenv": os.path.exists(at("/run/.containerenv")),
+        "cgroup": cgroup.strip().splitlines() if cgroup is not None else None,
+    }
 
 
 def header(probe: str, t_enter: float, import_s: float, software: dict) -> dict:
