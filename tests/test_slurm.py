@@ -6,6 +6,7 @@ so CI fails rather than skips when either is missing."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
@@ -13,7 +14,9 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -68,15 +71,67 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def munge_works() -> bool:
-    enc = subprocess.run(["munge", "-n"], capture_output=True)
+def munge_works(socket_path: Path) -> bool:
+    enc = subprocess.run(["munge", "-S", str(socket_path), "-n"], capture_output=True)
     return enc.returncode == 0 and subprocess.run(
-        ["unmunge"], input=enc.stdout, capture_output=True).returncode == 0
+        ["unmunge", "-S", str(socket_path)], input=enc.stdout,
+        capture_output=True).returncode == 0
+
+
+MUNGE_SOCKET = Path("/run/munge/munge.socket.2")  # where SLURM's daemons look for it
+
+
+@contextlib.contextmanager
+def munged() -> Iterator[Path]:
+    """A munged on the default socket: the one already running, or one of the test's own.
+    A configless slurmd has no slurm.conf to name another socket, so the default it must be.
+    Debian's systemd unit makes /run/munge as its runtime folder; a machine without
+    systemd, or a fresh one, has none, and no key may be there: the test makes the folder
+    (and removes it after), keeps its key, pid, seed and log in a folder of its own, and
+    needs nothing a machine kept from earlier work."""
+    if munge_works(MUNGE_SOCKET):
+        yield MUNGE_SOCKET
+        return
+    run_dir = MUNGE_SOCKET.parent
+    made_run_dir = not run_dir.exists()
+    run_dir.mkdir(mode=0o755, parents=True, exist_ok=True)
+    d = Path(tempfile.mkdtemp(prefix="containertax-munge-"))
+    key, log = d / "munge.key", d / "munged.log"
+    proc = None
+    try:
+        subprocess.run(["mungekey", "--create", f"--keyfile={key}"], check=True,
+                       capture_output=True)
+        proc = subprocess.Popen(
+            ["munged", "--foreground", "--force", f"--socket={MUNGE_SOCKET}",
+             f"--key-file={key}", f"--log-file={log}", f"--pid-file={d / 'munged.pid'}",
+             f"--seed-file={d / 'munged.seed'}"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+        for _ in range(50):
+            if munge_works(MUNGE_SOCKET):
+                break
+            time.sleep(0.2)
+        else:
+            text = log.read_text()[-2000:] if log.exists() else "(no log)"
+            pytest.fail(f"the test's munged did not answer on {MUNGE_SOCKET}:\n{text}")
+        yield MUNGE_SOCKET
+    finally:
+        if proc is not None:
+            proc.terminate()
+            proc.wait(timeout=20)
+        shutil.rmtree(d, ignore_errors=True)
+        if made_run_dir:
+            shutil.rmtree(run_dir, ignore_errors=True)
 
 
 @pytest.fixture
 def slurm_cluster(tmp_path):
-    """slurmctld and slurmd on this host, their config, state and logs under tmp_path."""
+    """munged, slurmctld and slurmd on this host, their config, state and logs of the
+    test's own (nothing a machine keeps from earlier work is needed: see munged)."""
+    with munged():
+        yield from _slurm_cluster(tmp_path)
+
+
+def _slurm_cluster(tmp_path: Path) -> Iterator[dict[str, str]]:
     d = tmp_path / "slurm"
     for sub in ("state", "spool", "log"):
         (d / sub).mkdir(parents=True)
@@ -87,18 +142,6 @@ def slurm_cluster(tmp_path):
     conf.write_text(SLURM_CONF.format(host=host, d=d, ctld_port=ctld_port, d_port=free_port(),
                                       cpus=os.cpu_count(), mem_mb=mem_mb))
     env = {**os.environ, "SLURM_CONF": str(conf)}
-    started: list[int] = []
-    if not munge_works():
-        key = Path("/etc/munge/munge.key")
-        if not key.exists():
-            subprocess.run(["mungekey", "--create", f"--keyfile={key}"], check=True)
-        munged = subprocess.Popen(["munged", "--force", "--foreground"],
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        started.append(munged.pid)
-        for _ in range(50):
-            if munge_works():
-                break
-            time.sleep(0.2)
     ctld = subprocess.Popen(["slurmctld", "-D", "-c", "-f", str(conf)], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
     time.sleep(1)
@@ -127,8 +170,6 @@ def slurm_cluster(tmp_path):
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
-        for pid in started:
-            os.kill(pid, 15)
         cache = Path("/run/slurm/conf")
         if cache.is_symlink() and str(d) in os.readlink(cache):
             cache.unlink()
