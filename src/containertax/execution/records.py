@@ -69,6 +69,27 @@ def atomic_write_text(path: Path, text: str, *, overwrite: bool = True) -> None:
         tmp.unlink(missing_ok=True)
 
 
+def move_aside(files: list[Path], raw_dir: Path, folder: Path) -> list[Path]:
+    """Move the existing ones of `files` (under raw_dir) to `folder`, keeping their path
+    below raw_dir: never deleted, never overwriting (the folder is new per call)."""
+    moved = []
+    for path in files:
+        if not path.exists():
+            continue
+        target = folder / path.relative_to(raw_dir)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if target.exists():
+            raise RecordExistsError(f"{target} already exists; {path} is left in place")
+        os.rename(path, target)
+        moved.append(target)
+    return moved
+
+
+def aside_stamp() -> str:
+    """A folder name for one move aside: its time, and a suffix that makes it unique."""
+    return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ") + "-" + new_attempt_id()[:6]
+
+
 def write_json(path: Path, data: Any, *, overwrite: bool = True) -> None:
     atomic_write_text(path, json.dumps(data, indent=2, default=str) + "\n",
                       overwrite=overwrite)
