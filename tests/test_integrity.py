@@ -75,7 +75,7 @@ def test_a_deleted_record_reruns_its_whole_cell_and_keeps_the_old_side_files(tmp
     assert json.loads(record.read_text())["attempt"] != old_attempt
     run_end = next(e for e in ledger(root)[before:] if e["step"] == "run"
                    and e["event"] == "end")
-    moved = [Path(p) for p in run_end["moved_aside"]]
+    moved = [tmp_path / p for p in run_end["moved_aside"]]  # relative to the workdir
     assert {p.name[len(cell.name):] for p in moved} == set(side)
     for path in moved:  # kept byte for byte, under raw/.orphaned/<when>/<model>/<env>/
         assert path.read_bytes() == side[path.name[len(cell.name):]]
@@ -104,8 +104,10 @@ def test_a_record_cut_in_half_stops_the_next_invocation_with_the_fix(tmp_path):
     root = tmp_path / "results" / "cut"
     out = snakemake(tmp_path, cfg, "--cores", "1")
     assert out.returncode == 0, why(out)
+    again = snakemake(tmp_path, cfg, "--cores", "1")  # plans with the records present
+    assert "Nothing to be done" in again.stdout + again.stderr
     cache = json.loads((root / ".raw-verified.json").read_text())
-    assert len(cache) == 4  # every record checked once, then by its (size, mtime, inode)
+    assert len(cache) == 4  # each record checked once, then by its (size, mtime, inode)
     record = records(root)[1]
     whole = record.read_bytes()
     record.chmod(0o644)

@@ -191,6 +191,22 @@ if _DAMAGED:
     raise WorkflowError(ct_integrity.damaged_message(PATHS, _DAMAGED))
 if _FUTURE:
     logger.warning(ct_integrity.future_message(_FUTURE))
+# A cell without its record is unfinished whatever its .done.json says (a record deleted
+# by hand): that marker (the cooldown's output, no data: the cooldown is in raw/) is removed,
+# so gate, run and cooldown run again; the run step moves the old side files aside.
+_STALE_DONE = [
+    done
+    for raw, done in zip(cell_files(R.RAW), cell_files(R.DONE))
+    if raw not in RAW_PRESENT and Path(done).exists()
+]
+if _STALE_DONE and planning_only():
+    logger.warning(
+        f"{len(_STALE_DONE)} cell(s) have no raw record but a finished marker (e.g. "
+        f"{_STALE_DONE[0]}): the next invocation that runs jobs runs them again."
+    )
+else:
+    for _done in _STALE_DONE:
+        Path(_done).unlink(missing_ok=True)
 
 
 def _literal(text):
