@@ -46,7 +46,7 @@ rule all:
     input:
         [] if CAMPAIGN.is_import else [at(R.SCHEDULE), at(R.SYSTEM)],
         unfinished_cell_files(),
-        at("paper/paper.pdf"),
+        ANALYSIS_OUTPUTS,  # the paper and its parts: a missing one is rebuilt (analysis.smk)
 
 
 rule cells:

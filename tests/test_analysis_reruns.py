@@ -53,4 +53,4 @@ def test_editing_any_analysis_module_rebuilds_the_paper(tmp_path):
         assert plan.returncode == 0, plan.stderr[-2000:]
         rules = {line.split()[0] for line in plan.stdout.splitlines()
                  if len(line.split()) == 2 and line.split()[1].isdigit()}
-        assert "paper" in rules, f"editing {path.relative_to(tree)} leaves the paper stale"
+        assert "pdf" in rules, f"editing {path.relative_to(tree)} leaves the paper stale"

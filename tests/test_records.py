@@ -48,3 +48,48 @@ def test_ledger_reader_skips_a_line_cut_by_a_crash(tmp_path):
     with (tmp_path / records.LEDGER).open("a") as fh:
         fh.write('{"step": "run", "event": "st')
     assert [e["step"] for e in records.read_ledger(tmp_path)] == ["gate"]
+
+
+def _full_disk_after(monkeypatch, ledger, nbytes: int) -> None:
+    """The next write to `ledger` stores its first `nbytes` and then fails with ENOSPC, as
+    a disk that fills during the write: the fault planted (issue #21)."""
+    import errno
+    import os
+
+    real_write = os.write
+    state = {"armed": True}
+
+    def write(fd, data):
+        if state["armed"] and os.path.realpath(f"/proc/self/fd/{fd}") == str(ledger):
+            state["armed"] = False
+            real_write(fd, bytes(data[:nbytes]))
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_write(fd, data)
+
+    monkeypatch.setattr(os, "write", write)
+
+
+def test_a_full_disk_leaves_no_torn_ledger_line(tmp_path, monkeypatch):
+    ledger = (tmp_path / records.LEDGER).resolve()
+    records.append_ledger(tmp_path, {"step": "gate", "event": "start"})
+    before = ledger.read_bytes()
+    _full_disk_after(monkeypatch, ledger, 20)
+    with pytest.raises(OSError, match="No space left"):
+        records.append_ledger(tmp_path, {"step": "gate", "event": "end"})
+    assert ledger.read_bytes() == before  # cut back: the event is whole or absent
+    records.append_ledger(tmp_path, {"step": "run", "event": "start"})
+    assert [(e["step"], e["event"]) for e in records.read_ledger(tmp_path)] == [
+        ("gate", "start"), ("run", "start")]
+    assert records.ledger_damage(tmp_path) == {}
+
+
+def test_a_torn_tail_never_swallows_the_next_event(tmp_path):
+    records.append_ledger(tmp_path, {"step": "gate", "event": "start"})
+    with (tmp_path / records.LEDGER).open("a") as fh:  # a crash cut this line
+        fh.write('{"step": "gate", "event": "en')
+    records.append_ledger(tmp_path, {"step": "run", "event": "start"})
+    records.append_ledger(tmp_path, {"step": "run", "event": "end"})
+    assert [(e["step"], e["event"]) for e in records.read_ledger(tmp_path)] == [
+        ("gate", "start"), ("run", "start"), ("run", "end")]
+    assert [e["event"] for e in records.read_ledger(tmp_path, step="run")] == ["start", "end"]
+    assert records.ledger_damage(tmp_path) == {records.LEDGER: 1}

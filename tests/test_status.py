@@ -41,3 +41,18 @@ def test_failed_preflight_and_failed_cells_with_their_reasons(config_dict, tmp_p
     text = status.render(summary)
     assert "preflight of docker failed (its cells cannot run): environment docker" in text
     assert f"failed {label} (gate," in text and "No space left on device" in text
+
+
+def test_status_says_when_the_ledger_is_damaged(config_dict, tmp_path):
+    config_dict["results_dir"] = str(tmp_path)
+    config_dict["results_dir_absolute"] = True
+    campaign = config.load_campaign(config_dict, "demo.yaml")
+    root = campaign.root
+    records.append_ledger(root, {"step": "gate", "event": "start"})
+    assert "ledger damaged" not in status.render(status.summarize(campaign))
+    with (root / records.LEDGER).open("a") as fh:  # planted: a line torn by a full disk
+        fh.write('{"step": "gate", "ev')
+    records.append_ledger(root, {"step": "gate", "event": "end", "status": "ok"})
+    summary = status.summarize(campaign)
+    assert summary["ledger_damage"] == {"ledger.jsonl": 1}
+    assert "ledger damaged: ledger.jsonl has 1 unparseable line(s)" in status.render(summary)

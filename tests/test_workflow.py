@@ -149,7 +149,7 @@ def test_campaign_runs_in_schedule_order_and_records_everything(tmp_path):
     jobs = {line.split()[0] for line in (planned.stdout + planned.stderr).splitlines()
             if len(line.split()) == 2 and line.split()[1].isdigit()}
     assert jobs and not jobs & {"gate", "run", "cooldown"}, planned.stdout + planned.stderr
-    assert {"aggregate", "quality", "paper"} <= jobs
+    assert {"aggregate", "quality", "pdf"} <= jobs
 
     # the paper: built from the records, every number generated
     pdf = root / "paper" / "paper.pdf"

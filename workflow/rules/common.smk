@@ -13,7 +13,9 @@ from containertax.campaign import schedule as ct_schedule
 from containertax.campaign import lanes as ct_lanes
 from containertax.execution.environments import image_slug
 from containertax.campaign import datasets as ct_datasets
+from containertax.campaign import integrity as ct_integrity
 from snakemake.exceptions import WorkflowError
+from snakemake.logging import logger
 
 # With --configfile, the profile's replace-workflow-config makes that file the whole config.
 CLI_CONFIGS = list(workflow.overwrite_configfiles or [])
@@ -179,6 +181,32 @@ def cell_files(template):
 # pending_cells, run_if_pending and record_folders each ask about every cell, and nothing
 # here writes a record before the DAG is built. (onsuccess looks again, after the jobs.)
 RAW_PRESENT = frozenset(raw for raw in cell_files(R.RAW) if Path(raw).exists())
+# Each present record is checked by content (campaign/integrity.py): a damaged one stops
+# the invocation, naming its cell and the fix, whatever the file times say; file times in
+# the future (clock skew) are named before Snakemake's output-time guard fails a job.
+_DAMAGED, _FUTURE = ct_integrity.check_records(
+    PATHS, sorted(RAW_PRESENT), write_cache=not planning_only()
+)
+if _DAMAGED:
+    raise WorkflowError(ct_integrity.damaged_message(PATHS, _DAMAGED))
+if _FUTURE:
+    logger.warning(ct_integrity.future_message(_FUTURE))
+# A cell without its record is unfinished whatever its .done.json says (a record deleted
+# by hand): that marker (the cooldown's output, no data: the cooldown is in raw/) is removed,
+# so gate, run and cooldown run again; the run step moves the old side files aside.
+_STALE_DONE = [
+    done
+    for raw, done in zip(cell_files(R.RAW), cell_files(R.DONE))
+    if raw not in RAW_PRESENT and Path(done).exists()
+]
+if _STALE_DONE and planning_only():
+    logger.warning(
+        f"{len(_STALE_DONE)} cell(s) have no raw record but a finished marker (e.g. "
+        f"{_STALE_DONE[0]}): the next invocation that runs jobs runs them again."
+    )
+else:
+    for _done in _STALE_DONE:
+        Path(_done).unlink(missing_ok=True)
 
 
 def _literal(text):

@@ -24,12 +24,21 @@ REQUESTS = CELL_DIR + "/rep{rep}.requests.csv"
 RUN_LOG = CELL_DIR + "/rep{rep}.log"
 COOLDOWN = CELL_DIR + "/rep{rep}.cooldown.json"
 GATE = "cells/{model}/{environment}/rep{rep}.gate.json"
+# Files moved aside, never deleted, each under raw/.<why>/<when>/<model>/<environment>/
+# (four levels deep: no reader of raw/*/*/ sees them): a record found damaged, and the
+# side files (.cooldown.json ...) of a record that is missing, before its cell runs again.
+ASIDE = "raw/.{why}/{stamp}"
+DAMAGED = "damaged"
+ORPHANED = "orphaned"
 # The run and cooldown steps' own outputs: the raw record and its .cooldown.json are no
 # rule's output, so Snakemake never deletes them (before a forced job, after a failed one).
 RAN = "cells/{model}/{environment}/rep{rep}.ran.json"
 DONE = "cells/{model}/{environment}/rep{rep}.done.json"
 LOG = "logs/{step}/{model}/{environment}/rep{rep}.log"
 LEDGER = "ledger.jsonl"
+# Raw records found whole when the workflow was last planned, by (size, mtime_ns, inode):
+# a record is parsed again only when one of those changes (campaign.integrity)
+VERIFIED = ".raw-verified.json"
 RUN_LOCK = ".run.lock"
 SCHEDULE = "schedule.csv"
 SYSTEM = "system.json"
@@ -93,6 +102,12 @@ class CellPaths:
         return self._at(GATE)
 
     @property
+    def side_files(self) -> list[Path]:
+        """The files in raw/ that belong to the record: pairing them with another record
+        would be wrong."""
+        return [self.cooldown, self.telemetry, self.requests, self.run_log]
+
+    @property
     def ran(self) -> Path:
         return self._at(RAN)
 
@@ -135,6 +150,10 @@ class CampaignPaths:
         return sorted(p for p in self.raw_dir.glob("*/*/rep*.json")
                       if p.name.count(".") == 1 and p.stem[3:].isdigit())
 
+    def aside(self, why: str, stamp: str) -> Path:
+        """Where files of raw/ are moved aside (ASIDE), for one reason at one time."""
+        return self.at(ASIDE, why=why, stamp=stamp)
+
     def telemetry_files(self, environment: str) -> list[Path]:
         return sorted(self.raw_dir.glob(f"*/{environment}/rep*.telemetry.csv"))
 
@@ -142,6 +161,10 @@ class CampaignPaths:
     @property
     def ledger(self) -> Path:
         return self.root / LEDGER
+
+    @property
+    def verified(self) -> Path:
+        return self.root / VERIFIED
 
     @property
     def run_lock(self) -> Path:

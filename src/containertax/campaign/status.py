@@ -95,6 +95,7 @@ def summarize(campaign: Campaign, estimate_lanes: list[int] | None = None) -> di
         "last_started_unfinished": "/".join(map(str, running)) if running else None,
         "failed_cells": failed_cells,
         "failed_preflights": failed_preflights(campaign),
+        "ledger_damage": records.ledger_damage(root),
     }
 
 
@@ -138,6 +139,10 @@ def render(summary: dict[str, Any]) -> str:
         whole = ", ".join(f"{timedelta(seconds=round(s))} on {n} lane{'s' * (n != '1')}"
                           for n, s in summary["wall_estimate_s"].items())
         lines.append(f"whole campaign (whole repetitions per lane): {whole}")
+    for name, bad in summary.get("ledger_damage", {}).items():
+        lines.append(f"ledger damaged: {name} has {bad} unparseable line(s) (torn by a full "
+                     "disk or a crash; skipped, the events on them are lost; the raw records "
+                     "above are counted from raw/, not from the ledger)")
     for env_id, why in summary.get("failed_preflights", {}).items():
         lines.append(f"preflight of {env_id} failed (its cells cannot run): "
                      f"{_first_lines(why)}")

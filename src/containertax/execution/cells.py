@@ -22,7 +22,7 @@ from typing import Any
 from containertax import workloads
 from containertax.campaign import lanes, schedule
 from containertax.campaign.config import Campaign
-from containertax.campaign.paths import CellPaths
+from containertax.campaign.paths import ORPHANED, CellPaths
 from containertax.execution import (
     environments,
     hostmemory,
@@ -135,9 +135,23 @@ def _already_recorded(campaign: Campaign, cell: schedule.Cell, paths: CellPaths)
     return True
 
 
+def _set_aside_orphans(campaign: Campaign, paths: CellPaths, info: dict[str, Any]) -> None:
+    """The record is missing (deleted or moved by hand, or a cut attempt): its side files
+    still in raw/ (.cooldown.json, .telemetry.csv, ...) belong to no record now, and the
+    new record must not be paired with them (a stale cooldown would end this cell without
+    a cooldown of its own): move them aside, named in the ledger, never deleted."""
+    folder = campaign.paths.aside(ORPHANED, records.aside_stamp())
+    moved = records.move_aside(paths.side_files, campaign.paths.raw_dir, folder)
+    if moved:
+        log.warning("%s is missing; its side files were moved aside to %s: %s", paths.raw,
+                    folder, ", ".join(p.name for p in moved))
+        info["ledger"] = {**info.get("ledger", {}), "moved_aside": [str(p) for p in moved]}
+
+
 def _run_locked(campaign: Campaign, cell: schedule.Cell, paths: CellPaths, gate_path: Path,
                 log_path: Path | None, info: dict[str, Any]) -> None:
     started = records.utc_now()
+    _set_aside_orphans(campaign, paths, info)
     lane = lane_of(campaign, cell)
     gate_outcome = _fresh_gate(campaign, gate_path, lane)
     kind = campaign.workload_kind(cell.model)
@@ -172,7 +186,8 @@ def _run_locked(campaign: Campaign, cell: schedule.Cell, paths: CellPaths, gate_
     outcome = launched.outcome
     memory["after_kib"] = hostmemory.meminfo()
     log.info("process output:\n%s", outcome.output.rstrip())
-    info["ledger"] = {"wall_s": round(outcome.wall_s, 4), "page_cache_s": page_cache_s}
+    info["ledger"] = {**info.get("ledger", {}), "wall_s": round(outcome.wall_s, 4),
+                      "page_cache_s": page_cache_s}
     if outcome.timed_out or outcome.returncode != 0:
         tail = "\n".join(outcome.output.strip().splitlines()[-15:])
         why = (f"timed out after timeout_s = {timeout_s} s" if outcome.timed_out

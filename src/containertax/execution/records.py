@@ -9,6 +9,7 @@ output, so Snakemake never deletes one. Every attempt is appended to the ledger.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -68,6 +69,27 @@ def atomic_write_text(path: Path, text: str, *, overwrite: bool = True) -> None:
         tmp.unlink(missing_ok=True)
 
 
+def move_aside(files: list[Path], raw_dir: Path, folder: Path) -> list[Path]:
+    """Move the existing ones of `files` (under raw_dir) to `folder`, keeping their path
+    below raw_dir: never deleted, never overwriting (the folder is new per call)."""
+    moved = []
+    for path in files:
+        if not path.exists():
+            continue
+        target = folder / path.relative_to(raw_dir)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if target.exists():
+            raise RecordExistsError(f"{target} already exists; {path} is left in place")
+        os.rename(path, target)
+        moved.append(target)
+    return moved
+
+
+def aside_stamp() -> str:
+    """A folder name for one move aside: its time, and a suffix that makes it unique."""
+    return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ") + "-" + new_attempt_id()[:6]
+
+
 def write_json(path: Path, data: Any, *, overwrite: bool = True) -> None:
     atomic_write_text(path, json.dumps(data, indent=2, default=str) + "\n",
                       overwrite=overwrite)
@@ -90,16 +112,35 @@ def locked(path: Path) -> Iterator[None]:
 
 
 def append_ledger(root: Path, event: dict[str, Any], ledger: str = LEDGER) -> None:
-    """One JSON line per event; a single O_APPEND write under a lock keeps lines whole.
-    Each lane has its own ledger file (campaign.lanes), so lanes on several hosts never
-    share a file or a lock."""
+    """One JSON line per event, whole or not at all: written under a lock, and on a failed
+    or short write (a full disk) the file is cut back to its length before, so no torn line
+    is left to swallow the next event. A torn tail left anyway (a crash of the machine) is
+    ended with a newline first, so this event starts its own line and the reader skips and
+    counts only the torn one (ledger_damage). Each lane has its own ledger file
+    (campaign.lanes), so lanes on several hosts never share a file or a lock."""
     path = Path(root) / ledger
     line = json.dumps({"utc": utc_now(), **event}, sort_keys=True, default=str) + "\n"
+    data = line.encode()
     with locked(path.with_suffix(".lock")):
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
         try:
-            os.write(fd, line.encode())
-            os.fsync(fd)
+            size = os.fstat(fd).st_size
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                data = b"\n" + data  # end the torn tail; the event gets a line of its own
+            try:
+                view = memoryview(data)
+                while view:
+                    written = os.write(fd, view)
+                    if written <= 0:
+                        raise OSError(f"{path}: short write while appending to the ledger")
+                    view = view[written:]
+                os.fsync(fd)
+            except BaseException:
+                # none of this event stays, not half a line (should that fail too, the
+                # next append ends the torn tail with a newline)
+                with contextlib.suppress(OSError):
+                    os.ftruncate(fd, size)
+                raise
         finally:
             os.close(fd)
 
@@ -123,13 +164,32 @@ def _read_ledger_file(path: Path, match: dict[str, str]) -> list[dict[str, Any]]
         return []
     needles = [json.dumps({k: v})[1:-1] for k, v in match.items()]
     events = []
-    for line in path.read_text().splitlines():
+    for line in path.read_text(errors="replace").splitlines():
         line = line.strip()
         if line and all(n in line for n in needles):
             try:
                 event = json.loads(line)
             except json.JSONDecodeError:
-                continue  # a line cut by a crash of another writer; the rest stays usable
-            if all(event.get(k) == v for k, v in match.items()):
+                continue  # a torn line (counted by ledger_damage); the rest stays usable
+            if isinstance(event, dict) and all(event.get(k) == v for k, v in match.items()):
                 events.append(event)
     return events
+
+
+def ledger_damage(root: Path) -> dict[str, int]:
+    """Ledger file name -> how many of its lines are not a JSON event (torn by a full disk
+    or a crash; skipped by read_ledger), for the files that have any."""
+    damage = {}
+    for path in sorted(Path(root).glob("ledger*.jsonl")):
+        bad = 0
+        for line in path.read_text(errors="replace").splitlines():
+            if not line.strip():
+                continue
+            try:
+                ok = isinstance(json.loads(line), dict)
+            except json.JSONDecodeError:
+                ok = False
+            bad += not ok
+        if bad:
+            damage[path.name] = bad
+    return damage

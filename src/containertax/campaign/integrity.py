@@ -1,0 +1,139 @@
+"""Raw records checked every time the workflow is planned, by content, not by file times:
+a record cut in half (a disk fault) or edited by hand stops the invocation, named with its
+cell and the fix, instead of hiding behind "Nothing to be done". Cheap: a record is parsed
+only when its (size, mtime_ns, inode) differs from the last check, kept in a small file
+in the campaign folder (paths.VERIFIED). Also finds file times in the future (clock skew),
+which make Snakemake's output-time guard fail analysis jobs.
+
+Standard library only: the Snakefile runs this when it plans the workflow.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import tempfile
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from containertax.campaign.paths import DAMAGED, CampaignPaths
+
+FUTURE_S = 60.0  # a file time further ahead of this machine's clock is clock skew
+
+
+@dataclass(frozen=True)
+class Damaged:
+    """A raw record that is not a whole record of its cell."""
+
+    path: Path
+    why: str
+
+
+def _problem(raw: Path) -> str | None:
+    """Why this file is not a whole raw record of the cell its path names (None: it is).
+    The full schema check stays with the analysis (rawrecord.read_record)."""
+    try:
+        data = json.loads(raw.read_bytes())
+    except (ValueError, UnicodeDecodeError) as exc:
+        return f"not JSON ({exc})"
+    if not isinstance(data, dict):
+        return "not a JSON object"
+    cell = data.get("cell")
+    if not isinstance(cell, dict) or not isinstance(data.get("metrics"), list):
+        return "no 'cell' object or no 'metrics' list"
+    expected = {"model": raw.parent.parent.name, "environment": raw.parent.name,
+                "repetition": int(raw.stem[3:])}
+    found = {k: cell.get(k) for k in expected}
+    if found != expected:
+        return f"key 'cell' is {found}, but its path is the cell {expected}"
+    return None
+
+
+def _load_cache(path: Path) -> dict[str, list[int]]:
+    try:
+        cache = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return cache if isinstance(cache, dict) else {}
+
+
+def check_records(paths: CampaignPaths, present: list[str],
+                  write_cache: bool) -> tuple[list[Damaged], list[Path]]:
+    """The damaged ones among the present records, and the records and folders whose times
+    are in the future. With write_cache (jobs run; not while only planning) the records
+    found whole are remembered."""
+    cache = _load_cache(paths.verified)
+    limit = time.time() + FUTURE_S
+    damaged, future, whole = [], [], {}
+    for name in present:
+        raw = Path(name)
+        try:
+            st = raw.stat()
+        except OSError as exc:
+            damaged.append(Damaged(raw, f"cannot be read ({exc})"))
+            continue
+        if st.st_mtime > limit:
+            future.append(raw)
+        key = [st.st_size, st.st_mtime_ns, st.st_ino]
+        if cache.get(name) != key:
+            why = _problem(raw)
+            if why is not None:
+                damaged.append(Damaged(raw, why))
+                continue
+        whole[name] = key
+    future += [d for d in sorted({Path(p).parent for p in present})
+               if d.stat().st_mtime > limit]
+    if write_cache and whole != cache:
+        _write_cache(paths.verified, whole)
+    return damaged, future
+
+
+def _write_cache(path: Path, cache: dict[str, list[int]]) -> None:
+    """Atomic; a cache that cannot be written (a full disk) only costs the next check."""
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    except OSError:
+        return
+    try:
+        with os.fdopen(fd, "w") as fh:
+            json.dump(cache, fh)
+        os.replace(tmp, path)
+    except OSError:
+        Path(tmp).unlink(missing_ok=True)
+
+
+def damaged_message(paths: CampaignPaths, damaged: list[Damaged]) -> str:
+    """The error for damaged records: each file, its cell and what is wrong, and the
+    commands that move each record and its side files aside so that its cell runs again
+    (nothing is moved automatically: an intact copy may exist, in git or a backup)."""
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    aside = paths.aside(DAMAGED, stamp)
+    lines = [f"{len(damaged)} raw record(s) damaged (raw records are written whole and "
+             "never edited, so each was changed after its run: a disk fault or a hand edit):"]
+    commands = []
+    for d in damaged:
+        cell = f"{d.path.parent.parent.name}/{d.path.parent.name}/{d.path.stem}"
+        lines.append(f"  {d.path} (cell {cell}): {d.why}")
+        stem = d.path.name.removesuffix(".json")
+        files = sorted(d.path.parent.glob(f"{stem}.*"))
+        target = aside / d.path.parent.relative_to(paths.raw_dir)
+        commands.append(f"  mkdir -p {shlex.quote(str(target))} && mv "
+                        + " ".join(shlex.quote(str(f)) for f in files)
+                        + f" {shlex.quote(str(target))}/")
+    lines.append("Restore an intact copy if you have one (git checkout -- FILE, a backup); "
+                 "else move the record and its side files aside, so that its cell runs "
+                 "again with the next invocation (nothing is deleted):")
+    return "\n".join(lines + commands)
+
+
+def future_message(future: list[Path]) -> str:
+    """The warning for file times ahead of this machine's clock."""
+    shown = ", ".join(str(p) for p in future[:5]) + (" ..." if len(future) > 5 else "")
+    return (f"{len(future)} raw record(s) or folder(s) have file times in the future "
+            f"(clock skew, more than {FUTURE_S:.0f} s ahead of this machine): {shown}. "
+            "Snakemake's guard fails any analysis job whose output is older than an input: "
+            "set this machine's clock right, or reset those times with "
+            "touch -c -d now FILE ... (the records' contents are not changed).")

@@ -1,0 +1,160 @@
+"""The last edges where data could be lost or hidden (issue #21), with real Snakemake on a
+tiny native campaign: a raw record deleted by hand, a raw record cut in half, file times
+in the future. Each test plants the fault and shows the workflow catches it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from containertax.campaign import integrity
+from containertax.campaign.paths import CampaignPaths
+from tests.test_rerun import ledger, native_campaign, records, snakemake, why
+
+slow = pytest.mark.slow
+
+
+def test_check_records_names_each_damage_and_caches_whole_records(tmp_path):
+    paths = CampaignPaths(tmp_path)
+    cell = tmp_path / "raw" / "m" / "native"
+    cell.mkdir(parents=True)
+    good = {"cell": {"model": "m", "environment": "native", "repetition": 1}, "metrics": []}
+    planted = {"rep001.json": json.dumps(good),
+               "rep002.json": json.dumps(good)[:30],  # cut
+               "rep003.json": json.dumps(good),  # another cell's record, by its key
+               "rep004.json": "[1, 2]"}
+    for name, text in planted.items():
+        (cell / name).write_text(text)
+    present = sorted(str(cell / n) for n in planted)
+    damaged, future = integrity.check_records(paths, present, write_cache=False)
+    assert {d.path.name: d.why.split(" ")[0] for d in damaged} == {
+        "rep002.json": "not", "rep003.json": "key", "rep004.json": "not"}
+    assert future == [] and not paths.verified.exists()  # a plan writes nothing
+    integrity.check_records(paths, present, write_cache=True)
+    assert list(json.loads(paths.verified.read_text())) == [str(cell / "rep001.json")]
+    message = integrity.damaged_message(paths, damaged)
+    assert f"{cell / 'rep002.json'} (cell m/native/rep002): not JSON" in message
+    assert "raw/.damaged/" in message and "mv " in message
+    ahead = time.time() + 3600
+    os.utime(cell / "rep001.json", (ahead, ahead))
+    assert integrity.check_records(paths, present[:1], write_cache=False)[1] == [
+        cell / "rep001.json"]
+
+
+def cell_steps(root: Path, since: int) -> list[tuple[str, str, str]]:
+    """(step, event, status) of the ledger's events after the first `since`."""
+    return [(e["step"], e["event"], e.get("status", "")) for e in ledger(root)[since:]]
+
+
+@slow
+def test_a_deleted_record_reruns_its_whole_cell_and_keeps_the_old_side_files(tmp_path):
+    """Before: the rerun measured again and paired the new record with the old
+    .cooldown.json (no cooldown in the ledger); the old telemetry was overwritten."""
+    cfg = native_campaign(tmp_path, "deleted", reps=2)
+    root = tmp_path / "results" / "deleted"
+    out = snakemake(tmp_path, cfg, "cells")
+    assert out.returncode == 0, why(out)
+    record = records(root)[0]
+    cell = record.with_suffix("")
+    side = {s: cell.with_name(cell.name + s).read_bytes()
+            for s in (".cooldown.json", ".telemetry.csv", ".requests.csv", ".log")}
+    old_attempt = json.loads(record.read_text())["attempt"]
+    record.unlink()  # the planted fault: deleted by hand
+    before = len(ledger(root))
+    out = snakemake(tmp_path, cfg, "cells")
+    assert out.returncode == 0, why(out)
+    assert cell_steps(root, before) == [
+        ("gate", "start", ""), ("gate", "end", "ok"), ("run", "start", ""),
+        ("run", "end", "ok"), ("cooldown", "start", ""), ("cooldown", "end", "ok")]
+    assert json.loads(record.read_text())["attempt"] != old_attempt
+    run_end = next(e for e in ledger(root)[before:] if e["step"] == "run"
+                   and e["event"] == "end")
+    moved = [tmp_path / p for p in run_end["moved_aside"]]  # relative to the workdir
+    assert {p.name[len(cell.name):] for p in moved} == set(side)
+    for path in moved:  # kept byte for byte, under raw/.orphaned/<when>/<model>/<env>/
+        assert path.read_bytes() == side[path.name[len(cell.name):]]
+        assert path.relative_to(root / "raw").parts[0] == ".orphaned"
+        assert path.parent.relative_to(root / "raw").parts[2:] == record.parent.relative_to(
+            root / "raw").parts
+    new_cooldown = json.loads(cell.with_name(cell.name + ".cooldown.json").read_text())
+    assert new_cooldown != json.loads(side[".cooldown.json"])
+    assert len(records(root)) == 2  # nothing moved aside reads as a record
+
+
+def two_environments(tmp_path: Path, name: str) -> Path:
+    """Two native environments: the paper then has a comparison to make."""
+    cfg = native_campaign(tmp_path, name, reps=2)
+    data = yaml.safe_load(cfg.read_text())
+    data["environments"]["native2"] = dict(data["environments"]["native"])
+    cfg.write_text(yaml.safe_dump(data, sort_keys=False))
+    return cfg
+
+
+@slow
+def test_a_record_cut_in_half_stops_the_next_invocation_with_the_fix(tmp_path):
+    """Before: `snakemake paper` said "Nothing to be done" (rc 0) over a truncated record;
+    only a forced rebuild stopped."""
+    cfg = two_environments(tmp_path, "cut")
+    root = tmp_path / "results" / "cut"
+    out = snakemake(tmp_path, cfg, "--cores", "1")
+    assert out.returncode == 0, why(out)
+    again = snakemake(tmp_path, cfg, "--cores", "1")  # plans with the records present
+    assert "Nothing to be done" in again.stdout + again.stderr
+    cache = json.loads((root / ".raw-verified.json").read_text())
+    assert len(cache) == 4  # each record checked once, then by its (size, mtime, inode)
+    record = records(root)[1]
+    whole = record.read_bytes()
+    record.chmod(0o644)
+    record.write_bytes(whole[: len(whole) // 2])  # the planted fault: cut in half
+    record.chmod(0o444)
+    cell = f"{record.parent.parent.name}/{record.parent.name}/{record.stem}"
+    for target in ("paper", "cells"):
+        out = snakemake(tmp_path, cfg, "--cores", "1", target)
+        assert out.returncode != 0, out.stdout[-2000:]
+        text = out.stdout + out.stderr
+        assert f"{record.relative_to(tmp_path)} (cell {cell}): not JSON" in text, text[-3000:]
+    fix = [line.strip() for line in text.splitlines() if line.strip().startswith("mkdir -p")]
+    assert len(fix) == 1 and "raw/.damaged/" in fix[0]
+    subprocess.run(fix[0], shell=True, check=True, cwd=tmp_path)  # the user follows it
+    assert not record.exists()
+    [cut] = (root / "raw" / ".damaged").rglob(record.name)
+    assert cut.read_bytes() == whole[: len(whole) // 2]  # nothing deleted
+    out = snakemake(tmp_path, cfg, "--cores", "1")
+    assert out.returncode == 0, why(out)
+    assert json.loads(record.read_text())["cell"]["repetition"] == int(record.stem[3:])
+    assert len(records(root)) == 4
+
+
+@slow
+def test_clock_skew_never_leaves_analysis_files_missing_behind_nothing_to_be_done(tmp_path):
+    """Before: a forced aggregate hit Snakemake's clock-skew guard, which removed runs.csv;
+    with the inputs' times right again, `snakemake paper` said "Nothing to be done" with
+    runs.csv missing (Snakemake kept its metadata, and the files after it were there)."""
+    cfg = two_environments(tmp_path, "skew")
+    root = tmp_path / "results" / "skew"
+    out = snakemake(tmp_path, cfg, "--cores", "1")
+    assert out.returncode == 0, why(out)
+    future = time.time() + 3600  # the planted fault: file times an hour ahead
+    raw = [root / "raw", *(root / "raw").rglob("*")]
+    for path in raw:
+        os.utime(path, (future, future))
+    forced = snakemake(tmp_path, cfg, "--cores", "1", "-f", "results/skew/runs.csv")
+    assert forced.returncode != 0
+    assert "file times in the future" in forced.stdout + forced.stderr  # named, with the fix
+    assert not (root / "runs.csv").exists()  # Snakemake's guard removed it
+    now = time.time()
+    for path in raw:
+        os.utime(path, (now - 60, now - 60))  # the clock set right (touch -c -d now)
+    again = snakemake(tmp_path, cfg, "--cores", "1", "paper")
+    assert again.returncode == 0, why(again)
+    assert "Nothing to be done" not in again.stdout + again.stderr
+    assert (root / "runs.csv").exists()
+    for target in ("paper", "all"):
+        plan = snakemake(tmp_path, cfg, "-n", target)
+        assert "Nothing to be done" in plan.stdout + plan.stderr, target
