@@ -168,6 +168,12 @@ MUTATION_CASES: list[tuple[str, Mutation, str]] = [
     ("workload-kind", setter("workload.kind", "bogus"), "workload.kind"),
     ("workload-timeout-negative", setter("workload.timeout_s", -1), "workload.timeout_s"),
     ("workload-timeout-huge", setter("workload.timeout_s", 10**9), "workload.timeout_s"),
+    # every workload value against its kind's closed set (issue #21)
+    ("workload-dtype-unknown", setter("workload.dtype", "float999"), "workload.dtype"),
+    ("workload-dtype-not-text", setter("workload.dtype", 64), "workload.dtype"),
+    ("workload-backend-unknown", setter("workload.backend", "jax"), "workload.backend"),
+    ("workload-device-unknown", setter("workload.device", "tpu"), "workload.device"),
+    ("model-dtype-unknown", setter("models.0.dtype", "float999"), "models[0].dtype"),
     ("threshold-minus-300", setter("thermal.threshold_c", -300), "thermal.threshold_c"),
     ("threshold-1000", setter("thermal.threshold_c", 1000), "thermal.threshold_c"),
     ("thermal-timeout-huge", setter("thermal.timeout_s", 1e12), "thermal.timeout_s"),
