@@ -275,3 +275,64 @@ def test_snakemake_refuses_them_too_and_writes_nothing(tmp_path, case, key):
     assert out.returncode != 0 and key in text and "Traceback" not in text, text[-3000:]
     assert not (tmp_path / "results").exists()
     assert not Path("/tmp/ct-injected").exists()
+
+
+def _checkout_with_records_of_another_config(tmp_path: Path) -> tuple[Path, Path]:
+    """A checkout (its Snakefile marks the root) whose results/demo holds records of
+    config/other.yaml, and a config that reuses the name demo; and a folder elsewhere."""
+    root = tmp_path / "checkout"
+    (root / "config").mkdir(parents=True)
+    (root / "Snakefile").write_text("# the checkout's root\n")
+    other_campaigns_records(demo_config(), root)
+    path = root / "config" / "case.yaml"
+    path.write_text(DEMO_TEXT)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    return path, elsewhere
+
+
+def test_check_from_another_directory_resolves_paths_as_snakemake_does(tmp_path, monkeypatch,
+                                                                        capsys):
+    """Issue #21: check run outside the checkout resolved results_dir against its own
+    directory, found no records there and said ok to a config Snakemake (run in the
+    checkout) refuses. It now resolves against the checkout holding the config."""
+    path, elsewhere = _checkout_with_records_of_another_config(tmp_path)
+    monkeypatch.chdir(elsewhere)
+    code = cli.main(["check", str(path)])
+    text = "".join(capsys.readouterr())
+    assert code == 1 and "Traceback" not in text, text
+    assert "key 'campaign'" in text and "config/other.yaml" in text and str(path) in text, text
+    # from the checkout itself: the same refusal (the rule gives the same folder)
+    monkeypatch.chdir(path.parents[1])
+    assert cli.main(["check", str(path)]) == 1
+    # --directory names Snakemake's working directory, as snakemake --directory does
+    assert cli.main(["check", str(path), "--directory", str(elsewhere)]) == 0
+    assert f"results in {elsewhere}/results/demo" in capsys.readouterr().out
+    assert cli.main(["check", str(path), "--directory", str(tmp_path / "nowhere")]) == 1
+    assert "--directory" in capsys.readouterr().err
+
+
+def test_project_root_rule(tmp_path, monkeypatch):
+    """--directory, else the checkout above the config, else the current directory ('.'
+    when it is the current directory, so that paths and messages stay relative)."""
+    from containertax.campaign import paths
+
+    demo = REPO / "config" / "demo.yaml"
+    monkeypatch.chdir(tmp_path)
+    assert paths.project_root(demo) == REPO.resolve()
+    assert paths.project_root(demo, REPO / "tests") == (REPO / "tests").resolve()
+    assert paths.project_root(tmp_path / "loose.yaml") == Path(".")  # no checkout above
+    monkeypatch.chdir(REPO)
+    assert paths.project_root(demo) == Path(".")
+
+
+@pytest.mark.slow
+def test_snakemake_in_the_checkout_refuses_what_check_refuses_from_elsewhere(tmp_path):
+    path, _ = _checkout_with_records_of_another_config(tmp_path)
+    out = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-n", "--snakefile", str(REPO / "Snakefile"),
+         "--directory", str(path.parents[1]), "--configfile", str(path)],
+        capture_output=True, text=True, timeout=300)
+    text = out.stdout + out.stderr
+    assert out.returncode != 0 and "key 'campaign'" in text, text[-3000:]
+    assert "config/other.yaml" in text and "Traceback" not in text, text[-3000:]
