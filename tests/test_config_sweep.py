@@ -118,6 +118,45 @@ MUTATION_CASES: list[tuple[str, Mutation, str]] = [
      "environments.docker.image"),
     ("ulimit-not-a-number", setter("environments.docker.options.ulimits.stack", "lots"),
      "ulimits.stack"),
+    # every Docker option value by type and pattern (issue #21): nothing odd reaches Docker
+    ("docker-cgroup-parent-injection",
+     setter("environments.docker.options.cgroup_parent", "$(touch /tmp/ct-injected)"),
+     "environments.docker.options.cgroup_parent"),
+    ("docker-cgroup-parent-parent", setter("environments.docker.options.cgroup_parent",
+                                           "/a/../../etc"),
+     "environments.docker.options.cgroup_parent"),
+    ("docker-shm-size-text", setter("environments.docker.options.shm_size", "lots"),
+     "environments.docker.options.shm_size"),
+    ("docker-memory-negative", setter("environments.docker.options.memory", "-1g"),
+     "environments.docker.options.memory"),
+    ("docker-cpuset-not-a-list", setter("environments.docker.options.cpuset_cpus",
+                                        "0-3; reboot"),
+     "environments.docker.options.cpuset_cpus"),
+    ("docker-ipc-unknown", setter("environments.docker.options.ipc", "hostile"),
+     "environments.docker.options.ipc"),
+    ("docker-network-unknown", setter("environments.docker.options.network", "internet"),
+     "environments.docker.options.network"),
+    ("docker-ulimit-unknown-name", setter("environments.docker.options.ulimits",
+                                          {"stacks": 1}),
+     "environments.docker.options.ulimits"),
+    ("docker-ulimit-below-unlimited", setter("environments.docker.options.ulimits.stack", -5),
+     "environments.docker.options.ulimits.stack"),
+    ("docker-device-relative", setter("environments.docker.options.devices", ["dev/fuse"]),
+     "environments.docker.options.devices[0]"),
+    ("docker-device-bad-perms", setter("environments.docker.options.devices",
+                                       ["/dev/fuse:/dev/fuse:rwx"]),
+     "environments.docker.options.devices[0]"),
+    ("docker-gpus-word", setter("environments.docker.options.gpus", "some"),
+     "environments.docker.options.gpus"),
+    ("docker-gpus-zero", setter("environments.docker.options.gpus", 0),
+     "environments.docker.options.gpus"),
+    ("docker-runtime-with-flag", setter("environments.docker.options.runtime",
+                                        "nvidia --privileged"),
+     "environments.docker.options.runtime"),
+    ("docker-user-injection", setter("environments.docker.options.user", "root;id"),
+     "environments.docker.options.user"),
+    ("docker-privileged-text", setter("environments.docker.options.privileged", "yes"),
+     "environments.docker.options.privileged"),
     ("docker-option-on-native", setter("environments.native.options", {"ipc": "host"}),
      "environments.native.options"),
     ("extends-cycle", extends_cycle, "extends"),
@@ -129,6 +168,12 @@ MUTATION_CASES: list[tuple[str, Mutation, str]] = [
     ("workload-kind", setter("workload.kind", "bogus"), "workload.kind"),
     ("workload-timeout-negative", setter("workload.timeout_s", -1), "workload.timeout_s"),
     ("workload-timeout-huge", setter("workload.timeout_s", 10**9), "workload.timeout_s"),
+    # every workload value against its kind's closed set (issue #21)
+    ("workload-dtype-unknown", setter("workload.dtype", "float999"), "workload.dtype"),
+    ("workload-dtype-not-text", setter("workload.dtype", 64), "workload.dtype"),
+    ("workload-backend-unknown", setter("workload.backend", "jax"), "workload.backend"),
+    ("workload-device-unknown", setter("workload.device", "tpu"), "workload.device"),
+    ("model-dtype-unknown", setter("models.0.dtype", "float999"), "models[0].dtype"),
     ("threshold-minus-300", setter("thermal.threshold_c", -300), "thermal.threshold_c"),
     ("threshold-1000", setter("thermal.threshold_c", 1000), "thermal.threshold_c"),
     ("thermal-timeout-huge", setter("thermal.timeout_s", 1e12), "thermal.timeout_s"),
@@ -230,3 +275,64 @@ def test_snakemake_refuses_them_too_and_writes_nothing(tmp_path, case, key):
     assert out.returncode != 0 and key in text and "Traceback" not in text, text[-3000:]
     assert not (tmp_path / "results").exists()
     assert not Path("/tmp/ct-injected").exists()
+
+
+def _checkout_with_records_of_another_config(tmp_path: Path) -> tuple[Path, Path]:
+    """A checkout (its Snakefile marks the root) whose results/demo holds records of
+    config/other.yaml, and a config that reuses the name demo; and a folder elsewhere."""
+    root = tmp_path / "checkout"
+    (root / "config").mkdir(parents=True)
+    (root / "Snakefile").write_text("# the checkout's root\n")
+    other_campaigns_records(demo_config(), root)
+    path = root / "config" / "case.yaml"
+    path.write_text(DEMO_TEXT)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    return path, elsewhere
+
+
+def test_check_from_another_directory_resolves_paths_as_snakemake_does(tmp_path, monkeypatch,
+                                                                        capsys):
+    """Issue #21: check run outside the checkout resolved results_dir against its own
+    directory, found no records there and said ok to a config Snakemake (run in the
+    checkout) refuses. It now resolves against the checkout holding the config."""
+    path, elsewhere = _checkout_with_records_of_another_config(tmp_path)
+    monkeypatch.chdir(elsewhere)
+    code = cli.main(["check", str(path)])
+    text = "".join(capsys.readouterr())
+    assert code == 1 and "Traceback" not in text, text
+    assert "key 'campaign'" in text and "config/other.yaml" in text and str(path) in text, text
+    # from the checkout itself: the same refusal (the rule gives the same folder)
+    monkeypatch.chdir(path.parents[1])
+    assert cli.main(["check", str(path)]) == 1
+    # --directory names Snakemake's working directory, as snakemake --directory does
+    assert cli.main(["check", str(path), "--directory", str(elsewhere)]) == 0
+    assert f"results in {elsewhere}/results/demo" in capsys.readouterr().out
+    assert cli.main(["check", str(path), "--directory", str(tmp_path / "nowhere")]) == 1
+    assert "--directory" in capsys.readouterr().err
+
+
+def test_project_root_rule(tmp_path, monkeypatch):
+    """--directory, else the checkout above the config, else the current directory ('.'
+    when it is the current directory, so that paths and messages stay relative)."""
+    from containertax.campaign import paths
+
+    demo = REPO / "config" / "demo.yaml"
+    monkeypatch.chdir(tmp_path)
+    assert paths.project_root(demo) == REPO.resolve()
+    assert paths.project_root(demo, REPO / "tests") == (REPO / "tests").resolve()
+    assert paths.project_root(tmp_path / "loose.yaml") == Path(".")  # no checkout above
+    monkeypatch.chdir(REPO)
+    assert paths.project_root(demo) == Path(".")
+
+
+@pytest.mark.slow
+def test_snakemake_in_the_checkout_refuses_what_check_refuses_from_elsewhere(tmp_path):
+    path, _ = _checkout_with_records_of_another_config(tmp_path)
+    out = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-n", "--snakefile", str(REPO / "Snakefile"),
+         "--directory", str(path.parents[1]), "--configfile", str(path)],
+        capture_output=True, text=True, timeout=300)
+    text = out.stdout + out.stderr
+    assert out.returncode != 0 and "key 'campaign'" in text, text[-3000:]
+    assert "config/other.yaml" in text and "Traceback" not in text, text[-3000:]

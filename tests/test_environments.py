@@ -330,12 +330,40 @@ def test_a_native_python_that_does_not_exist_is_a_clear_preflight_error(config_d
     assert "environments.native.python in test.yaml" in message
 
 
-def test_preflight_runs_the_workload_parameters_a_bad_dtype_fails_there(config_dict, tmp_path):
-    """Issue #16, failure 9: a bad dtype passed preflight and every run failed."""
+def test_a_failing_probe_is_reported_without_traceback_naming_the_key(config_dict, tmp_path):
+    """Issue #16, failure 9: a bad dtype passed preflight and every run failed; issue #21:
+    then preflight printed the probe's traceback and blamed environments.*.python. The
+    config now refuses it (tests/test_workloads.py); a campaign whose checks were bypassed
+    (campaign_of, as a resolved config with a matching digest is read) shows the probe's
+    own error, without the traceback, and names the key whose value it quotes."""
     config_dict["workload"]["dtype"] = "float65"
-    c = _campaign(config_dict, tmp_path)
+    with pytest.raises(config.ConfigError, match=r"key 'workload.dtype'"):
+        _campaign(config_dict, tmp_path)
+    config_dict["workload"]["dtype"] = "float32"
+    valid = _campaign(config_dict, tmp_path)
+    raw = {**valid.raw, "workload": {**valid.raw["workload"], "dtype": "float65"}}
+    c = config.campaign_of(raw, "test.yaml")
     with pytest.raises(preflight.PreflightError) as err:
         preflight.check_environment(c, "native")
-    assert "float65" in str(err.value) and "environments.native.python" in str(err.value)
-    config_dict["workload"]["dtype"] = "float32"
-    assert preflight.check_environment(_campaign(config_dict, tmp_path), "native")["ok"]
+    message = str(err.value)
+    assert "data type 'float65' not understood" in message, message  # numpy's own words
+    assert "Traceback" not in message and 'File "' not in message, message
+    assert "workload.dtype (or models[0].dtype) = 'float65'" in message, message
+    assert "environments.native.python" not in message, message
+    whole = c.paths.work("preflight-native") / "check.output.txt"
+    assert "Traceback" in whole.read_text() and str(whole) in message  # kept, for a person
+    assert preflight.check_environment(valid, "native")["ok"]
+
+
+@pytest.mark.parametrize(("output", "said"), [
+    ("loading\nTraceback (most recent call last):\n  File \"p.py\", line 3, in <module>\n"
+     "    x()\n    ^^^\nValueError: bad\n  more of it", "loading\nValueError: bad"),
+    ("Traceback (most recent call last):\n  File \"a\", line 1\nKeyError: 'a'\n\n"
+     "During handling of the above exception, another exception occurred:\n\n"
+     "Traceback (most recent call last):\n  File \"b\", line 2\nRuntimeError: no GPU",
+     "RuntimeError: no GPU"),
+    ("model a: no checkpoint at /m", "model a: no checkpoint at /m"),
+    ("", "(no output)"),
+])
+def test_probe_error_keeps_what_it_said_and_drops_the_traceback(output, said):
+    assert preflight.probe_error(output) == said

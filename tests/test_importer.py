@@ -82,3 +82,53 @@ def test_defined_metric_and_model_size_are_honoured(tmp_path):
     c = _campaign(tmp_path, body, define_metrics={"tps": {"unit": "tok/s"}})
     frame = report.read_import(c)
     assert report.model_sizes(c, frame) == {"a": 7.0, "b": 70.0}
+
+
+SANI = (REPO / "resources" / "sani2025" / "runs.csv").read_text()
+
+
+def _checkout_with_import(tmp_path, csv_text, reference="native"):
+    """A checkout (its Snakefile marks the root) whose config imports a CSV by a path
+    relative to the checkout, as config/sani2025.yaml does; check runs from elsewhere."""
+    root = tmp_path / "checkout"
+    (root / "config").mkdir(parents=True)
+    (root / "Snakefile").write_text("# the checkout's root\n")
+    (root / "resources").mkdir()
+    (root / "resources" / "runs.csv").write_text(csv_text)
+    path = root / "config" / "imp.yaml"
+    path.write_text(f"campaign: imp\nreference_environment: {reference}\n"
+                    "analysis:\n  import_csv: resources/runs.csv\n  headline_metric: time_s\n")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    return path, elsewhere
+
+
+@pytest.mark.parametrize(("csv_text", "reference", "fragments"), [
+    (SANI, "native", None),  # the shipped table passes
+    (SANI.replace("matmul-10k,docker,3,time_s", "matmul-10k,docker,3,tme_s"), "native",
+     ["key 'analysis.import_csv'", "runs.csv: row 24: column 'metric' holds ['tme_s']",
+      "analysis.define_metrics"]),
+    (SANI, "podman", ["key 'analysis.import_csv'", "reference_environment 'podman' is not an "
+                      "environment of the import (['docker', 'native'])"]),
+    (SANI.replace("matmul-10k,native,2,time_s,1.5059", "matmul-10k,native,2,time_s,fast"),
+     "native", ["row 3: column 'value' = 'fast' is not a number"]),
+    ("model,environment,metric\nm,native,time_s\n", "native", ["missing column(s)"]),
+], ids=["sani-ok", "unknown-metric", "unknown-reference", "not-a-number", "missing-column"])
+def test_check_reads_the_import_as_the_import_rule_does(tmp_path, monkeypatch, capsys,
+                                                        csv_text, reference, fragments):
+    """Issue #21: an unknown metric or reference passed `check` (rc 0) and failed only in
+    the import rule; check now runs the rule's own reading (importer.read_checked) on the
+    CSV the config names, resolved against the checkout, from any directory."""
+    from containertax import cli
+
+    path, elsewhere = _checkout_with_import(tmp_path, csv_text, reference)
+    monkeypatch.chdir(elsewhere)
+    code = cli.main(["check", str(path)])
+    text = "".join(capsys.readouterr())
+    assert "Traceback" not in text
+    if fragments is None:
+        assert code == 0 and str(path.parents[1] / "resources" / "runs.csv") in text, text
+        return
+    assert code == 1, text
+    for fragment in [str(path), *fragments]:
+        assert fragment in text, text

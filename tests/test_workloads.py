@@ -89,12 +89,36 @@ def test_commands_are_identical_but_for_paths(tmp_path):
     ({"id": "m", "kind": "transformers", "model_config": TINY, "output_len": 1},
      "'workload.output_len' (or 'models[0].output_len')"),
     ({"id": "m", "kind": "microbench", "repeats": 1}, "'workload.repeats'"),
+    # every closed set (issue #21): a value outside it names the key, not a probe traceback
+    ({"id": "m", "kind": "transformers", "model_config": TINY, "dtype": "float999"},
+     "'workload.dtype' (or 'models[0].dtype')"),
+    ({"id": "m", "kind": "transformers", "model_config": TINY, "device": "tpu"},
+     "'workload.device' (or 'models[0].device')"),
+    ({"id": "m", "kind": "transformers", "model_config": TINY,
+      "attn_implementation": "flash"}, "'workload.attn_implementation'"),
+    ({"id": "m", "kind": "transformers", "model_config": TINY, "compile_mode": "fast"},
+     "'workload.compile_mode'"),
+    ({"id": "m", "kind": "microbench", "dtype": "int8"}, "'workload.dtype'"),
+    ({"id": "m", "kind": "matmul", "size": 8, "backend": "jax"}, "'workload.backend'"),
+    ({"id": "m", "kind": "matmul", "size": 8, "dtype": "bfloat16", "backend": "numpy"},
+     "numpy has no bfloat16"),
+    ({"id": "m", "kind": "trtllm", "model": "x", "dataset_dir": "/d", "mode": "offline"},
+     "'workload.mode'"),
+    ({"id": "m", "kind": "trtllm", "model": "x", "dataset_dir": "/d", "backend": "vllm"},
+     "'workload.backend'"),
 ])
 def test_bad_workload_parameters_name_the_key(config_dict, model, fragment):
     config_dict["models"] = [model]
     with pytest.raises(ValueError) as err:
         config.load_campaign(config_dict, "x.yaml")
     assert fragment in str(err.value) and "x.yaml" in str(err.value)
+
+
+def test_every_default_is_in_its_own_closed_set():
+    """A kind's default outside its own choices would refuse every config that omits it."""
+    for kind, w in workloads.REGISTRY.items():
+        for key, allowed in w.choices.items():
+            assert key not in w.defaults or w.defaults[key] in allowed, (kind, key)
 
 
 def test_models_of_different_kinds_in_one_campaign(config_dict):
@@ -294,8 +318,9 @@ def test_the_engine_is_compiled_as_configured_and_bad_values_are_named():
     default, _ = workloads.build("transformers", {"model_config": TINY}, "python3", Path("/p"),
                                  Path("/w/o.json"), cache=Path("/c"))
     assert "--no-coordinate-descent" in default
-    problems = transformers.problems({"model_config": TINY, "compile_mode": "fast",
-                                      "coordinate_descent": "yes"}, Where("c.yaml", 0, "m"))
+    problems = workloads.problems("transformers", {"model_config": TINY, "compile_mode": "fast",
+                                                   "coordinate_descent": "yes"},
+                                  Where("c.yaml", 0, "m"))
     assert any("'workload.compile_mode'" in p and "'fast'" in p for p in problems)
     assert any("'workload.coordinate_descent'" in p and "'yes'" in p for p in problems)
 

@@ -11,7 +11,7 @@ import logging
 import sys
 from pathlib import Path
 
-from containertax.campaign import config, schedule
+from containertax.campaign import config, paths, schedule
 from containertax.execution import records
 
 # Failures that print one line, by module. Each step imports only the modules it uses (a
@@ -156,9 +156,13 @@ def main(argv: list[str] | None = None) -> int:
                    help="further arguments for Snakemake (last on the line)")
 
     p = sub.add_parser("check", help="check a config file before anything runs: YAML, "
-                       "schema, workloads, results folder, campaign name; exit 1 naming the "
-                       "file, the key and the fix")
+                       "schema, workloads, results folder, campaign name, an import's CSV; "
+                       "exit 1 naming the file, the key and the fix")
     p.add_argument("config", help="the campaign's config file (e.g. config/demo.yaml)")
+    p.add_argument("--directory", "-d", help="Snakemake's working directory, against which "
+                   "results_dir and analysis.import_csv are relative (as snakemake "
+                   "--directory); default: the checkout holding the config (the nearest "
+                   "folder above it with the Snakefile), else the current directory")
 
     p = sub.add_parser("status", help="progress and ETA of a campaign")
     p.add_argument("config", help="the campaign's config file (e.g. config/demo.yaml)")
@@ -170,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     _setup_logging(getattr(args, "log", None))
     try:
         if args.command == "check":
-            return _check(args.config)
+            return _check(args.config, args.directory)
         return _dispatch(args)
     except Exception as exc:
         if not isinstance(exc, known_failures()):
@@ -179,17 +183,33 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
 
-def _check(path: str) -> int:
+def _check(path: str, directory: str | None = None) -> int:
     """Everything about a config that can be known without running it, in seconds; the
-    README's commands run this first, before Snakemake reads the file its own way."""
+    README's commands run this first, before Snakemake reads the file its own way. Its
+    relative paths are resolved where Snakemake will resolve them (paths.project_root),
+    wherever check itself runs."""
+    workdir = paths.project_root(Path(path), Path(directory) if directory else None)
+    if not workdir.is_dir():
+        raise config.ConfigError(f"--directory {directory}: no such folder; name Snakemake's "
+                                 "working directory (the checkout).")
     try:
-        campaign = config.load_file(path)
+        campaign = config.load_file(path, workdir)
     except (RecursionError, MemoryError) as exc:
         raise config.ConfigError(f"{path}: too deeply nested or too large to be a config "
                                  f"({type(exc).__name__}).") from None
     if campaign.is_import:
-        print(f"{path}: ok: campaign {campaign.name} analyses "
-              f"{campaign.analysis['import_csv']}, results in {campaign.root}")
+        # the import rule's own check (campaign/ is below analysis/: it is called here)
+        from containertax.analysis import importer
+        from containertax.analysis.metrics import registry
+
+        try:
+            frame = importer.read_checked(campaign.import_path,
+                                          registry(campaign.analysis.get("define_metrics")),
+                                          campaign.reference)
+        except importer.ImportError_ as exc:
+            raise config.ConfigError(f"{path}: key 'analysis.import_csv': {exc}") from None
+        print(f"{path}: ok: campaign {campaign.name} analyses {campaign.import_path} "
+              f"({len(frame)} rows), results in {campaign.root}")
         return 0
     cells = schedule.plan(campaign)
     print(f"{path}: ok: campaign {campaign.name}, {len(cells)} cells "

@@ -29,6 +29,18 @@ try:
 except (ct_config.ConfigError, ValueError) as exc:  # WorkloadError is a ValueError
     raise WorkflowError(str(exc)) from None
 
+# Relative results_dir and analysis.import_csv are resolved against this working directory
+# (Campaign.root, Campaign.import_path); `containertax check` resolves them against the
+# checkout holding the config (paths.project_root): where that is not here, say so.
+if Path(CONFIG_SOURCE).is_file() and R.project_root(Path(CONFIG_SOURCE)) != Path("."):
+    print(
+        f"containertax: note: {CONFIG_SOURCE} lies in the checkout "
+        f"{R.project_root(Path(CONFIG_SOURCE))}, but Snakemake runs in {Path.cwd()}: its "
+        f"paths are relative to {Path.cwd()} (containertax check --directory "
+        f"{Path.cwd()} checks them so).",
+        file=sys.stderr,
+    )
+
 ROOT = CAMPAIGN.root
 PATHS = CAMPAIGN.paths
 CELLS = ct_schedule.plan(CAMPAIGN)

@@ -81,8 +81,9 @@ def check_against(frame: pd.DataFrame, path: Path, metrics: Iterable[str],
     known = set(metrics)
     unknown = sorted(set(frame["metric"]) - known)
     if unknown:
+        row = int(frame.index[frame["metric"].isin(unknown)][0]) + 2
         raise ImportError_(
-            f"{path}: column 'metric' holds {unknown}, not in the metric registry; "
+            f"{path}: row {row}: column 'metric' holds {unknown}, not in the metric registry; "
             "correct the names or define them under analysis.define_metrics "
             "(name -> {unit, direction, label}) in the campaign config.")
     envs = sorted(set(frame["environment"]))
@@ -90,3 +91,11 @@ def check_against(frame: pd.DataFrame, path: Path, metrics: Iterable[str],
         raise ImportError_(
             f"{path}: reference_environment '{reference}' is not an environment of the "
             f"import ({envs}); set reference_environment in the config to one of them.")
+
+
+def read_checked(path: Path, metrics: Iterable[str], reference: str) -> pd.DataFrame:
+    """The import rule's whole check (read_tidy, then check_against), in one place for the
+    rule and for `containertax check`."""
+    frame = read_tidy(path)
+    check_against(frame, Path(path), metrics, reference)
+    return frame

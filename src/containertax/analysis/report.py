@@ -104,10 +104,8 @@ def comparison_plan(campaign: Campaign, runs: pd.DataFrame):  # -> comparisons.P
 
 def read_import(campaign: Campaign) -> pd.DataFrame:
     """The imported table, checked against the campaign's metrics and reference."""
-    path = Path(campaign.analysis["import_csv"])
-    frame = importer.read_tidy(path)
-    importer.check_against(frame, path, metric_registry(campaign), campaign.reference)
-    return frame
+    return importer.read_checked(campaign.import_path, metric_registry(campaign),
+                                 campaign.reference)
 
 
 def environment_order(campaign: Campaign, runs: pd.DataFrame) -> list[str]:

@@ -57,10 +57,18 @@ class Campaign:
     models: tuple[Model, ...]
     repetitions: int
     reference: str
+    # the working directory relative paths of the config are resolved against: '.' in the
+    # workflow and its steps (Snakemake's working directory), paths.project_root in check
+    workdir: Path = Path(".")
 
     @property
     def root(self) -> Path:
-        return Path(self.raw["results_dir"]) / self.name
+        return self.workdir / self.raw["results_dir"] / self.name
+
+    @property
+    def import_path(self) -> Path:
+        """analysis.import_csv, resolved as results_dir is."""
+        return self.workdir / self.analysis["import_csv"]
 
     @property
     def paths(self) -> CampaignPaths:
@@ -109,7 +117,7 @@ class Campaign:
         pandas; the import rule checks the table in full)."""
         if not self.is_import:
             return [m.id for m in self.models]
-        path = Path(self.analysis["import_csv"])
+        path = self.import_path
         if not path.exists():
             raise ConfigError(f"{self.source}: key 'analysis.import_csv': {path} does not "
                               "exist.")
@@ -577,8 +585,10 @@ def _check_metric_names(data: dict[str, Any], source: str) -> None:
         raise ConfigError(f"{source}:\n" + "\n".join(f"  {p}" for p in problems))
 
 
-def load_campaign(data: dict[str, Any], source: str = "<config>") -> Campaign:
-    """Validate a config mapping (already parsed) and return the campaign it describes."""
+def load_campaign(data: dict[str, Any], source: str = "<config>",
+                  workdir: Path = Path(".")) -> Campaign:
+    """Validate a config mapping (already parsed) and return the campaign it describes,
+    its relative paths resolved against `workdir` (paths.project_root)."""
     if not isinstance(data, dict) or not data:
         raise ConfigError(f"{source}: empty or not a mapping; see config/README.md.")
     data = resolve_base(data, source)
@@ -598,13 +608,13 @@ def load_campaign(data: dict[str, Any], source: str = "<config>") -> Campaign:
     data = validate_schema(data, source)
     _semantic_checks(data, source)
     _check_metric_names(data, source)
-    campaign = campaign_of(data, source)
+    campaign = campaign_of(data, source, workdir)
     if not campaign.is_import:
         _workload_checks(campaign)
     return campaign
 
 
-def campaign_of(data: dict[str, Any], source: str) -> Campaign:
+def campaign_of(data: dict[str, Any], source: str, workdir: Path = Path(".")) -> Campaign:
     """The typed view of a mapping that load_campaign has validated (schema defaults
     filled in); nothing is checked here."""
     environments = tuple(
@@ -621,6 +631,7 @@ def campaign_of(data: dict[str, Any], source: str) -> Campaign:
         models=models,
         repetitions=data["repetitions"],
         reference=data.get("reference_environment") or environments[0].id,
+        workdir=Path(workdir),
     )
 
 
@@ -647,11 +658,11 @@ def read_config_file(path: Path) -> dict[str, Any]:
     return _read_yaml(Path(path), str(path))
 
 
-def load_file(path: str | Path) -> Campaign:
+def load_file(path: str | Path, workdir: Path = Path(".")) -> Campaign:
     path = Path(path)
     if not path.exists():
         raise ConfigError(f"{path}: no such config file.")
-    campaign = load_campaign(_read_yaml(path, str(path)), str(path))
+    campaign = load_campaign(_read_yaml(path, str(path)), str(path), workdir)
     check_owner(campaign)
     return campaign
 

@@ -54,6 +54,26 @@ WORK = "work"
 COMPARISONS = "stats/comparisons.csv"
 
 
+# The file that marks a checkout's root: Snakemake runs there (README), so that folder is
+# the working directory against which results_dir and analysis.import_csv are relative.
+PROJECT_MARKER = "Snakefile"
+
+
+def project_root(config_file: Path, directory: Path | None = None) -> Path:
+    """The working directory Snakemake will resolve a config's relative paths against, as
+    `containertax check` sees it: `directory` where given (Snakemake's --directory), else
+    the nearest folder above the config file that holds the Snakefile (the checkout the
+    README runs Snakemake in), else the current directory. The current directory itself
+    is returned as '.', so that paths and messages stay as they were there."""
+    if directory is not None:
+        root = Path(directory)
+    else:
+        here = Path(config_file).resolve().parent
+        root = next((d for d in (here, *here.parents) if (d / PROJECT_MARKER).is_file()),
+                    Path.cwd())
+    return Path(".") if root.resolve() == Path.cwd().resolve() else root.resolve()
+
+
 def rep_label(repetition: int) -> str:
     """The repetition as new files name it: rep001 whatever the campaign's size."""
     return f"{repetition:0{REP_WIDTH}d}"

@@ -143,16 +143,59 @@ def _check_workload(campaign: Campaign, env_id: str, work: Path, kind: str, mode
         raise PreflightError(f"{named}{hint}") from None
     outcome, check = launched.outcome, launched.result
     if outcome.returncode != 0 or check is None:
+        full = work / "check.output.txt"
+        records.atomic_write_text(full, outcome.output)
+        error = probe_error(outcome.output)
         raise PreflightError(
             f"environment {env_id}: the workload check '{' '.join(launched.argv)}' failed with "
-            f"status {outcome.returncode}. Output:\n{outcome.output.strip()[-2000:]}\nFix the "
-            f"environment (interpreter: environments.{env_id}.python; image: "
-            f"environments.{env_id}.image) in {campaign.source}."
-        )
+            f"status {outcome.returncode}:\n{error}\n"
+            f"{_blame(campaign, env_id, model_id, error, outcome.returncode)} (The whole "
+            f"output: {full}.)")
     return {"kind": kind, "wall_s": outcome.wall_s, "resolved": outcome.resolved,
             "inside": {"environment": check.get("environment"), "software": check.get("software")},
             **{k: check[k] for k in ("gpu", "models", "dialect", "compute_capability",
                                      "model_registry") if k in check}}
+
+
+TRACEBACK = "Traceback (most recent call last):"
+
+
+def probe_error(output: str, limit: int = 1500) -> str:
+    """What a failed probe said, without its Python traceback: what it printed before one,
+    and the exception that ended it (its lines that are not the traceback's indented
+    frames); a person reads the error, the frames stay in the whole output's file."""
+    text = output.strip()
+    if TRACEBACK not in text:
+        return text[-limit:] or "(no output)"
+    before, _, rest = text.partition(TRACEBACK)
+    last = rest.rsplit(TRACEBACK, 1)[-1]
+    exc = [line for line in last.splitlines() if line.strip() and not line[:1].isspace()
+           and not line.startswith("During handling of the above exception")]
+    said = "\n".join([*before.strip().splitlines()[-5:], *exc])
+    return said[-limit:]
+
+
+def _blame(campaign: Campaign, env_id: str, model_id: str, error: str, code: int) -> str:
+    """The fix, for the key the failure points at: a workload value the probe's error
+    quotes (e.g. a dtype this environment's torch lacks), else the environment's software
+    (a missing module or interpreter), else both, without guessing."""
+    params = campaign.workload_params(model_id)
+    index = next(i for i, m in enumerate(campaign.models) if m.id == model_id)
+    quoted = sorted(k for k, v in params.items() if isinstance(v, str | int)
+                    and not isinstance(v, bool)
+                    and (f"'{v}'" in error or f'"{v}"' in error))
+    if quoted:
+        keys = ", ".join(f"workload.{k} (or models[{index}].{k}) = {params[k]!r}"
+                         for k in quoted)
+        return (f"The probe's error names the value of {keys}: fix that key in "
+                f"{campaign.source}, or the environment that lacks it.")
+    env = (f"environments.{env_id}.python (the interpreter) or environments.{env_id}.image "
+           "(the software)")
+    if code in (126, 127) or any(w in error for w in ("ModuleNotFoundError", "ImportError",
+                                                      "No such file or directory")):
+        return f"The environment lacks what the workload needs: fix {env} in {campaign.source}."
+    return (f"Fix the environment ({env}) or the workload parameters on the command line "
+            f"(workload.*, models[{index}]) in {campaign.source}.")
 
 
 def system(campaign: Campaign) -> dict[str, Any]:

@@ -62,6 +62,11 @@ def problems(kind: str, params: dict[str, Any], where: Where) -> list[str]:
     w = get(kind)
     p = {**w.defaults, **params}
     found = w.problems(p, where)
+    for key, allowed in w.choices.items():
+        if key in p and not (isinstance(p[key], str) and p[key] in allowed):
+            found.append(
+                f"{where.source}: key 'workload.{key}' (or 'models[{where.index}].{key}') "
+                f"(model {where.model}) must be one of {list(allowed)}, got {p[key]!r}.")
     for key, minimum in w.integers.items():
         problem = _int_problem(where, key, p.get(key), minimum)
         if problem:

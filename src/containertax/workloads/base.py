@@ -9,7 +9,7 @@ Workload; the package's registry (containertax.workloads) lists them.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +50,8 @@ class MetricInfo:
 
 
 MEMORY_TOLERANCE = 0.10
+# torch devices a probe may name: each environment sees only its lane's GPU, as cuda
+TORCH_DEVICES = ("cuda", "cpu")
 
 
 @dataclass(frozen=True)
@@ -91,6 +93,9 @@ class Workload:
     window_tokens: Callable[[Probe], int] | None = None
     # extra argv of the preflight check, from every model of this kind (id, parameters)
     check_argv: Callable[[list[tuple[str, dict[str, Any]]]], list[str]] | None = None
+    # parameters with a closed set of values, and that set: a value outside it is a config
+    # error naming the key, not a traceback inside the probe on day two
+    choices: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 def flags(p: dict[str, Any], keys: tuple[str, ...] | list[str]) -> list[str]:

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from containertax.workloads.base import (
+    TORCH_DEVICES,
     Metric,
     MetricInfo,
     Probe,
@@ -46,13 +47,22 @@ def requests_rows(probe: Probe) -> list[dict[str, Any]]:
     return [{"index": i, "latency_s": t} for i, t in enumerate(probe["iteration_s"])]
 
 
+BACKENDS = ("numpy", "torch")
+DTYPES = ("float64", "float32", "float16", "bfloat16")  # bfloat16: torch only
+
+
 def problems(params: dict[str, Any], where: Where) -> list[str]:
+    out = []
     size = params.get("size")
-    if isinstance(size, int) and not isinstance(size, bool) and size >= 1:
-        return []
-    return [f"{where.source}: key 'models[{where.index}].size' (model {where.model}) must be "
-            f"a positive integer: the side of the square matrices (e.g. size: 1024), got "
-            f"{size!r}."]
+    if not (isinstance(size, int) and not isinstance(size, bool) and size >= 1):
+        out.append(f"{where.source}: key 'models[{where.index}].size' (model {where.model}) "
+                   "must be a positive integer: the side of the square matrices (e.g. size: "
+                   f"1024), got {size!r}.")
+    if params.get("dtype") == "bfloat16" and params.get("backend") == "numpy":
+        out.append(f"{where.source}: key 'workload.dtype' (or 'models[{where.index}].dtype') "
+                   f"(model {where.model}): numpy has no bfloat16; set backend: torch or "
+                   f"another dtype {[d for d in DTYPES if d != 'bfloat16']}.")
+    return out
 
 
 WORKLOAD = Workload(
@@ -65,6 +75,7 @@ WORKLOAD = Workload(
     metrics=metrics,
     requests_rows=requests_rows,
     problems=problems,
+    choices={"dtype": DTYPES, "backend": BACKENDS, "device": TORCH_DEVICES},
     metric_info=(
         MetricInfo("compute_time_s", "s", "lower", "Compute time per product",
                    "mean time of one timed matrix product, inside the process", "increasing"),

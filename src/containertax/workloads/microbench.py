@@ -52,6 +52,7 @@ WORKLOAD = Workload(
     argv=argv,
     metrics=metrics,
     detail=detail,
+    choices={"dtype": ("float32", "float16", "bfloat16", "float64")},  # the convolutions'
     metric_info=(
         MetricInfo("h2d_gbps", "GB/s", "higher", "Host-to-device bandwidth",
                    "pinned copy, median of the timed copies"),

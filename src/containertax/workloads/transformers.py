@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from containertax.workloads.base import (
+    TORCH_DEVICES,
     Metric,
     MetricInfo,
     Probe,
@@ -23,6 +24,9 @@ from containertax.workloads.base import (
 DECODING = ("auto", "plain", "static", "compiled", "engine")
 COMPILING = ("compiled", "engine")  # decoding modes that use torch.compile's cache
 COMPILE_MODES = ("reduce-overhead", "max-autotune")  # torch.compile modes of the engine step
+DTYPES = ("bfloat16", "float16", "float32", "float64")
+# transformers' attention implementations, and the probe's own: auto and sdpa_gqa (above)
+ATTENTION = ("auto", "sdpa", "sdpa_gqa", "eager", "flex_attention", "flash_attention_2")
 
 
 def decoding_of(params: dict[str, Any]) -> str:
@@ -161,11 +165,6 @@ def problems(params: dict[str, Any], where: Where) -> list[str]:
             f"{where.source}: key 'models[{where.index}].model_config' (model {where.model}) "
             "must be a mapping with a 'model_type' (e.g. llama, qwen2) and that model's "
             "config fields.")
-    for key, allowed in (("decoding", DECODING), ("compile_mode", COMPILE_MODES)):
-        if params.get(key, allowed[0]) not in allowed:
-            out.append(
-                f"{where.source}: key 'workload.{key}' (or 'models[{where.index}].{key}') "
-                f"must be one of {list(allowed)}, got {params[key]!r}.")
     if not isinstance(params.get("coordinate_descent", False), bool):
         out.append(
             f"{where.source}: key 'workload.coordinate_descent' (or "
@@ -188,6 +187,8 @@ WORKLOAD = Workload(
     requests_rows=requests_rows,
     detail=detail,
     problems=problems,
+    choices={"dtype": DTYPES, "device": TORCH_DEVICES, "attn_implementation": ATTENTION,
+             "decoding": DECODING, "compile_mode": COMPILE_MODES},
     window_tokens=output_tokens,
     metric_info=(
         MetricInfo("token_throughput", "tok/s", "higher", "Token throughput",

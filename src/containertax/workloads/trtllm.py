@@ -84,6 +84,7 @@ DIALECTS = (
     Dialect("1.2", "1.2.0rc0", ("pytorch", "_autodeploy", "tensorrt"), False, True, True),
     Dialect("1.3", "1.3.0rc0", ("pytorch", "_autodeploy"), True, True, True),
 )
+BACKENDS = tuple(dict.fromkeys(b for d in DIALECTS for b in d.backends))  # any release's
 SUPPORTED = "1.0, 1.1 (1.1.0rc3 = spark-single-gpu-dev), 1.2 and 1.3"
 
 
@@ -503,6 +504,7 @@ WORKLOAD = Workload(
     probe="trtllm.py",
     defaults={**DEFAULTS, "threads": 1},
     integers={"num_requests": 1, "input_len": 1, "output_len": 1, "warmup": 0, "tp": 1},
+    choices={"mode": ("throughput", "latency"), "backend": BACKENDS},
     argv=argv,
     metrics=metrics,
     requests_rows=rows,
