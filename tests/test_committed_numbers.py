@@ -11,7 +11,13 @@ these records (ru_maxrss, before VmHWM) is max_rss_rusage_mib, never compared.
 h100-engine (run 2026-11-22) was added with its numbers as computed at its first commit,
 h100-engine-gqa (run 2026-11-23) likewise; all four were then regenerated for one new key,
 host-names (the paper no longer calls two GPUs under one host name "one host"), every
-other value unchanged.
+other value unchanged. Then regenerated for degenerate data and small-n details (#21,
+#23): new keys only (margin-ratio, margin-low, margin-high, margin-band: the TOST band
+printed as the ratio band [-4.76 %, +5 %]; blocks-dropped-any/-max, not-estimable,
+no-interval, has-raw-scale, raw-scale-metrics; hl/N/has-rel, has-ci, why, not-estimable)
+and rel-ci/<model>/<env>/peak_memory_gib '[--, --]' -> '[n.e.]' (a constant metric has
+no interval); no estimate, interval or p changed (g_z and the Wilcoxon p are not in
+numbers.tex).
 
 A deliberate change of the statistics changes these numbers: regenerate the expected file
 with the command above and say so in the commit.

@@ -39,7 +39,16 @@ def test_paired_primary_is_the_t_on_per_block_log_ratios():
     assert r["rel_overhead"] == pytest.approx(math.expm1(d.mean()), rel=1e-12)
     assert r["rel_ci_low"] == pytest.approx(math.expm1(d.mean() - half), rel=1e-12)
     assert r["rel_ci_high"] == pytest.approx(math.expm1(d.mean() + half), rel=1e-12)
-    assert r["wilcoxon_p"] == pytest.approx(sps.wilcoxon(X, Y).pvalue, rel=1e-6)
+    # the rank test and the effect size of the design: on the per-block log ratios
+    assert r["wilcoxon_p"] == pytest.approx(sps.wilcoxon(d).pvalue, rel=1e-9)
+    assert r["wilcoxon_min_p"] == 2.0 ** -29
+    dz = d.mean() / d.std(ddof=1)
+    assert r["d_z"] == pytest.approx(dz, rel=1e-12)
+    j = math.gamma(29 / 2) / (math.sqrt(29 / 2) * math.gamma(28 / 2))  # Hedges' J, 29 df
+    assert r["g_z"] == pytest.approx(dz * j, rel=1e-12) == r["effect_size"]
+    assert abs(j - (1 - 3 / (4 * 29 - 1))) < 1e-4  # the usual approximation
+    assert all(math.isnan(r[k]) for k in ("cohen_d", "hedges_g", "mwu_p"))  # unpaired ones
+    assert "observed_power" not in r
 
 
 def test_exact_sign_flip_against_scipy_permutation_test():
@@ -54,13 +63,16 @@ def test_exact_sign_flip_against_scipy_permutation_test():
 
 
 def test_effect_sizes_signed_and_difference_interval_unrounded():
+    """Independent design: Cohen's d and Hedges' g on the primary (log) scale."""
     r = st.compare(X, Y, S)
     nx, ny = len(X), len(Y)
-    pooled = math.sqrt(((nx - 1) * X.var(ddof=1) + (ny - 1) * Y.var(ddof=1)) / (nx + ny - 2))
-    d = (X.mean() - Y.mean()) / pooled
+    lx, ly = np.log(X), np.log(Y)
+    pooled = math.sqrt(((nx - 1) * lx.var(ddof=1) + (ny - 1) * ly.var(ddof=1)) / (nx + ny - 2))
+    d = (lx.mean() - ly.mean()) / pooled
     g = d * (1 - 3 / (4 * (nx + ny) - 9))
     assert r["cohen_d"] == pytest.approx(d, rel=1e-9)
-    assert r["hedges_g"] == pytest.approx(g, rel=1e-3)
+    assert r["hedges_g"] == pytest.approx(g, rel=1e-3) == r["effect_size"]
+    assert math.isnan(r["d_z"]) and math.isnan(r["wilcoxon_p"])  # no blocks, no d_z
     flipped = st.compare(Y, X, S)  # the other way round: the same size, the other sign
     assert flipped["cohen_d"] == pytest.approx(-d, rel=1e-9) and flipped["hedges_g"] < 0
     se = math.sqrt(X.var(ddof=1) / nx + Y.var(ddof=1) / ny)

@@ -15,15 +15,41 @@ Block-to-block drift (temperature, background load, page cache) cancels in the r
     signflip   exact sign-flip (randomisation) test of mean d: every one of the 2^n sign
                patterns (random ones beyond 2^16), no distributional assumption; its
                smallest attainable p is 2^(1-n) (0.125 at n = 4)
-Without blocks (an imported table, or fewer than 2 complete blocks) the same is done on the
-independent groups: Welch t on log values (interval and test), with a permutation test.
-Metrics that can be zero or negative are compared on the raw scale the same way.
+The design is the table's, never the data's: a table with block labels is analysed paired,
+on complete blocks only. A block where one environment's run is missing (a failed cell, a
+value excluded by analysis.exclude or non-finite) is left out and counted in
+blocks_dropped; with fewer than two complete blocks there is no interval (no_interval
+says why), never a switch to an unpaired test. A block holding two runs of one
+environment (a repeated model, environment, repetition/block, metric) is an error,
+DuplicateRows: analysis.exclude: [duplicate] is the explicit way to drop such rows. Only a
+table without blocks (an import) is compared as independent groups: Welch t on the same
+scale (interval and test), with a permutation test.
 
-Secondary columns: Welch t and Mann-Whitney U on the raw values, the exact sign-flip p
-(paired_t campaigns) or paired t p (signflip campaigns), the ratio of arithmetic means with
-a bootstrap interval, signed Cohen's d and Hedges' g, the equivalence test (two one-sided
-tests on the same log scale and design as the primary test) and the minimum detectable
-effect at 80 % power.
+Scale: one per metric for the whole campaign (metric_scales, column 'scale'): the log
+ratio where every value of the metric in the campaign is > 0, else the raw difference,
+reported relative to |reference mean|.
+
+Degenerate data give NaN with a reason, never an exception: 'not_estimable' says why the
+relative estimate is NaN (empty exactly when it is finite: no value, no complete block,
+reference mean zero on the raw scale, out of floating-point range; its p and TOST p are
+NaN too), 'no_interval' why its interval is missing (one block or run, no variation).
+
+Secondary columns: Welch t on the raw values, the exact sign-flip p (paired_t campaigns)
+or paired t p (signflip campaigns), the ratio of arithmetic means with a bootstrap
+interval, the equivalence test (two one-sided tests on the same scale and design as the
+primary test; on the log scale the margin +-log(1 + m) is the ratio band
+[1/(1 + m), 1 + m], i.e. [-4.76 %, +5 %] at m = 0.05), the minimum detectable effect at
+80 % power (prospective; no post-hoc 'observed power', a function of p alone, Hoenig and
+Heisey 2001), and the rank test and effect size of the design:
+  paired       Wilcoxon signed-rank test of the per-block differences d (scipy.stats.
+               wilcoxon; exact below 50 blocks without ties or zeros, smallest
+               attainable two-sided p 2^(1-n): 0.125 at n = 4, 0.031 at n = 6, so it
+               cannot reject at alpha 0.05 below 6 blocks); d_z = mean(d) / sd(d) and
+               g_z = d_z J(n - 1), Hedges' small-sample correction with the n - 1 df of
+               d_z (Hedges 1981; Borenstein et al. 2009, Introduction to Meta-Analysis,
+               sec. 4.4; Lakens 2013, Front. Psychol. 4:863): effect_size = g_z
+  independent  Mann-Whitney U (smallest two-sided p 2 / C(nx + ny, nx): 0.029 at 4 + 4)
+               and Cohen's d / Hedges' g on the primary scale: effect_size = Hedges' g
 """
 
 from __future__ import annotations
@@ -38,9 +64,11 @@ import numpy as np
 import pandas as pd
 import pingouin as pg
 from scipy import stats as sps
+from scipy.special import gammaln
 from statsmodels.stats.power import TTestIndPower, TTestPower
 
 from containertax.analysis.correction import correct
+from containertax.analysis.quality import duplicate_mask
 
 pg.options["round"] = None
 
@@ -104,6 +132,64 @@ def descriptives(runs: pd.DataFrame, requests: pd.DataFrame | None = None) -> pd
     return pd.DataFrame(rows)
 
 
+# --- degenerate data: a defined result and the reason -----------------------------------
+
+
+def _finite(v: float) -> bool:
+    return v is not None and math.isfinite(v)
+
+
+def scale_of(values: np.ndarray) -> str:
+    """'log' where every value is > 0 (at least one), else 'raw'."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    return "log" if len(v) and bool(np.all(v > 0)) else "raw"
+
+
+def metric_scales(runs: pd.DataFrame, metrics: list[str] | None = None) -> dict[str, str]:
+    """One scale per metric for the whole campaign, decided once from every finite value
+    of the metric in the table given (the campaign's kept.csv): 'log' where all are > 0,
+    else 'raw'. No comparison chooses its own."""
+    names = metrics if metrics is not None else list(dict.fromkeys(runs["metric"]))
+    return {m: scale_of(runs.loc[runs.metric == m, "value"].to_numpy(float)) for m in names}
+
+
+SCALE_WORDS = {"log": "log ratio", "raw": "difference"}
+
+
+def _relative(e: dict[str, float], scale: str, ref_mean: float) -> dict[str, float]:
+    """The estimate and interval as relative differences: exp(.) - 1 on the log scale,
+    difference / |reference mean| on the raw scale (the sign stays that of the
+    difference where the reference mean is negative)."""
+    keys = ("est", "low", "high")
+    with np.errstate(all="ignore"):
+        if scale == "log":
+            return {k: float(np.expm1(e[k])) for k in keys}
+        if ref_mean == 0 or not _finite(ref_mean):
+            return {k: math.nan for k in keys}
+        return {k: float(np.float64(e[k]) / abs(ref_mean)) for k in keys}
+
+
+def _reasons(out: dict[str, Any], est_why: str, ci_why: str) -> dict[str, str]:
+    """not_estimable: why the relative estimate is NaN (empty exactly when it is finite);
+    no_interval: why its interval is missing (empty exactly when both ends are finite).
+    The named causes first, floating-point range last."""
+    est_ok = _finite(out["rel_overhead"])
+    ci_ok = _finite(out["rel_ci_low"]) and _finite(out["rel_ci_high"])
+    if est_ok:
+        est_why = ""
+    elif not est_why:
+        est_why = "not finite in floating point (values out of range)"
+    if not est_ok:
+        out["rel_overhead"] = math.nan  # an infinite estimate is none
+    if ci_ok:
+        ci_why = ""
+    else:
+        ci_why = est_why or ci_why or "interval not finite in floating point"
+        out["rel_ci_low"] = out["rel_ci_high"] = math.nan
+    return {"not_estimable": est_why, "no_interval": ci_why}
+
+
 # --- the primary analysis --------------------------------------------------------------
 
 
@@ -112,7 +198,7 @@ def signflip_p(d: np.ndarray, seed: int = 0) -> float:
     n = EXACT_UP_TO, else MONTE_CARLO random patterns (the observed one counted)."""
     d = np.asarray(d, dtype=float)
     n = len(d)
-    if n == 0:
+    if n == 0 or not np.all(np.isfinite(d)):
         return math.nan
     observed = abs(d.mean())
     tol = 1e-12 * max(1.0, float(np.abs(d).max()))
@@ -127,18 +213,30 @@ def signflip_p(d: np.ndarray, seed: int = 0) -> float:
 
 
 def min_signflip_p(n: int) -> float:
-    """The smallest p the exact sign-flip test can give with n blocks."""
+    """The smallest p the exact sign-flip test can give with n blocks (also that of the
+    exact Wilcoxon signed-rank test: both put 1/2^n on each sign pattern)."""
     return 2.0 ** (1 - n) if n > 0 else math.nan
+
+
+def min_mannwhitney_p(nx: int, ny: int) -> float:
+    """The smallest two-sided p of the exact Mann-Whitney U test: 2 / C(nx + ny, nx)
+    (0.029 at 4 + 4 runs)."""
+    return min(1.0, 2.0 / math.comb(nx + ny, nx)) if nx and ny else math.nan
 
 
 def paired_estimate(d: np.ndarray, alpha: float) -> dict[str, float]:
     """Mean of the per-block differences with its t interval and t test."""
+    d = np.asarray(d, dtype=float)
     n = len(d)
-    mean = float(np.mean(d))
-    sd = float(np.std(d, ddof=1)) if n > 1 else math.nan
-    if n < 2 or sd == 0 or math.isnan(sd):
-        return {"est": mean, "low": math.nan, "high": math.nan, "t": math.nan, "df": n - 1,
-                "p": math.nan, "sd": sd}
+    nan = math.nan
+    if n == 0:
+        return {"est": nan, "low": nan, "high": nan, "t": nan, "df": nan, "p": nan, "sd": nan}
+    with np.errstate(all="ignore"):
+        mean = float(np.mean(d))
+        sd = float(np.std(d, ddof=1)) if n > 1 else nan
+    if n < 2 or not sd > 0 or not math.isfinite(sd) or not math.isfinite(mean):
+        return {"est": mean, "low": nan, "high": nan, "t": nan, "df": n - 1, "p": nan,
+                "sd": sd}
     se = sd / math.sqrt(n)
     t = mean / se
     crit = float(sps.t.ppf(1 - alpha / 2, n - 1))
@@ -148,90 +246,125 @@ def paired_estimate(d: np.ndarray, alpha: float) -> dict[str, float]:
 
 def welch_estimate(a: np.ndarray, b: np.ndarray, alpha: float) -> dict[str, float]:
     """mean(a) - mean(b) with Welch's interval and test."""
-    est = float(np.mean(a) - np.mean(b))
+    nan = math.nan
+    if len(a) == 0 or len(b) == 0:
+        return {"est": nan, "low": nan, "high": nan, "t": nan, "df": nan, "p": nan}
+    with np.errstate(all="ignore"):
+        est = float(np.mean(a) - np.mean(b))
     if len(a) < 2 or len(b) < 2 or (np.ptp(a) == 0 and np.ptp(b) == 0):
-        return {"est": est, "low": math.nan, "high": math.nan, "t": math.nan, "df": math.nan,
-                "p": math.nan}
-    res = sps.ttest_ind(a, b, equal_var=False)
-    ci = res.confidence_interval(1 - alpha)
+        return {"est": est, "low": nan, "high": nan, "t": nan, "df": nan, "p": nan}
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = sps.ttest_ind(a, b, equal_var=False)
+        ci = res.confidence_interval(1 - alpha)
     return {"est": est, "low": float(ci.low), "high": float(ci.high),
             "t": float(res.statistic), "df": float(res.df), "p": float(res.pvalue)}
 
 
 def permutation_p(a: np.ndarray, b: np.ndarray, seed: int) -> float:
     """Two-sided permutation test of the difference of means of independent groups."""
-    if len(a) < 2 or len(b) < 2:
+    if len(a) < 2 or len(b) < 2 or not np.all(np.isfinite(np.concatenate([a, b]))):
         return math.nan
-    res = sps.permutation_test((a, b), lambda u, v, axis: np.mean(u, axis) - np.mean(v, axis),
-                               permutation_type="independent", vectorized=True,
-                               n_resamples=MONTE_CARLO, alternative="two-sided",
-                               rng=np.random.default_rng(seed))
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = sps.permutation_test((a, b), lambda u, v, axis: np.mean(u, axis)
+                                   - np.mean(v, axis), permutation_type="independent",
+                                   vectorized=True, n_resamples=MONTE_CARLO,
+                                   alternative="two-sided", rng=np.random.default_rng(seed))
     return float(res.pvalue)
 
 
+def hedges_correction(df: int) -> float:
+    """Hedges' (1981) small-sample factor J(df) = Gamma(df/2) / (sqrt(df/2)
+    Gamma((df-1)/2)), exact (about 1 - 3 / (4 df - 1)); NaN below 2 df, where it is 0."""
+    if df < 2:
+        return math.nan
+    return math.exp(gammaln(df / 2) - gammaln((df - 1) / 2)) / math.sqrt(df / 2)
+
+
 def primary(x: np.ndarray, y: np.ndarray, paired: tuple[np.ndarray, np.ndarray] | None,
-            s: Settings) -> dict[str, Any]:
-    """The pre-specified primary comparison (see the module docstring)."""
-    pairs = paired if paired is not None and len(paired[0]) >= 2 else None
-    a_all = np.concatenate([x, y] if pairs is None else [*pairs])
-    log = bool(np.all(a_all > 0))
-    f = np.log if log else (lambda v: np.asarray(v, dtype=float))
-    out: dict[str, Any] = {"scale": "log ratio" if log else "difference"}
-    if pairs is not None:
-        d = f(pairs[0]) - f(pairs[1])
-        e = paired_estimate(d, s.alpha)
-        flip = signflip_p(d, s.seed)
-        out.update(design="paired", n_blocks=len(d), t_p=e["p"], signflip_p=flip,
-                   signflip_min_p=min_signflip_p(len(d)), perm_p=math.nan,
-                   primary_t=e["t"], primary_df=e["df"])
-        if s.primary_test == "signflip":
-            out.update(primary_test="sign-flip (exact)" if len(d) <= EXACT_UP_TO
-                       else "sign-flip (Monte Carlo)", p=flip)
+            s: Settings, scale: str | None = None) -> dict[str, Any]:
+    """The pre-specified primary comparison (see the module docstring): paired when blocks
+    are given (however few), independent otherwise; never one for the other."""
+    scale = scale or scale_of(np.concatenate([x, y]))
+    f = np.log if scale == "log" else (lambda v: np.asarray(v, dtype=float))
+    a_all = np.concatenate([x, y] if paired is None else [*paired])
+    if scale == "log" and np.any(a_all <= 0):
+        raise ValueError("log scale chosen for a metric with values <= 0")
+    out: dict[str, Any] = {"scale": SCALE_WORDS[scale]}
+    nan = math.nan
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if paired is not None:
+            ref_values = paired[1]
+            d = f(paired[0]) - f(paired[1])
+            n = len(d)
+            e = paired_estimate(d, s.alpha)
+            flip = signflip_p(d, s.seed)
+            out.update(design="paired", n_blocks=n, t_p=e["p"], signflip_p=flip,
+                       signflip_min_p=min_signflip_p(n), perm_p=nan,
+                       primary_t=e["t"], primary_df=e["df"])
+            if s.primary_test == "signflip":
+                out.update(primary_test="sign-flip (exact)" if n <= EXACT_UP_TO
+                           else "sign-flip (Monte Carlo)", p=flip)
+            else:
+                out.update(primary_test="paired t", p=e["p"])
+            bound = (math.log1p(s.equivalence_margin) if scale == "log" else
+                     s.equivalence_margin * abs(float(np.mean(ref_values))) if n else nan)
+            tost = _tost_paired(d, bound)
+            mde = _mde_paired(n, s)
+            mde_scale = mde * e["sd"]
+            est_why = "no complete block" if n == 0 else ""
+            ci_why = ("one complete block" if n == 1 else
+                      "no variation: every block has the same difference" if not e["sd"] > 0
+                      else "")
         else:
-            out.update(primary_test="paired t", p=e["p"])
-        tost = _tost_paired(d, math.log1p(s.equivalence_margin) if log else
-                            s.equivalence_margin * float(np.mean(pairs[1])))
-        dz = e["est"] / e["sd"] if e["sd"] and not math.isnan(e["sd"]) else math.nan
-        mde = _mde_paired(len(d), s)
-        mde_scale = mde * e["sd"] if not math.isnan(e["sd"]) else math.nan
-        out["dz"] = dz
-    else:
-        a, b = f(x), f(y)
-        e = welch_estimate(a, b, s.alpha)
-        perm = permutation_p(a, b, s.seed)
-        out.update(design="independent", n_blocks=0, t_p=e["p"], signflip_p=math.nan,
-                   signflip_min_p=math.nan, perm_p=perm, primary_t=e["t"], primary_df=e["df"],
-                   dz=math.nan)
-        if s.primary_test == "signflip":  # no blocks to flip: the permutation analogue
-            out.update(primary_test="permutation", p=perm)
-        else:
-            out.update(primary_test="Welch t", p=e["p"])
-        tost = _tost_welch(a, b, math.log1p(s.equivalence_margin) if log else
-                           s.equivalence_margin * float(np.mean(y)))
-        mde = sensitivity(len(a), len(b), s.alpha, s.power)
-        pooled = _pooled_sd(a, b)
-        mde_scale = mde * pooled
-    if log:
-        out.update(rel_overhead=math.expm1(e["est"]), rel_ci_low=math.expm1(e["low"]),
-                   rel_ci_high=math.expm1(e["high"]), mde_rel=math.expm1(mde_scale))
-    else:
-        ref = float(np.mean(y))
-        out.update(rel_overhead=e["est"] / ref, rel_ci_low=e["low"] / ref,
-                   rel_ci_high=e["high"] / ref, mde_rel=mde_scale / ref)
-    out.update(tost_p=tost, mde_d=mde)
+            ref_values = y
+            a, b = f(x), f(y)
+            e = welch_estimate(a, b, s.alpha)
+            perm = permutation_p(a, b, s.seed)
+            out.update(design="independent", n_blocks=0, t_p=e["p"], signflip_p=nan,
+                       signflip_min_p=nan, perm_p=perm, primary_t=e["t"], primary_df=e["df"])
+            if s.primary_test == "signflip":  # no blocks to flip: the permutation analogue
+                out.update(primary_test="permutation", p=perm)
+            else:
+                out.update(primary_test="Welch t", p=e["p"])
+            bound = (math.log1p(s.equivalence_margin) if scale == "log" else
+                     s.equivalence_margin * abs(float(np.mean(y))) if len(y) else nan)
+            tost = _tost_welch(a, b, bound)
+            mde = sensitivity(len(a), len(b), s.alpha, s.power)
+            mde_scale = mde * _pooled_sd(a, b)
+            est_why = ("no value of the environment" if len(x) == 0 else
+                       "no value of the reference" if len(y) == 0 else "")
+            ci_why = ("" if est_why else "a single run of the environment" if len(x) == 1 else
+                      "a single run of the reference" if len(y) == 1 else
+                      "no variation: every run of both has the same value"
+                      if np.ptp(a) == 0 and np.ptp(b) == 0 else "")
+        ref_mean = float(np.mean(ref_values)) if len(ref_values) else nan
+        if scale == "raw" and ref_mean == 0 and not est_why:
+            est_why = "reference mean is zero"
+        rel = _relative(e, scale, ref_mean)
+        mde_rel = (float(np.expm1(mde_scale)) if scale == "log" else
+                   mde_scale / abs(ref_mean) if ref_mean else nan)
+    out.update(rel_overhead=rel["est"], rel_ci_low=rel["low"], rel_ci_high=rel["high"],
+               mde_rel=mde_rel if _finite(mde_rel) else nan, tost_p=tost, mde_d=mde)
+    out.update(_reasons(out, est_why, ci_why))
+    if out["not_estimable"]:  # no relative difference: nothing to test or call equivalent
+        out.update(p=nan, t_p=nan, signflip_p=nan, perm_p=nan, tost_p=nan)
     return out
 
 
 def _pooled_sd(a: np.ndarray, b: np.ndarray) -> float:
     if len(a) < 2 or len(b) < 2:
         return math.nan
-    return math.sqrt(((len(a) - 1) * np.var(a, ddof=1) + (len(b) - 1) * np.var(b, ddof=1))
-                     / (len(a) + len(b) - 2))
+    with np.errstate(all="ignore"):
+        return float(np.sqrt(((len(a) - 1) * np.var(a, ddof=1) + (len(b) - 1)
+                              * np.var(b, ddof=1)) / (len(a) + len(b) - 2)))
 
 
 def _tost_paired(d: np.ndarray, bound: float) -> float:
     """Two one-sided t tests of |mean d| < bound, on the primary test's scale and design."""
-    if len(d) < 2 or np.ptp(d) == 0:
+    if len(d) < 2 or np.ptp(d) == 0 or not bound > 0 or not np.all(np.isfinite(d)):
         return math.nan
     low = sps.ttest_1samp(d, -bound, alternative="greater").pvalue
     high = sps.ttest_1samp(d, bound, alternative="less").pvalue
@@ -240,7 +373,8 @@ def _tost_paired(d: np.ndarray, bound: float) -> float:
 
 def _tost_welch(a: np.ndarray, b: np.ndarray, bound: float) -> float:
     """Two one-sided Welch t tests of |mean a - mean b| < bound."""
-    if len(a) < 2 or len(b) < 2 or (np.ptp(a) == 0 and np.ptp(b) == 0):
+    if (len(a) < 2 or len(b) < 2 or (np.ptp(a) == 0 and np.ptp(b) == 0) or not bound > 0
+            or not np.all(np.isfinite(np.concatenate([a, b])))):
         return math.nan
     low = sps.ttest_ind(a + bound, b, equal_var=False, alternative="greater").pvalue
     high = sps.ttest_ind(a - bound, b, equal_var=False, alternative="less").pvalue
@@ -249,7 +383,7 @@ def _tost_welch(a: np.ndarray, b: np.ndarray, bound: float) -> float:
 
 def _mde_paired(n: int, s: Settings) -> float:
     """Smallest standardised mean difference (d_z) the paired t test detects with the
-    given power."""
+    given power (prospective sensitivity, not post-hoc 'observed power')."""
     if n < 2:
         return math.nan
     return float(TTestPower().solve_power(effect_size=None, nobs=n, alpha=s.alpha,
@@ -274,72 +408,140 @@ def _ratio_of_means(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
 def relative_overhead(x: np.ndarray, y: np.ndarray, resamples: int, seed: int,
                       level: float = 0.95, paired: bool = False) -> tuple[float, float, float]:
     """mean(x)/mean(y) - 1 with a percentile bootstrap interval (blocks resampled together
-    where paired). Secondary: the primary estimate is the geometric-mean ratio."""
-    est = float(_ratio_of_means(x, y))
-    if len(x) < 2 or len(y) < 2 or np.all(x == x[0]) and np.all(y == y[0]):
-        return est, math.nan, math.nan
-    with warnings.catch_warnings():
+    where paired). Secondary: the primary estimate is the geometric-mean ratio. NaN where
+    either group is empty or the reference mean is zero."""
+    nan = math.nan
+    if len(x) == 0 or len(y) == 0 or np.mean(y) == 0:
+        return nan, nan, nan
+    with np.errstate(all="ignore"):
+        est = float(_ratio_of_means(x, y))
+    if (len(x) < 2 or len(y) < 2 or np.all(x == x[0]) and np.all(y == y[0])
+            or not math.isfinite(est)):
+        return est if math.isfinite(est) else nan, nan, nan
+    with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         res = sps.bootstrap((x, y), _ratio_of_means, n_resamples=resamples,
                             method="percentile", confidence_level=level, vectorized=True,
                             paired=paired, rng=np.random.default_rng(seed))
-    return est, float(res.confidence_interval.low), float(res.confidence_interval.high)
+    lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return est, nan, nan
+    return est, lo, hi
+
+
+SECONDARY_KEYS = ("welch_t", "welch_dof", "welch_p", "diff_ci_low", "diff_ci_high", "d_z",
+                  "g_z", "cohen_d", "hedges_g", "effect_size", "effect_size_kind",
+                  "wilcoxon_p", "wilcoxon_min_p", "mwu_u", "mwu_p", "mwu_min_p", "rbc")
 
 
 def secondary(x: np.ndarray, y: np.ndarray, paired: tuple[np.ndarray, np.ndarray] | None,
-              s: Settings) -> dict[str, Any]:
-    """Unpaired tests on the raw values and signed standardised effect sizes."""
-    out: dict[str, Any] = {}
-    degenerate = len(x) < 2 or len(y) < 2 or (np.ptp(x) == 0 and np.ptp(y) == 0)
-    if not degenerate:
-        w = welch_estimate(x, y, s.alpha)
-        out.update(welch_t=w["t"], welch_dof=w["df"], welch_p=w["p"], diff_ci_low=w["low"],
-                   diff_ci_high=w["high"])
-        out["cohen_d"] = float(pg.compute_effsize(x, y, eftype="cohen"))  # signed
-        out["hedges_g"] = float(pg.compute_effsize(x, y, eftype="hedges"))  # signed
-        out["observed_power"] = float(pg.ttest(x, y, correction=True).iloc[0]["power"])
-        u = sps.mannwhitneyu(x, y, alternative="two-sided")
-        out.update(mwu_u=float(u.statistic), mwu_p=float(u.pvalue),
-                   rbc=float(2 * u.statistic / (len(x) * len(y)) - 1))
-    else:
-        for k in ("welch_t", "welch_dof", "welch_p", "diff_ci_low", "diff_ci_high", "cohen_d",
-                  "hedges_g", "observed_power", "mwu_u", "mwu_p", "rbc"):
+              s: Settings, scale: str | None = None) -> dict[str, Any]:
+    """Welch on the raw values; the rank test and the standardised effect size of the
+    design: Wilcoxon signed-rank and d_z / g_z on the per-block differences (paired),
+    Mann-Whitney U and Cohen's d / Hedges' g (independent), on the primary test's scale."""
+    scale = scale or scale_of(np.concatenate([x, y]))
+    f = np.log if scale == "log" else (lambda v: np.asarray(v, dtype=float))
+    out: dict[str, Any] = dict.fromkeys(SECONDARY_KEYS, math.nan)
+    out["effect_size_kind"] = ""
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if len(x) >= 2 and len(y) >= 2 and not (np.ptp(x) == 0 and np.ptp(y) == 0):
+            w = welch_estimate(x, y, s.alpha)
+            out.update(welch_t=w["t"], welch_dof=w["df"], welch_p=w["p"],
+                       diff_ci_low=w["low"], diff_ci_high=w["high"])
+        if paired is not None:
+            d = f(paired[0]) - f(paired[1])
+            n = len(d)
+            out["effect_size_kind"] = "g_z (paired)"
+            out["wilcoxon_min_p"] = min_signflip_p(n)
+            if n >= 1 and np.all(np.isfinite(d)) and np.any(d != 0):
+                out["wilcoxon_p"] = float(sps.wilcoxon(d).pvalue)
+            sd = float(np.std(d, ddof=1)) if n >= 2 else math.nan
+            if sd > 0 and math.isfinite(sd):
+                out["d_z"] = float(np.mean(d)) / sd
+                out["g_z"] = out["d_z"] * hedges_correction(n - 1)
+            out["effect_size"] = out["g_z"]
+        else:
+            a, b = f(x), f(y)
+            out["effect_size_kind"] = "Hedges' g (independent)"
+            pooled = _pooled_sd(a, b)
+            if pooled > 0 and math.isfinite(pooled):
+                out["cohen_d"] = float(pg.compute_effsize(a, b, eftype="cohen"))  # signed
+                out["hedges_g"] = float(pg.compute_effsize(a, b, eftype="hedges"))
+            out["effect_size"] = out["hedges_g"]
+            both = np.concatenate([x, y])
+            if len(x) and len(y) and np.all(np.isfinite(both)) and np.ptp(both) != 0:
+                u = sps.mannwhitneyu(x, y, alternative="two-sided")
+                out.update(mwu_u=float(u.statistic), mwu_p=float(u.pvalue),
+                           rbc=float(2 * u.statistic / (len(x) * len(y)) - 1))
+            out["mwu_min_p"] = min_mannwhitney_p(len(x), len(y))
+    for k in ("d_z", "g_z", "cohen_d", "hedges_g", "effect_size"):
+        if not _finite(out[k]):
             out[k] = math.nan
-    if paired is not None and len(paired[0]) >= 2 and np.ptp(paired[0] - paired[1]) > 0:
-        out["wilcoxon_p"] = float(sps.wilcoxon(paired[0], paired[1]).pvalue)
-    else:
-        out["wilcoxon_p"] = math.nan
-    pairs = paired if paired is not None and len(paired[0]) >= 2 else None
-    rel, lo, hi = (relative_overhead(*pairs, s.bootstrap_resamples, s.seed, paired=True)
-                   if pairs is not None else
+    rel, lo, hi = (relative_overhead(*paired, s.bootstrap_resamples, s.seed, paired=True)
+                   if paired is not None else
                    relative_overhead(x, y, s.bootstrap_resamples, s.seed))
     out.update(mean_ratio=rel, mean_ratio_ci_low=lo, mean_ratio_ci_high=hi)
     return out
 
 
 def compare(x: np.ndarray, y: np.ndarray, s: Settings,
-            paired: tuple[np.ndarray, np.ndarray] | None = None) -> dict[str, Any]:
-    """x: the environment, y: the reference; paired: their values in complete blocks."""
+            paired: tuple[np.ndarray, np.ndarray] | None = None,
+            scale: str | None = None) -> dict[str, Any]:
+    """x: the environment, y: the reference; paired: their values in complete blocks (the
+    design is paired whenever it is given, however few blocks it holds); scale: 'log' or
+    'raw' as decided for the metric over the campaign (metric_scales), else from x and y.
+    Non-finite values are not data: they are left out (quality.exclude drops them)."""
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    out: dict[str, Any] = {"n_env": len(x), "n_ref": len(y), "mean_env": float(np.mean(x)),
-                           "mean_ref": float(np.mean(y))}
-    out["diff"] = out["mean_env"] - out["mean_ref"]
-    out.update(secondary(x, y, paired, s))
-    out.update(primary(x, y, paired, s))
+    x, y = x[np.isfinite(x)], y[np.isfinite(y)]
+    if paired is not None:
+        a, b = (np.asarray(v, dtype=float) for v in paired)
+        ok = np.isfinite(a) & np.isfinite(b)
+        paired = (a[ok], b[ok])
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out: dict[str, Any] = {"n_env": len(x), "n_ref": len(y),
+                               "mean_env": float(np.mean(x)) if len(x) else math.nan,
+                               "mean_ref": float(np.mean(y)) if len(y) else math.nan}
+        out["diff"] = out["mean_env"] - out["mean_ref"]
+    out.update(secondary(x, y, paired, s, scale))
+    out.update(primary(x, y, paired, s, scale))
     out["equivalent"] = bool(out["tost_p"] < s.alpha) if not math.isnan(out["tost_p"]) else None
     return out
 
 
-def blocks(g: pd.DataFrame, env: str, ref: str) -> tuple[np.ndarray, np.ndarray] | None:
-    """The two environments' values in the blocks where both ran once."""
+class DuplicateRows(ValueError):
+    """The same (model, environment, repetition or block, metric) more than once: a
+    block would hold two runs of one environment, which no paired analysis can use."""
+
+    def __init__(self, rows: pd.DataFrame):
+        self.rows = rows
+        cols = [c for c in ("model", "environment", "repetition", "block", "metric", "value")
+                if c in rows]
+        shown = rows[cols].head(10).to_string(index=False)
+        more = f"\n(and {len(rows) - 10} more)" if len(rows) > 10 else ""
+        super().__init__(f"{len(rows)} rows repeat a (model, environment, repetition/block, "
+                         f"metric):\n{shown}{more}")
+
+
+def blocks(g: pd.DataFrame, env: str, ref: str) -> tuple[np.ndarray, np.ndarray, int] | None:
+    """The two environments' values in their complete blocks (both ran, both values
+    finite), and the number of incomplete blocks left out (a run without a block label
+    is a block of its own); None where the table carries no blocks. A block with two
+    runs of one environment is an error (DuplicateRows), never a reason to drop the
+    pairing."""
     if "block" not in g or g["block"].isna().all():
         return None
-    a = g[g.environment == env].set_index("block")["value"]
-    b = g[g.environment == ref].set_index("block")["value"]
-    if a.index.has_duplicates or b.index.has_duplicates:
-        return None
+    d = g[g.environment.isin([env, ref]) & np.isfinite(g["value"].astype(float))]
+    labelled = d[d["block"].notna()]
+    dup = labelled[labelled.duplicated(["environment", "block"], keep=False)]
+    if len(dup):
+        raise DuplicateRows(dup)
+    a = labelled[labelled.environment == env].set_index("block")["value"]
+    b = labelled[labelled.environment == ref].set_index("block")["value"]
     common = a.index.intersection(b.index).sort_values()
-    return (a.loc[common].to_numpy(float), b.loc[common].to_numpy(float)) if len(common) else None
+    dropped = len(a.index.union(b.index)) - len(common) + int(d["block"].isna().sum())
+    return a.loc[common].to_numpy(float), b.loc[common].to_numpy(float), dropped
 
 
 def machine_adjusted(g: pd.DataFrame, env: str, ref: str, alpha: float) -> dict[str, Any]:
@@ -349,7 +551,8 @@ def machine_adjusted(g: pd.DataFrame, env: str, ref: str, alpha: float) -> dict[
     n = int(d["machine"].nunique()) if "machine" in d else 1
     out: dict[str, Any] = {"machines": n, "machine_adjusted_rel": np.nan,
                            "machine_adjusted_ci_low": np.nan, "machine_adjusted_ci_high": np.nan}
-    if n < 2 or (d["value"] <= 0).any():
+    d = d[np.isfinite(d["value"].astype(float))]
+    if n < 2 or (d["value"] <= 0).any() or d["value"].nunique() < 2:
         return out
     import statsmodels.formula.api as smf
 
@@ -396,23 +599,35 @@ class Plan:
 
 
 def analyse(runs: pd.DataFrame, s: Settings, metrics: list[str],
-            plan: Plan | None = None) -> pd.DataFrame:
-    """All planned comparisons (uncorrected p in 'p', correction within each family)."""
+            plan: Plan | None = None, scales: dict[str, str] | None = None) -> pd.DataFrame:
+    """All planned comparisons (uncorrected p in 'p', correction within each family).
+    scales: metric -> 'log' or 'raw', decided once for the campaign (metric_scales of the
+    whole kept table); from these runs where not given. A repeated row is an error
+    (DuplicateRows): the caller names the file."""
     plan = plan or Plan(s.reference, {}, {}, {})
+    data = runs[runs.metric.isin(metrics)]
+    dup = data[duplicate_mask(data)]
+    if len(dup):
+        raise DuplicateRows(dup)
+    scales = {**metric_scales(data, metrics), **(scales or {})}
+    blocked = "block" in data and bool(data["block"].notna().any())
     rows = []
     present = set(metrics)
-    for (model, metric), g in runs[runs.metric.isin(metrics)].groupby(["model", "metric"],
-                                                                        sort=False):
+    for (model, metric), g in data.groupby(["model", "metric"], sort=False):
         envs = list(dict.fromkeys(g.environment))
         for env, ref, aa in plan.pairs(envs):
             x = g[g.environment == env]["value"].to_numpy(float)
             y = g[g.environment == ref]["value"].to_numpy(float)
-            if len(x) == 0 or len(y) == 0:
-                continue
+            found = blocks(g, env, ref) if blocked else None
+            paired = None if found is None else found[:2]
+            if found is None and blocked:  # this pair's rows carry no block label
+                paired = (np.array([]), np.array([]))
             row = {"model": model, "metric": metric, "environment": env, "reference": ref,
                    "unit": g["unit"].iloc[0],
                    "family": plan.family(str(model), metric, aa, present),
-                   **compare(x, y, s, blocks(g, env, ref)),
+                   **compare(x, y, s, paired, scales[metric]),
+                   "blocks_dropped": (found[2] if found is not None else
+                                      int(len(x) + len(y)) if blocked else 0),
                    **machine_adjusted(g, env, ref, s.alpha)}
             if row["family"] == "derived":
                 row.update(p=math.nan, primary_test=f"not tested (restates "

@@ -19,11 +19,15 @@ from containertax.analysis.metrics import MetricInfo
 def verdict(r: pd.Series, info: MetricInfo | None, alpha: float) -> str:
     """equivalent (TOST within the margin), overhead / advantage (BH-corrected difference,
     worse / better for the container by the metric's direction), difference (a metric with
-    no better side), or inconclusive (neither: the sample could not tell)."""
+    no better side), inconclusive (neither: the sample could not tell), or not estimable
+    (no relative difference, or neither interval nor test: comparisons.py says why)."""
+    rel, low = r.get("rel_overhead", math.nan), r.get("rel_ci_low", math.nan)
+    p_bh = r.get("p_bh", math.nan)
+    if rel != rel or (low != low and p_bh != p_bh):
+        return "not estimable"
     tost = r.get("tost_p", math.nan)
     if tost == tost and tost < alpha:
         return "equivalent"
-    p_bh = r.get("p_bh", math.nan)
     if p_bh == p_bh and p_bh < alpha:
         direction = info.direction if info else "none"
         if direction == "none":
@@ -31,6 +35,13 @@ def verdict(r: pd.Series, info: MetricInfo | None, alpha: float) -> str:
         worse = r.rel_overhead > 0 if direction == "lower" else r.rel_overhead < 0
         return "overhead" if worse else "advantage"
     return "inconclusive"
+
+
+def why_not_estimable(r: pd.Series) -> str:
+    """The reason a comparison has no estimate or no interval, from comparisons.py."""
+    from containertax.analysis.tables import reason
+
+    return reason(r, "not_estimable") or reason(r, "no_interval")
 
 
 def headline_metric_of(model_results: pd.DataFrame, wanted: str | None,

@@ -113,7 +113,8 @@ def distributions(runs: pd.DataFrame, panels: list[Panel], envs: list[str],
 
 def forest(d: pd.DataFrame, labels: list[str], margin: float, path: Path) -> bool:
     """Relative differences with their intervals, one row per comparison (labels[i] names
-    row i), the equivalence margin as a band."""
+    row i), the equivalence margin as a band: +-log(1 + m) on the log scale is the ratio
+    band [1/(1 + m) - 1, m] (-4.76 % to +5 % at m = 0.05)."""
     if d.empty:
         return False
     fig, ax = plt.subplots(figsize=(WIDTH, 0.34 * len(d) + 0.9), layout="constrained")
@@ -121,14 +122,15 @@ def forest(d: pd.DataFrame, labels: list[str], margin: float, path: Path) -> boo
     est = 100 * d["rel_overhead"].to_numpy(float)
     lo = 100 * d["rel_ci_low"].to_numpy(float)
     hi = 100 * d["rel_ci_high"].to_numpy(float)
-    ax.axvspan(-100 * margin, 100 * margin, color="0.92", zorder=0)
+    band = (100 * (1 / (1 + margin) - 1), 100 * margin)
+    ax.axvspan(*band, color="0.92", zorder=0)
     ax.axvline(0, color="0.3", lw=0.8)
     ax.errorbar(est, y, xerr=[np.nan_to_num(est - lo), np.nan_to_num(hi - est)], fmt="o",
                 ms=3.5, capsize=2, color="C0")
     ax.set_yticks(y, labels)
     ax.set_ylim(-0.7, len(d) - 0.3)
     # limits: zero, the margin band and every interval, with room on both sides
-    ends = np.concatenate([lo, hi, est, [-100 * margin, 100 * margin, 0.0]])
+    ends = np.concatenate([lo, hi, est, [*band, 0.0]])
     ends = ends[np.isfinite(ends)]
     span = max(ends.max() - ends.min(), 1.0)
     ax.set_xlim(ends.min() - 0.12 * span, ends.max() + 0.12 * span)

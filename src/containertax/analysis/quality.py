@@ -78,8 +78,19 @@ def annotate(runs: pd.DataFrame) -> pd.DataFrame:
         out["flag_throttled"] = out["throttled_s"].fillna(0).astype(float) > 0
     else:
         out["flag_throttled"] = False
-    out["flag_duplicate"] = out.duplicated(KEY, keep=False)
+    out["flag_duplicate"] = duplicate_mask(out)
     return out
+
+
+def duplicate_mask(runs: pd.DataFrame) -> pd.Series:
+    """Rows that repeat a (model, environment, repetition, metric), or a (model,
+    environment, block, metric) where blocks are labelled: every copy is marked."""
+    mask = pd.Series(False, index=runs.index)
+    for key in ("repetition", "block"):
+        if key in runs:
+            cols = ["model", "environment", key, "metric"]
+            mask |= runs[key].notna() & runs.duplicated(cols, keep=False)
+    return mask
 
 
 def check(runs: pd.DataFrame, registry: dict[str, MetricInfo], *,

@@ -130,6 +130,7 @@ def run_quality(campaign: Campaign, runs_csv: Path, out_dir: Path) -> None:
                              alpha=campaign.analysis["alpha"])
     rules = campaign.analysis["exclude"]
     kept, dropped = quality.exclude(runs, rules)
+    refuse_duplicates(kept, runs_csv, campaign)
     if kept.empty:
         raise AnalysisError(f"every value of {runs_csv} was excluded (analysis.exclude = "
                             f"{rules}, plus non-finite values); nothing is left to analyse.")
@@ -150,6 +151,25 @@ def run_quality(campaign: Campaign, runs_csv: Path, out_dir: Path) -> None:
     })
 
 
+def refuse_duplicates(runs: pd.DataFrame, path: Path, campaign: Campaign) -> None:
+    """A repeated (model, environment, repetition/block, metric) stops the analysis: a
+    block with two runs of one environment cannot be paired, and no test may be swapped
+    for an unpaired one silently. analysis.exclude: [duplicate] drops every copy."""
+    dup = runs[quality.duplicate_mask(runs)]
+    if dup.empty:
+        return
+    source = (f" (imported from {campaign.analysis['import_csv']})" if campaign.is_import
+              else f" (from the raw records under {campaign.paths.raw_dir})")
+    cols = [c for c in ("model", "environment", "repetition", "block", "metric", "value")
+            if c in dup]
+    more = f"\n(and {len(dup) - 10} more)" if len(dup) > 10 else ""
+    raise AnalysisError(
+        f"{path}{source}: {len(dup)} rows repeat a (model, environment, repetition/block, "
+        f"metric):\n{dup[cols].head(10).to_string(index=False)}{more}\nFix the source "
+        "(remove the extra records or rows), or set analysis.exclude: [duplicate] to drop "
+        "every copy (their blocks then count as incomplete).")
+
+
 def a_a(campaign: Campaign, kept: pd.DataFrame) -> pd.DataFrame:
     """The A/A comparisons (replicas against what they copy), corrected within their
     families: the same code and plan as the statistics rule."""
@@ -161,7 +181,7 @@ def a_a(campaign: Campaign, kept: pd.DataFrame) -> pd.DataFrame:
     aa_envs = set(campaign.replicas) | set(campaign.replicas.values())
     runs = kept[kept.environment.isin(aa_envs)]
     results = st.analyse(runs, st.Settings.from_config(campaign.analysis, campaign.reference),
-                         analysed_metrics(campaign, runs), plan)
+                         analysed_metrics(campaign, runs), plan, st.metric_scales(kept))
     if results.empty:
         return results
     return results[results.family.isin(["calibration", "calibration-secondary"])]
@@ -180,11 +200,15 @@ def run_stats(campaign: Campaign, kept_csv: Path, requests_csv: Path | None,
     all_requests = read_table(requests_csv)
     settings = st.Settings.from_config(campaign.analysis, campaign.reference)
     plan = comparison_plan(campaign, all_runs) if all_runs is not None else None
+    if all_runs is not None:
+        refuse_duplicates(all_runs, kept_csv, campaign)
+    scales = st.metric_scales(all_runs) if all_runs is not None else {}  # campaign-wide
     for model, (out, out_desc) in outputs.items():
         runs = all_runs[all_runs.model == model] if all_runs is not None else pd.DataFrame()
         requests = None if all_requests is None else all_requests[all_requests.model == model]
         metrics = analysed_metrics(campaign, runs) if not runs.empty else []
-        results = st.analyse(runs, settings, metrics, plan) if metrics else pd.DataFrame()
+        results = (st.analyse(runs, settings, metrics, plan, scales) if metrics
+                   else pd.DataFrame())
         desc = st.descriptives(runs, requests) if not runs.empty else pd.DataFrame()
         records.atomic_write_text(out, results.drop(
             columns=["p_bonferroni", "p_bh", "family_size"], errors="ignore").to_csv(index=False))
@@ -591,6 +615,7 @@ def _result_values(campaign: Campaign, results: pd.DataFrame | None,
     design = results["design"] if "design" in results else pd.Series(dtype=str)
     v["design-paired"] = bool((design == "paired").any())
     v["design-independent"] = bool((design == "independent").any())
+    v.update(degenerate_values(all_results, reg))
     heads = _headline_rows(campaign, results, runs)
     v["hl-count"] = len(heads)
     v["hl-each"] = "".join(f"\\hlitem{{{i}}}" for i in range(1, len(heads) + 1))
@@ -601,13 +626,17 @@ def _result_values(campaign: Campaign, results: pd.DataFrame | None,
         v[f"hl/{i}/metric"] = tables.tex(tables.in_prose(info, h["metric"]))
         v[f"hl/{i}/rel"] = tables.pct(r.rel_overhead)
         v[f"hl/{i}/ci"] = f"{tables.pct(r.rel_ci_low)}, {tables.pct(r.rel_ci_high)}"
+        v[f"hl/{i}/has-rel"] = r.rel_overhead == r.rel_overhead
+        v[f"hl/{i}/has-ci"] = r.rel_ci_low == r.rel_ci_low
+        v[f"hl/{i}/why"] = tables.tex(facts.why_not_estimable(r)) or "--"
         v[f"hl/{i}/mde"] = tables.num(100 * r.get("mde_rel", math.nan), 2)
         v[f"hl/{i}/test"] = tables.tex(r.get("primary_test", "--"))
         v[f"hl/{i}/p"] = tables.pval(r.get("p", math.nan))
         v[f"hl/{i}/p-bh"] = tables.pval(r.get("p_bh", math.nan))
         v[f"hl/{i}/p-tost"] = tables.pval(r.get("tost_p", math.nan))
-        for word in ("overhead", "equivalent", "inconclusive", "advantage", "difference"):
-            v[f"hl/{i}/{word}"] = h["verdict"] == word
+        for word in ("overhead", "equivalent", "inconclusive", "advantage", "difference",
+                     "not estimable"):
+            v[f"hl/{i}/{word.replace(' ', '-')}"] = h["verdict"] == word
         if h["verdict"] in ("overhead", "equivalent", "inconclusive", "advantage"):
             v[f"hl-{h['verdict']}"] += 1
     # where runs measured several machines (GPUs): the headline with a fixed effect per machine
@@ -642,8 +671,10 @@ def _result_values(campaign: Campaign, results: pd.DataFrame | None,
         tables.in_prose(reg.get(m), m) for m in equivalent_metrics])) or "--"
     for _, r in all_results.iterrows():
         key = f"{r.model}/{r.environment}/{r.metric}"
-        v[f"rel/{key}"] = tables.pct(r.rel_overhead)
-        v[f"rel-ci/{key}"] = f"[{tables.pct(r.rel_ci_low)}, {tables.pct(r.rel_ci_high)}]"
+        v[f"rel/{key}"] = (tables.pct(r.rel_overhead) if r.rel_overhead == r.rel_overhead
+                           else tables.NOT_ESTIMABLE)
+        v[f"rel-ci/{key}"] = (f"[{tables.pct(r.rel_ci_low)}, {tables.pct(r.rel_ci_high)}]"
+                              if r.rel_ci_low == r.rel_ci_low else f"[{tables.NOT_ESTIMABLE}]")
         v[f"p/{key}"] = tables.pval(r.p)
         v[f"p-bh/{key}"] = tables.pval(r.p_bh)
         v[f"test/{key}"] = r.primary_test
@@ -656,6 +687,31 @@ def where_ran_values(campaign: Campaign, runs: pd.DataFrame) -> dict[str, Any]:
 
     recs = [rec for _, rec in read_records(campaign.root)]
     return hostmarkers.values(recs, campaign.reference, environment_order(campaign, runs))
+def degenerate_values(results: pd.DataFrame, reg: dict[str, MetricInfo]) -> dict[str, Any]:
+    """What the methods say about incomplete blocks, comparisons without an estimate or
+    an interval, and metrics compared on the raw scale (comparisons.py)."""
+    dropped = results.get("blocks_dropped", pd.Series(dtype=float)).fillna(0)
+    why = results.get("not_estimable", pd.Series(dtype=object)).fillna("").astype(str)
+    no_ci = results.get("no_interval", pd.Series(dtype=object)).fillna("").astype(str)
+    scale = results.get("scale", pd.Series(dtype=object))
+    raw = list(dict.fromkeys(results.loc[scale == "difference", "metric"])) if len(
+        scale) else []
+    return {"blocks-dropped-any": bool((dropped > 0).any()),
+            "blocks-dropped-max": int(dropped.max()) if len(dropped) else 0,
+            "not-estimable": int((why != "").sum()),
+            "no-interval": int(((no_ci != "") & (why == "")).sum()),
+            "has-raw-scale": bool(raw),
+            "raw-scale-metrics": tables.tex(_join([tables.in_prose(reg.get(m), m)
+                                                   for m in raw])) or "--"}
+
+
+def margin_values(margin: float) -> dict[str, str]:
+    """The equivalence band on the log scale, +-log(1 + m), as the ratio band it is:
+    [1/(1 + m) - 1, m], [-4.76 %, +5 %] at m = 0.05 (not a symmetric +-5 %)."""
+    low, high = f"{100 * (1 / (1 + margin) - 1):+.3g}", f"{100 * margin:+.3g}"
+    return {"margin": f"{100 * margin:g}", "margin-ratio": f"{1 + margin:g}",
+            "margin-low": low, "margin-high": high,
+            "margin-band": f"[${low}$\\,\\%, ${high}$\\,\\%]"}
 
 
 def cpuset_values(found: dict[str, Any]) -> dict[str, Any]:
@@ -750,7 +806,7 @@ def run_numbers(campaign: Campaign, kept_csv: Path, comparisons_csv: Path,
         "others": tables.tex(_join([e for e in present_envs if e != campaign.reference])),
         "reference": tables.tex(campaign.reference),
         "alpha": a["alpha"],
-        "margin": f"{100 * a['equivalence_margin']:g}",
+        **margin_values(a["equivalence_margin"]),
         "resamples": f"{a['bootstrap_resamples']:,}".replace(",", "\\,"),
         "excluded": len(q["excluded"]),
         "findings": len(q["findings"]),

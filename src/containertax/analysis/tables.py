@@ -67,6 +67,30 @@ def pct(v: Any) -> str:
     return "$0.0$" if text in ("+0.0", "-0.0") else f"${text}$"  # no signed zero
 
 
+NOT_ESTIMABLE = "n.e."  # the tables' note and the paper's methods say what it means
+
+
+def reason(r: Any, column: str) -> str:
+    """A comparison's reason column (not_estimable, no_interval) as text: '' where empty
+    (a CSV reads an empty cell back as NaN) or absent."""
+    value = r.get(column, "") if hasattr(r, "get") else ""
+    return "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
+
+
+def _missing(v: Any) -> bool:
+    return v is None or (isinstance(v, float) and math.isnan(v))
+
+
+def rel_with_ci(r: Any) -> str:
+    """'+2.1 [+1.3, +2.9]', '+2.1 [n.e.]' without an interval, 'n.e.' without an
+    estimate: never 'nan'."""
+    if _missing(r.get("rel_overhead")):
+        return NOT_ESTIMABLE
+    if _missing(r.get("rel_ci_low")) or _missing(r.get("rel_ci_high")):
+        return f"{pct(r.get('rel_overhead'))} [{NOT_ESTIMABLE}]"
+    return f"{pct(r.get('rel_overhead'))} [{pct(r.get('rel_ci_low'))}, {pct(r.get('rel_ci_high'))}]"
+
+
 def unit_tex(unit: str) -> str:
     """A unit as LaTeX: µs and °C in Computer Modern's Type 1 math fonts (textcomp's
     would be bitmaps here), the rest escaped."""
@@ -191,8 +215,8 @@ def _comparison_rows(results: pd.DataFrame, registry: dict[str, MetricInfo],
 def estimates_table(results: pd.DataFrame, registry: dict[str, MetricInfo]) -> str:
     rows = _comparison_rows(results, registry, lambda r: [
         tex(FAMILY_LABEL.get(r.family, r.family)),
-        f"{pct(r.rel_overhead)} [{pct(r.rel_ci_low)}, {pct(r.rel_ci_high)}]",
-        effect(r.hedges_g), num(100 * r.mde_rel, 2)])
+        rel_with_ci(r), effect(r.get("effect_size", r.get("hedges_g"))),
+        num(100 * r.mde_rel, 2)])
     return longtable(["Model", "Metric (unit)", "Env.", "Family",
                       r"Rel.\ diff.\ \% [95\,\% CI]", "$g$", r"MDE \%"], rows,
                      r"lL{0.21\linewidth}L{0.12\linewidth}lrrr", "tab:estimates")
