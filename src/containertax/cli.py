@@ -195,6 +195,8 @@ def _check(path: str) -> int:
     print(f"{path}: ok: campaign {campaign.name}, {len(cells)} cells "
           f"({len(campaign.models)} models x {len(campaign.environments)} environments x "
           f"{campaign.repetitions} repetitions), results in {campaign.root}")
+    for warning in schedule.design_warnings(campaign):
+        print(f"warning: {warning}")
     return 0
 
 
@@ -270,6 +272,8 @@ def _dispatch(args: argparse.Namespace) -> int:
 
         records.write_json(Path(args.out), preflight.system(campaign))
     elif cmd == "schedule":
+        for warning in schedule.design_warnings(campaign):  # in the schedule step's log
+            logging.getLogger("containertax").warning("%s", warning)
         schedule.write_csv(schedule.known_cells(campaign), campaign.root / schedule.POSITIONS)
         schedule.write_csv(schedule.plan(campaign), Path(args.out))
     elif cmd == "aggregate":
