@@ -11,7 +11,10 @@ these records (ru_maxrss, before VmHWM) is max_rss_rusage_mib, never compared.
 h100-engine (run 2026-11-22) was added with its numbers as computed at its first commit,
 h100-engine-gqa (run 2026-11-23) likewise; all four were then regenerated for one new key,
 host-names (the paper no longer calls two GPUs under one host name "one host"), every
-other value unchanged.
+other value unchanged; then for the realised order (#23): eleven new keys (order-known,
+positions-balanced, position-counts, ...: h100-engine and h100-engine-gqa not
+position-balanced, native-aa second in all 6 blocks; h100 and h100-matmul balanced) and
+findings one more (the order_effects info finding), every other value unchanged.
 
 A deliberate change of the statistics changes these numbers: regenerate the expected file
 with the command above and say so in the commit.

@@ -166,10 +166,12 @@ def design_table(bal: dict[str, Any]) -> str:
     def head(name: str) -> str:
         return f"\\rotatebox{{90}}{{{tex(name)}}}" if turn else tex(name)
 
-    def rows(table: pd.DataFrame) -> list[str]:
-        # rows: environments; columns: positions (or predecessors)
-        return [f"{tex(env)} & " + " & ".join(str(int(n)) for n in table[env]) + r" \\"
-                for env in table.columns]
+    def rows(table: pd.DataFrame, diagonal: bool = False) -> list[str]:
+        # rows: environments; columns: positions (or predecessors: '--' where an
+        # environment would follow itself, which a block cannot hold)
+        return [f"{tex(env)} & " + " & ".join(
+            "--" if diagonal and at == env else str(int(n)) for at, n in table[env].items())
+            + r" \\" for env in table.columns]
 
     lines = ["\\begin{table}[htbp]", "\\centering", "\\small",
              "\\caption{\\papercaption{tab:design}}", "\\label{tab:design}",
@@ -181,7 +183,8 @@ def design_table(bal: dict[str, Any]) -> str:
              f" & \\multicolumn{{{k}}}{{c}}{{Run just after}} \\\\",
              f"\\cmidrule(l){{2-{k + 1}}}",
              "Environment & " + " & ".join(head(e) for e in pred.index) + r" \\",
-             "\\midrule", *rows(pred), "\\bottomrule", "\\end{tabular}", "\\end{table}"]
+             "\\midrule", *rows(pred, diagonal=True), "\\bottomrule", "\\end{tabular}",
+             "\\end{table}"]
     return "\n".join(lines) + "\n"
 
 

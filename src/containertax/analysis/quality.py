@@ -326,7 +326,8 @@ def order_effects(runs: pd.DataFrame, metrics: set[str] | None = None,
 
     Per model and metric, OLS on log values with environment and block fixed effects: the
     F test of adding the position, then of adding the predecessor to environment, block and
-    position (carry-over beyond position). A position partly confounded with the environment
+    position (carry-over beyond position; with two environments the predecessor is the
+    position, so only position is tested). A position partly confounded with the environment
     (alternating with three environments: the middle one is always second) is tested in the
     contrasts the design leaves; a test with none left is counted as untestable. Effect size:
     the spread of the mean residual across the levels, in %. Benjamini-Hochberg across all
@@ -347,6 +348,8 @@ def order_effects(runs: pd.DataFrame, metrics: set[str] | None = None,
             continue
         base = ["environment", "block"]
         for term in ORDER_TERMS:
+            if term == "predecessor" and g["environment"].nunique() < 3:
+                continue  # with two environments the predecessor is the position
             test = _nested_f(g, base, term)
             base = [*base, term]
             if test is None:
