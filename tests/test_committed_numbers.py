@@ -18,6 +18,10 @@ no-interval, has-raw-scale, raw-scale-metrics; hl/N/has-rel, has-ci, why, not-es
 and rel-ci/<model>/<env>/peak_memory_gib '[--, --]' -> '[n.e.]' (a constant metric has
 no interval); no estimate, interval or p changed (g_z and the Wilcoxon p are not in
 numbers.tex).
+other value unchanged; then for the realised order (#23): eleven new keys (order-known,
+positions-balanced, position-counts, ...: h100-engine and h100-engine-gqa not
+position-balanced, native-aa second in all 6 blocks; h100 and h100-matmul balanced) and
+findings one more (the order_effects info finding), every other value unchanged.
 
 A deliberate change of the statistics changes these numbers: regenerate the expected file
 with the command above and say so in the commit.

@@ -60,3 +60,72 @@ def test_start_up_is_robust_only_when_every_interval_is_above_zero():
     rows.loc[1, "rel_ci_low"] = -0.1
     assert not facts.robust_difference(rows, "startup_s", 0.05)["robust"]
     assert REGISTRY["startup_s"].direction == "lower"
+
+
+def test_the_gqa_campaigns_order_is_read_from_its_ledgers_and_is_not_balanced():
+    """The committed h100-engine-gqa (alternating, 3 environments): its visits' ledgers give
+    the order; native-aa ran second in all 6 blocks, so the paper may not call positions
+    (or carry-over) balanced, and says which environment ran where."""
+    from containertax.analysis import aggregate, order
+    from containertax.campaign.paths import CampaignPaths
+
+    root = REPO / "results" / "h100-engine-gqa"
+    ledger = order.ledger_runs(CampaignPaths(root))
+    assert len(ledger) == 18  # the visits' copies repeat events: counted once
+    realised = order.realised(aggregate.tidy(root), ledger)
+    assert set(realised["source"]) == {"ledger"} and realised["planned"].all()
+    bal = order.balance(realised, ["native", "native-aa", "docker"])
+    assert bal["positions"]["native-aa"].tolist() == [0, 6, 0]
+    assert bal["positions"]["native"].tolist() == [3, 0, 3]
+    v = order.macros(bal, "alternating")
+    assert v["order-known"] and not v["positions-balanced"] and not v["carryover-balanced"]
+    assert "native-aa ran second 6 times" in v["position-counts"]
+    assert "tab:design" in order.design_table(bal)
+
+
+def _runs(orders: list[list[str]], **extra: object) -> pd.DataFrame:
+    rows = []
+    for b, envs in enumerate(orders, 1):
+        for i, e in enumerate(envs):
+            rows.append({"model": "m", "environment": e, "repetition": b, "block": b,
+                         "position": 10 * b + i, "attempt": f"{b}{e}",
+                         "started_utc": f"2026-01-0{b}T00:0{i}:00+00:00", **extra})
+    return pd.DataFrame(rows)
+
+
+def test_a_williams_order_is_balanced_and_a_deviation_is_named():
+    """ABBA with 2 environments, and a 3-environment Williams period (6 blocks): balanced
+    in position and carry-over. Planted: one block run out of order (by the records' start
+    times) -> not balanced, and the run off its planned place is counted."""
+    from containertax.analysis import order
+    from containertax.campaign.schedule import williams_rows
+
+    two = order.balance(order.realised(_runs([["a", "b"], ["b", "a"]])), ["a", "b"])
+    assert two["positions_balanced"] and two["carryover_balanced"]
+    envs = ["a", "b", "c"]
+    blocks = [[envs[i] for i in row] for row in williams_rows(3)]
+    runs = _runs(blocks)
+    bal = order.balance(order.realised(runs), envs)
+    assert bal["positions_balanced"] and bal["carryover_balanced"] and bal["off_plan"] == 0
+    v = order.macros(bal, "williams")
+    assert v["position-each"] == 2 and v["carryover-each"] == 2
+    late = runs.copy()  # block 1's first run actually ran last
+    first = (late.block == 1) & (late.environment == blocks[0][0])
+    late.loc[first, "started_utc"] = "2026-01-01T00:09:00+00:00"
+    bad = order.balance(order.realised(late), envs)
+    assert not bad["positions_balanced"] and bad["off_plan"] == 3
+    assert bad["sources"] == ["records"]
+
+
+def test_without_blocks_or_times_the_order_is_unknown():
+    """An imported table without blocks (or a table with neither times nor positions):
+    no order, so the paper says the order is unknown; positions alone give the plan."""
+    from containertax.analysis import order
+
+    runs = _runs([["a", "b"], ["b", "a"]])
+    assert order.realised(runs.assign(block=float("nan"))).empty
+    unknown = order.balance(order.realised(runs.drop(columns=["started_utc", "position"])),
+                            ["a", "b"])
+    assert order.macros(unknown, "williams")["order-known"] is False
+    planned = order.realised(runs.drop(columns=["started_utc"]))
+    assert set(planned["source"]) == {"positions"}

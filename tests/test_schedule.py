@@ -14,18 +14,60 @@ from containertax.campaign import config, schedule
 from tests.conftest import REPO, demo_config
 
 
-@pytest.mark.parametrize("n", [2, 3, 4, 5, 6])
+@pytest.mark.parametrize("n", [2, 3, 4, 5, 6, 7, 8])
 def test_williams_balances_positions_and_carryover(n):
     rows = schedule.williams_rows(n)
-    assert len(rows) == (2 * n if n % 2 else n)
+    assert len(rows) == (2 * n if n % 2 else n) == schedule.period("williams", n)
     for row in rows:
         assert sorted(row) == list(range(n))
-    for pos in range(n):  # each treatment equally often in each position
-        counts = Counter(r[pos] for r in rows)
-        assert len(set(counts.values())) == 1 and len(counts) == n
+    # position x environment: every cell of the table holds the same count
+    table = Counter((pos, r[pos]) for r in rows for pos in range(n))
+    assert len(table) == n * n and set(table.values()) == {len(rows) // n}
     pairs = Counter((r[i], r[i + 1]) for r in rows for i in range(n - 1))
     assert len(pairs) == n * (n - 1)  # every ordered pair of neighbours occurs ...
     assert len(set(pairs.values())) == 1  # ... equally often
+    assert all(a != b for a, b in pairs)
+
+
+def test_alternating_warns_beyond_two_environments(config_dict):
+    """Planted: the demo's 4 environments under 'alternating' (native-aa and chroot always
+    in the middle); williams and 2 environments pass without a warning."""
+    warned = schedule.design_warnings(_campaign(copy.deepcopy(config_dict),
+                                                design="alternating"))
+    assert len(warned) == 1 and "schedule.design" in warned[0] and "williams" in warned[0]
+    assert "native-aa" in warned[0] and "A/A replica" in warned[0]
+    assert schedule.design_warnings(_campaign(copy.deepcopy(config_dict))) == []
+    two = copy.deepcopy(config_dict)
+    two["environments"] = {k: v for k, v in two["environments"].items()
+                           if k in ("native", "docker")}
+    assert schedule.design_warnings(_campaign(two, design="alternating")) == []
+
+
+@pytest.mark.parametrize("design,reps,warns", [("williams", 4, False), ("williams", 6, True),
+                                               ("alternating", 3, True), ("alternating", 2, False),
+                                               ("random", 5, False)])
+def test_repetitions_not_whole_periods_warn(config_dict, design, reps, warns):
+    """4 environments: the williams period is 4 blocks, alternating's 2; random has no
+    period."""
+    config_dict["repetitions"] = reps
+    warned = [w for w in schedule.design_warnings(_campaign(config_dict, design=design))
+              if "'repetitions'" in w]
+    assert bool(warned) == warns
+    if warns and design == "williams":
+        assert "multiple of 4" in warned[0] and "(e.g. 8)" in warned[0]
+
+
+def test_check_prints_the_design_warnings(config_dict, tmp_path, capsys):
+    import yaml
+
+    from containertax import cli
+
+    config_dict["schedule"]["design"] = "alternating"
+    path = tmp_path / "alt.yaml"
+    path.write_text(yaml.safe_dump(config_dict, sort_keys=False))
+    assert cli.main(["check", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "warning:" in out and "'alternating' is position-balanced only" in out
 
 
 def test_alternating_is_abba():

@@ -109,12 +109,12 @@ def main(argv: list[str] | None = None) -> int:
 
     # analysis steps: each reads named inputs and writes named outputs
     analysis = {
-        "quality": (["runs"], ["out_dir"]),
+        "quality": (["runs"], ["out_dir", "out_order"]),
         "stats": (["kept", "requests", "models"], ["outs", "out_descs"]),
         "correct": (["models", "descs"], ["out", "out_desc"]),
         "figures": (["kept", "comparisons", "requests"], ["out_dir", "out_tex"]),
-        "tables": (["kept", "comparisons", "desc"], ["out_dir"]),
-        "numbers": (["kept", "comparisons", "quality"], ["out", "out_quality"]),
+        "tables": (["kept", "comparisons", "desc", "order"], ["out_dir"]),
+        "numbers": (["kept", "comparisons", "quality", "order"], ["out", "out_quality"]),
         "paper": (["source", "build"], ["out"]),
     }
     for name, (ins, outs) in analysis.items():
@@ -215,6 +215,8 @@ def _check(path: str, directory: str | None = None) -> int:
     print(f"{path}: ok: campaign {campaign.name}, {len(cells)} cells "
           f"({len(campaign.models)} models x {len(campaign.environments)} environments x "
           f"{campaign.repetitions} repetitions), results in {campaign.root}")
+    for warning in schedule.design_warnings(campaign):
+        print(f"warning: {warning}")
     return 0
 
 
@@ -290,6 +292,8 @@ def _dispatch(args: argparse.Namespace) -> int:
 
         records.write_json(Path(args.out), preflight.system(campaign))
     elif cmd == "schedule":
+        for warning in schedule.design_warnings(campaign):  # in the schedule step's log
+            logging.getLogger("containertax").warning("%s", warning)
         schedule.write_csv(schedule.known_cells(campaign), campaign.root / schedule.POSITIONS)
         schedule.write_csv(schedule.plan(campaign), Path(args.out))
     elif cmd == "aggregate":
@@ -328,7 +332,7 @@ def _analysis(cmd: str, campaign: config.Campaign, a: argparse.Namespace) -> Non
     from containertax.analysis import paper, report
 
     if cmd == "quality":
-        report.run_quality(campaign, Path(a.runs), Path(a.out_dir))
+        report.run_quality(campaign, Path(a.runs), Path(a.out_dir), _opt(a.out_order))
     elif cmd == "stats":
         outputs = {m: (Path(o), Path(d))
                    for m, o, d in zip(a.models, a.outs, a.out_descs, strict=True)}
@@ -341,10 +345,10 @@ def _analysis(cmd: str, campaign: config.Campaign, a: argparse.Namespace) -> Non
                            Path(a.out_dir), Path(a.out_tex))
     elif cmd == "tables":
         report.run_tables(campaign, Path(a.kept), Path(a.comparisons), Path(a.desc),
-                          Path(a.out_dir))
+                          Path(a.out_dir), _opt(a.order))
     elif cmd == "numbers":
         report.run_numbers(campaign, Path(a.kept), Path(a.comparisons), Path(a.quality),
-                           Path(a.out), Path(a.out_quality))
+                           Path(a.out), Path(a.out_quality), _opt(a.order))
     elif cmd == "paper":
         paper.build(Path(a.source), Path(a.build), Path(a.out), report.label_names(campaign))
 

@@ -13,6 +13,7 @@ rule quality:
         annotated=at("stats/annotated.csv"),
         kept=at("stats/kept.csv"),
         report=at("stats/quality.json"),
+        order=at(R.ORDER),
     log:
         at("logs/quality.log"),
     conda:
@@ -22,7 +23,7 @@ rule quality:
         out_dir=lambda wildcards, output: str(Path(output.report).parent),
     shell:
         "{params.ct} quality --config {input.config:q} --runs {input.runs:q} "
-        "--out-dir {params.out_dir:q} --log {log:q}"
+        "--out-dir {params.out_dir:q} --out-order {output.order:q} --log {log:q}"
 
 
 rule stats:
@@ -110,6 +111,7 @@ rule tables:
         kept=at("stats/kept.csv"),
         comparisons=at(R.COMPARISONS),
         descriptives=at("stats/descriptives.csv"),
+        order=at(R.ORDER),
         records=record_folders_or_none,
         code=ANALYSIS_CODE,
     output:
@@ -121,6 +123,7 @@ rule tables:
         memory=at("paper/tables/memory.tex"),
         environments=at("paper/tables/environments.tex"),
         workloads=at("paper/tables/workloads.tex"),
+        design=at("paper/tables/design.tex"),
     log:
         at("logs/tables.log"),
     conda:
@@ -131,7 +134,7 @@ rule tables:
     shell:
         "{params.ct} tables --config {input.config:q} --kept {input.kept:q} "
         "--comparisons {input.comparisons:q} --desc {input.descriptives:q} "
-        "--out-dir {params.out_dir:q} --log {log:q}"
+        "--order {input.order:q} --out-dir {params.out_dir:q} --log {log:q}"
 
 
 rule numbers:
@@ -143,6 +146,7 @@ rule numbers:
         records=record_folders_or_none,
         comparisons=at(R.COMPARISONS),
         quality=at("stats/quality.json"),
+        order=at(R.ORDER),
         code=ANALYSIS_CODE,
     output:
         numbers=at("paper/numbers.tex"),
@@ -156,7 +160,7 @@ rule numbers:
     shell:
         "{params.ct} numbers --config {input.config:q} --kept {input.kept:q} "
         "--comparisons {input.comparisons:q} --quality {input.quality:q} "
-        "--out {output.numbers:q} --out-quality {output.quality:q} --log {log:q}"
+        "--order {input.order:q} --out {output.numbers:q} --out-quality {output.quality:q} --log {log:q}"
 
 
 rule pdf:

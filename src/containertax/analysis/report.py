@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from containertax.analysis import facts, hostmarkers, importer, quality, tables
+from containertax.analysis import facts, hostmarkers, importer, order, quality, tables
 from containertax.analysis.metrics import MetricInfo, registry
 from containertax.campaign.config import Campaign
 from containertax.execution import records
@@ -116,13 +116,15 @@ def environment_order(campaign: Campaign, runs: pd.DataFrame) -> list[str]:
 # --- rule: quality -------------------------------------------------------------------
 
 
-def run_quality(campaign: Campaign, runs_csv: Path, out_dir: Path) -> None:
+def run_quality(campaign: Campaign, runs_csv: Path, out_dir: Path,
+                out_order: Path | None = None) -> None:
     from containertax.analysis import quality  # scipy, statsmodels: only this step and numbers
 
     table = read_table(runs_csv)
     if table is None:
         raise AnalysisError(f"{runs_csv} holds no runs: there are no raw records under "
                             f"{campaign.paths.raw_dir} yet (run the campaign first).")
+    table = with_order(campaign, table, out_order or campaign.paths.order)
     runs = quality.annotate(table)
     expected = None if campaign.is_import else campaign.repetitions
     findings = quality.check(runs, metric_registry(campaign), expected_reps=expected,
@@ -168,6 +170,18 @@ def refuse_duplicates(runs: pd.DataFrame, path: Path, campaign: Campaign) -> Non
         f"metric):\n{dup[cols].head(10).to_string(index=False)}{more}\nFix the source "
         "(remove the extra records or rows), or set analysis.exclude: [duplicate] to drop "
         "every copy (their blocks then count as incomplete).")
+def with_order(campaign: Campaign, table: pd.DataFrame, out: Path) -> pd.DataFrame:
+    """The realised order within blocks (analysis/order.py), written to `out`, and each run
+    with its place in its block (block_position) and predecessor, for the quality tests."""
+    ledger = None if campaign.is_import else order.ledger_runs(campaign.paths)
+    realised = order.realised(table, ledger)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    records.atomic_write_text(out, realised.to_csv(index=False))
+    if realised.empty:
+        return table
+    places = realised[["model", "environment", "repetition", "position", "predecessor"]]
+    return table.merge(places.rename(columns={"position": "block_position"}),
+                       on=["model", "environment", "repetition"], how="left")
 
 
 def a_a(campaign: Campaign, kept: pd.DataFrame) -> pd.DataFrame:
@@ -404,8 +418,16 @@ def workloads_table(work: list[dict[str, str]]) -> str:
                            size=r"\footnotesize")
 
 
+def order_balance(campaign: Campaign, order_csv: Path | None) -> dict[str, Any]:
+    """The realised order's balance (analysis/order.py) from stats/order.csv."""
+    realised = order.read(order_csv or campaign.paths.order)
+    envs = [e.id for e in campaign.environments] or list(dict.fromkeys(
+        realised["environment"]))
+    return order.balance(realised, envs)
+
+
 def run_tables(campaign: Campaign, kept_csv: Path, comparisons_csv: Path, desc_csv: Path,
-               out_dir: Path) -> None:
+               out_dir: Path, order_csv: Path | None = None) -> None:
     reg = metric_registry(campaign)
     runs = read_table(kept_csv)
     metrics = analysed_metrics(campaign, runs)
@@ -430,6 +452,7 @@ def run_tables(campaign: Campaign, kept_csv: Path, comparisons_csv: Path, desc_c
         "environments": environments_table(found["environments"]) if found["environments"]
         else "",
         "workloads": workloads_table(found["workloads"]) if found["workloads"] else "",
+        "design": order.design_table(order_balance(campaign, order_csv)),
     }
     for name, text in out.items():
         records.atomic_write_text(out_dir / f"{name}.tex", text)
@@ -785,7 +808,8 @@ def calibration_macros(cal: dict[str, Any], reg: dict[str, MetricInfo] | None = 
 
 
 def run_numbers(campaign: Campaign, kept_csv: Path, comparisons_csv: Path,
-                quality_json: Path, out_numbers: Path, out_quality: Path) -> None:
+                quality_json: Path, out_numbers: Path, out_quality: Path,
+                order_csv: Path | None = None) -> None:
     """Every value and condition the text of paper/main.tex quotes (\\ctx, \\ifctx)."""
     runs = read_table(kept_csv)
     results = read_table(comparisons_csv)
@@ -817,6 +841,7 @@ def run_numbers(campaign: Campaign, kept_csv: Path, comparisons_csv: Path,
         **primary_test_values(campaign),
         **_design_values(campaign, runs),
         **clock_values(q),
+        **order.macros(order_balance(campaign, order_csv), campaign.schedule["design"]),
         **_result_values(campaign, results, runs),
         **calibration_macros(q.get("calibration") or {"status": "none"}, reg,
                              campaign.replicas),

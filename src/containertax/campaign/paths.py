@@ -52,6 +52,8 @@ RUNS = "runs.csv"
 REQUESTS_ALL = "requests.csv"
 WORK = "work"
 COMPARISONS = "stats/comparisons.csv"
+ORDER = "stats/order.csv"  # the realised order of the runs within blocks (analysis/order.py)
+VISITS = "raw/visits"  # each visit's copy of its ledger, schedule and system facts
 
 
 # The file that marks a checkout's root: Snakemake runs there (README), so that folder is
@@ -181,6 +183,18 @@ class CampaignPaths:
     @property
     def ledger(self) -> Path:
         return self.root / LEDGER
+
+    def ledgers(self) -> list[Path]:
+        """Every ledger the campaign holds: each lane's, and the copies each visit to a
+        machine keeps under raw/visits/ (scripts/gpu-campaign.sh), which a fresh clone
+        has without the others."""
+        return (sorted(self.root.glob("ledger*.jsonl"))
+                + sorted((self.root / VISITS).glob("*/ledger*.jsonl")))
+
+    @property
+    def order(self) -> Path:
+        """The realised order of the runs within blocks (the quality rule)."""
+        return self.root / ORDER
 
     @property
     def verified(self) -> Path:

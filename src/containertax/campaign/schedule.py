@@ -67,6 +67,49 @@ def block_order(design: str, n: int, index: int, rng: random.Random) -> tuple[in
     raise ValueError(f"unknown schedule design {design!r}")
 
 
+def period(design: str, n: int) -> int | None:
+    """Blocks in one whole period of the design: after a whole number of periods every
+    environment has run in every position equally often (williams: also after every other
+    equally often); None for the random design, which balances only in expectation."""
+    if design == "williams":
+        return len(williams_rows(n))
+    if design == "alternating":
+        return 2 if n > 1 else 1
+    return None
+
+
+def design_warnings(campaign: Campaign) -> list[str]:
+    """What the configured design will not balance, with the fix: printed by `containertax
+    check` and logged by the schedule step. Warnings, not errors: committed campaigns ran
+    under these designs and must still load and be analysed, and a campaign may stop early;
+    the paper states the balance of the order that ran (analysis/order.py), whatever the
+    design's name."""
+    design, n = campaign.schedule["design"], len(campaign.environments)
+    out = []
+    if design == "alternating" and n > 2:
+        order = [e.id for e in campaign.environments]
+        middle = order[1:-1]
+        replicas = [e for e in middle if e in campaign.replicas]
+        out.append(
+            f"{campaign.source}: key 'schedule.design': 'alternating' is position-balanced "
+            f"only for 2 environments; with {n} ({', '.join(order)}) "
+            f"{', '.join(middle)} never {'runs' if len(middle) == 1 else 'run'} first or last, "
+            "so the position within a block is confounded with the environment"
+            f"{' (the A/A replica ' + ', '.join(replicas) + ' included)' if replicas else ''}"
+            ". Set "
+            "schedule.design: williams (every environment in every position and after every "
+            "other equally often).")
+    blocks = period(design, n)
+    if blocks and campaign.repetitions % blocks:
+        whole = -(-campaign.repetitions // blocks) * blocks
+        out.append(
+            f"{campaign.source}: key 'repetitions': {campaign.repetitions} is not a multiple "
+            f"of the {design} design's period of {blocks} blocks for {n} environments, so "
+            f"positions cannot be balanced; set repetitions to a multiple of {blocks} (e.g. "
+            f"{whole}).")
+    return out
+
+
 # Every cell this campaign ever planned, with its position: written beside schedule.csv by
 # the schedule step (not a Snakemake output, which Snakemake deletes before the step runs).
 POSITIONS = "schedule.positions.csv"
