@@ -110,6 +110,7 @@ rule tables:
         kept=at("stats/kept.csv"),
         comparisons=at(R.COMPARISONS),
         descriptives=at("stats/descriptives.csv"),
+        quality=at("stats/quality.json"),
         records=record_folders_or_none,
         code=ANALYSIS_CODE,
     output:
@@ -131,7 +132,7 @@ rule tables:
     shell:
         "{params.ct} tables --config {input.config:q} --kept {input.kept:q} "
         "--comparisons {input.comparisons:q} --desc {input.descriptives:q} "
-        "--out-dir {params.out_dir:q} --log {log:q}"
+        "--quality {input.quality:q} --out-dir {params.out_dir:q} --log {log:q}"
 
 
 rule numbers:

@@ -217,7 +217,7 @@ def headline_table(rows: list[dict[str, Any]], registry: dict[str, MetricInfo]) 
              f"{r['rel']} [{r['ci']}]", r["p_bh"], r["mde"], tex(r["verdict"])] for r in rows]
     return booktabs(["Model", "Metric (unit)", "Env.", r"Rel.\ diff.\ \% [95\,\% CI]",
                      r"$p_\mathrm{BH}$", r"MDE \%", "Verdict"], body,
-                    r"lL{0.15\linewidth}L{0.1\linewidth}rrrl", "tab:headline")
+                    r"lL{0.15\linewidth}L{0.1\linewidth}rrrL{0.13\linewidth}", "tab:headline")
 
 
 def key_value_table(facts: dict[str, Any], label: str) -> str:
