@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-WORDS = ("equivalent", "overhead", "advantage", "difference", "inconclusive")
+WORDS = ("overhead", "equivalent", "inconclusive", "advantage", "difference")
 
 # A/A status of one comparison (a replica against the environment it copies), and of a
 # metric (all its A/A comparisons)
