@@ -11,7 +11,13 @@ these records (ru_maxrss, before VmHWM) is max_rss_rusage_mib, never compared.
 h100-engine (run 2026-11-22) was added with its numbers as computed at its first commit,
 h100-engine-gqa (run 2026-11-23) likewise; all four were then regenerated for one new key,
 host-names (the paper no longer calls two GPUs under one host name "one host"), every
-other value unchanged.
+other value unchanged. Regenerated for the decision table (#23): new keys for the A/A
+control's criterion (aa-resolution, aa-inconclusive, per-metric A/A lists, each A/A row's
+TOST at the resolution and status) and the verdicts' caveats; h100-engine and
+h100-engine-gqa have one model, so their start-up cost is no longer said to hold "for every
+model" (startup-robust 0, startup-one 1, with the caveat that their A/A control is
+inconclusive on start-up latency), and one more finding (aa_resolution); every other value
+unchanged.
 
 A deliberate change of the statistics changes these numbers: regenerate the expected file
 with the command above and say so in the commit.
