@@ -17,11 +17,17 @@ printed as the ratio band [-4.76 %, +5 %]; blocks-dropped-any/-max, not-estimabl
 no-interval, has-raw-scale, raw-scale-metrics; hl/N/has-rel, has-ci, why, not-estimable)
 and rel-ci/<model>/<env>/peak_memory_gib '[--, --]' -> '[n.e.]' (a constant metric has
 no interval); no estimate, interval or p changed (g_z and the Wilcoxon p are not in
-numbers.tex).
-other value unchanged; then for the realised order (#23): eleven new keys (order-known,
+numbers.tex). Then for the realised order (#23): eleven new keys (order-known,
 positions-balanced, position-counts, ...: h100-engine and h100-engine-gqa not
 position-balanced, native-aa second in all 6 blocks; h100 and h100-matmul balanced) and
 findings one more (the order_effects info finding), every other value unchanged.
+Then for the decision table (#23): new keys for the A/A
+control's criterion (aa-resolution, aa-inconclusive, per-metric A/A lists, each A/A row's
+TOST at the resolution and status) and the verdicts' caveats; h100-engine and
+h100-engine-gqa have one model, so their start-up cost is no longer said to hold "for every
+model" (startup-robust 0, startup-one 1, with the caveat that their A/A control is
+inconclusive on start-up latency), and one more finding (aa_resolution); every other value
+unchanged.
 
 A deliberate change of the statistics changes these numbers: regenerate the expected file
 with the command above and say so in the commit.

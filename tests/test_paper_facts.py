@@ -9,7 +9,6 @@ import json
 import pandas as pd
 
 from containertax.analysis import facts
-from containertax.analysis.metrics import REGISTRY
 from tests.conftest import REPO
 
 RAW = REPO / "results" / "h100" / "raw"
@@ -48,18 +47,6 @@ def test_a_model_without_the_headline_metric_takes_its_first_speed_metric():
     metrics = ["token_throughput", "peak_memory_gib", "compute_time_median_s"]
     assert facts.headline_metric_of(results, "token_throughput", metrics) == \
         "compute_time_median_s"
-
-
-def test_start_up_is_robust_only_when_every_interval_is_above_zero():
-    rows = pd.DataFrame({"metric": "startup_s", "rel_ci_low": [1.9, 2.0], "p_bh": [0.01, 0.25],
-                         "rel_overhead": [2.4, 2.6], "mean_env": [0.22, 0.24],
-                         "mean_ref": [0.06, 0.07]})
-    found = facts.robust_difference(rows, "startup_s", 0.05)
-    assert found["robust"] and found["significant"] == 1
-    assert round(found["min"], 2) == 0.16 and round(found["max"], 2) == 0.17
-    rows.loc[1, "rel_ci_low"] = -0.1
-    assert not facts.robust_difference(rows, "startup_s", 0.05)["robust"]
-    assert REGISTRY["startup_s"].direction == "lower"
 
 
 def test_the_gqa_campaigns_order_is_read_from_its_ledgers_and_is_not_balanced():

@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
         "stats": (["kept", "requests", "models"], ["outs", "out_descs"]),
         "correct": (["models", "descs"], ["out", "out_desc"]),
         "figures": (["kept", "comparisons", "requests"], ["out_dir", "out_tex"]),
-        "tables": (["kept", "comparisons", "desc", "order"], ["out_dir"]),
+        "tables": (["kept", "comparisons", "desc", "order", "quality"], ["out_dir"]),
         "numbers": (["kept", "comparisons", "quality", "order"], ["out", "out_quality"]),
         "paper": (["source", "build"], ["out"]),
     }
@@ -345,7 +345,7 @@ def _analysis(cmd: str, campaign: config.Campaign, a: argparse.Namespace) -> Non
                            Path(a.out_dir), Path(a.out_tex))
     elif cmd == "tables":
         report.run_tables(campaign, Path(a.kept), Path(a.comparisons), Path(a.desc),
-                          Path(a.out_dir), _opt(a.order))
+                          Path(a.out_dir), _opt(a.order), _opt(a.quality))
     elif cmd == "numbers":
         report.run_numbers(campaign, Path(a.kept), Path(a.comparisons), Path(a.quality),
                            Path(a.out), Path(a.out_quality), _opt(a.order))

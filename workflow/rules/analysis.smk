@@ -112,6 +112,7 @@ rule tables:
         comparisons=at(R.COMPARISONS),
         descriptives=at("stats/descriptives.csv"),
         order=at(R.ORDER),
+        quality=at("stats/quality.json"),
         records=record_folders_or_none,
         code=ANALYSIS_CODE,
     output:
@@ -134,7 +135,8 @@ rule tables:
     shell:
         "{params.ct} tables --config {input.config:q} --kept {input.kept:q} "
         "--comparisons {input.comparisons:q} --desc {input.descriptives:q} "
-        "--order {input.order:q} --out-dir {params.out_dir:q} --log {log:q}"
+        "--order {input.order:q} --quality {input.quality:q} --out-dir {params.out_dir:q} "
+        "--log {log:q}"
 
 
 rule numbers:

@@ -5,36 +5,20 @@ the design as it ran. Values and conditions only; the sentences are in paper/mai
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from containertax.analysis import decisions
 from containertax.analysis.metrics import MetricInfo
 
 # --- verdicts ------------------------------------------------------------------------
 
 
 def verdict(r: pd.Series, info: MetricInfo | None, alpha: float) -> str:
-    """equivalent (TOST within the margin), overhead / advantage (BH-corrected difference,
-    worse / better for the container by the metric's direction), difference (a metric with
-    no better side), inconclusive (neither: the sample could not tell), or not estimable
-    (no relative difference, or neither interval nor test: comparisons.py says why)."""
-    rel, low = r.get("rel_overhead", math.nan), r.get("rel_ci_low", math.nan)
-    p_bh = r.get("p_bh", math.nan)
-    if rel != rel or (low != low and p_bh != p_bh):
-        return "not estimable"
-    tost = r.get("tost_p", math.nan)
-    if tost == tost and tost < alpha:
-        return "equivalent"
-    if p_bh == p_bh and p_bh < alpha:
-        direction = info.direction if info else "none"
-        if direction == "none":
-            return "difference"
-        worse = r.rel_overhead > 0 if direction == "lower" else r.rel_overhead < 0
-        return "overhead" if worse else "advantage"
-    return "inconclusive"
+    """The verdict word of one comparison, without caveats (analysis/decisions.py decides)."""
+    return decisions.verdict(r, info.direction if info else "none", alpha).word
 
 
 def why_not_estimable(r: pd.Series) -> str:
@@ -61,32 +45,25 @@ def headline_metric_of(model_results: pd.DataFrame, wanted: str | None,
 
 
 def headlines(results: pd.DataFrame, registry: dict[str, MetricInfo], wanted: str | None,
-              metrics: list[str], alpha: float) -> list[dict[str, Any]]:
-    """One row per model and environment: its headline comparison and verdict."""
+              metrics: list[str], alpha: float, aa: dict[str, str] | None = None,
+              errors: set[str] | None = None) -> list[dict[str, Any]]:
+    """One row per model and environment: its headline comparison and its verdict, with
+    the caveats the decision table adds (aa: metric -> A/A status; errors: metrics with an
+    error-severity quality finding)."""
+    aa, errors = aa or {}, errors or set()
     rows = []
     for model, g in results.groupby("model", sort=False):
         metric = headline_metric_of(g, wanted, metrics)
         if metric is None:
             continue
+        info = registry.get(metric)
         for _, r in g[g.metric == metric].iterrows():
+            decided = decisions.verdict(r, info.direction if info else "none", alpha,
+                                        aa_status=aa.get(metric),
+                                        quality_error=metric in errors)
             rows.append({"model": str(model), "metric": metric, "environment": r.environment,
-                         "row": r, "verdict": verdict(r, registry.get(metric), alpha)})
+                         "row": r, "verdict": decided.word, "decision": decided})
     return rows
-
-
-def robust_difference(results: pd.DataFrame, metric: str, alpha: float) -> dict[str, Any]:
-    """Whether a metric is larger in the container for every model (every 95 % interval of
-    the relative difference above zero), how many of those comparisons survive the
-    Benjamini-Hochberg correction, and the range of the difference in the metric's unit:
-    the start-up cost of a container."""
-    d = results[results.metric == metric]
-    if d.empty:
-        return {"present": False, "robust": False}
-    robust = bool((d["rel_ci_low"] > 0).all())
-    diff = d["mean_env"] - d["mean_ref"]
-    return {"present": True, "robust": robust, "min": float(diff.min()),
-            "max": float(diff.max()), "n": len(d),
-            "significant": int((d["p_bh"] < alpha).sum()) if "p_bh" in d else 0}
 
 
 # --- environments and workloads from the records ---------------------------------------

@@ -115,11 +115,12 @@ def check(runs: pd.DataFrame, registry: dict[str, MetricInfo], *,
         known = registry.get(metric)
         if len(units) > 1:
             f.append(Finding("unit_mismatch", "error",
-                             f"metric {metric} has several units {units}", len(g)))
+                             f"metric {metric} has several units {units}", len(g),
+                             {"metric": metric}))
         elif known and units and units[0] != known.unit:
             f.append(Finding("unit_mismatch", "error",
                              f"metric {metric} is in {units[0]}, the registry says {known.unit}",
-                             len(g)))
+                             len(g), {"metric": metric}))
         if known is None:
             f.append(Finding("unregistered_metric", "info",
                              f"metric {metric} is not in the registry: not analysed; define it "
@@ -462,50 +463,70 @@ def implausible(runs: pd.DataFrame, registry: dict[str, MetricInfo],
     return out
 
 
-def calibration(aa: pd.DataFrame, alpha: float) -> tuple[dict[str, Any], list[Finding]]:
-    """The A/A verdict: replicas compared with the environment they copy, corrected within
-    their family (Bonferroni, so that an honest instrument fails at most alpha of the
-    time). A significant primary-metric difference is an instrument failure."""
+def calibration(aa: pd.DataFrame, alpha: float,
+                resolution: float = 0.02) -> tuple[dict[str, Any], list[Finding]]:
+    """The A/A verdict, per comparison and per metric, by the decision table's criterion
+    (analysis/decisions.py): passed only when equivalent within +-resolution (the
+    campaign's analysis.resolution_pct), failed when the Bonferroni-corrected p within its
+    family is below alpha, inconclusive otherwise. The campaign's status is that of its
+    primary metrics; a failure there is an instrument failure (an error), a failure or an
+    inconclusive result on any metric a warning naming it."""
+    from containertax.analysis import decisions
+
+    base = {"alpha": alpha, "resolution": resolution}
     if aa.empty:
-        return {"status": "none", "alpha": alpha, "comparisons": []}, []
+        return {"status": "none", **base, "metrics": {}, "comparisons": []}, []
     cols = ["model", "metric", "environment", "reference", "family", "design", "n_blocks",
             "rel_overhead", "rel_ci_low", "rel_ci_high", "primary_test", "p", "p_bonferroni",
-            "signflip_min_p"]
-    rows = aa[[c for c in cols if c in aa]].to_dict("records")
+            "family_size", "signflip_min_p", "tost_resolution_p"]
+    aa = aa.assign(aa_status=[decisions.aa_comparison_status(r, resolution, alpha)
+                              for _, r in aa.iterrows()])
+    rows = aa[[c for c in cols + ["aa_status"] if c in aa]].to_dict("records")
+    per_metric = {str(m): decisions.aa_metric_status(g["aa_status"])
+                  for m, g in aa.groupby("metric", sort=False)}
     prim = aa[aa["family"] == "calibration"]
-    failed = prim[prim["p_bonferroni"] < alpha]
-    reachable = prim["signflip_min_p"].isna() | (prim["primary_test"] == "paired t") | (
-        prim["signflip_min_p"] * prim["family_size"] < alpha)
+    status = decisions.aa_overall_status({m: per_metric[m] for m in prim["metric"].unique()})
     findings: list[Finding] = []
-    if prim.empty or prim["p"].isna().all():
-        status = "untested"
-        findings.append(Finding("aa_calibration", "warning", "the A/A replica has no testable "
-                                "primary-metric comparison: the instrument is not calibrated"))
-    elif len(failed):
-        status = "failed"
-        what = "; ".join(f"{r.model}/{r.metric}: {r.environment} vs {r.reference} "
+
+    def listed(frame: pd.DataFrame) -> str:
+        return "; ".join(f"{r.model}/{r.metric}: {r.environment} vs {r.reference} "
                          f"{100 * r.rel_overhead:+.2f} % [{100 * r.rel_ci_low:+.2f}, "
                          f"{100 * r.rel_ci_high:+.2f}], Bonferroni p {r.p_bonferroni:.3g}"
-                         for r in failed.itertuples())
+                         for r in frame.itertuples())
+
+    failed = aa[aa["aa_status"] == "failed"]
+    if status == "untested":
+        findings.append(Finding("aa_calibration", "warning", "the A/A replica has no testable "
+                                "primary-metric comparison: the instrument is not calibrated"))
+    elif status == "failed":
+        prim_failed = failed[failed["family"] == "calibration"]
         findings.append(Finding("aa_calibration", "error",
                                 "INSTRUMENT FAILURE: identical environments (A/A) measured as "
-                                f"different: {what}. Find the cause before trusting any "
-                                "comparison of this campaign.", len(failed),
-                                {"comparisons": failed[cols].to_dict("records")}))
-    elif not reachable.any():
-        status = "cannot fail"
+                                f"different: {listed(prim_failed)}. Find the cause before "
+                                "trusting any comparison of this campaign.", len(prim_failed),
+                                {"comparisons": prim_failed[cols].to_dict("records")}))
+    elif status == "cannot fail":
         findings.append(Finding("aa_calibration", "warning", "the A/A check cannot fail: with "
                                 "these blocks the exact sign-flip test cannot reach alpha "
                                 "after correction; add repetitions"))
-    else:
-        status = "passed"
-    sec = aa[(aa["family"] == "calibration-secondary") & (aa["p_bonferroni"] < alpha)]
+    sec = failed[failed["family"] != "calibration"]
     if len(sec):
         findings.append(Finding("aa_secondary", "warning",
-                                "A/A differences in secondary metrics: " + "; ".join(
-                                    f"{r.model}/{r.metric} {100 * r.rel_overhead:+.2f} %"
-                                    for r in sec.itertuples()), len(sec)))
-    return {"status": status, "alpha": alpha, "comparisons": rows}, findings
+                                "A/A differences in secondary metrics: " + listed(sec)
+                                + "; every verdict on these metrics carries that caveat",
+                                len(sec)))
+    unresolved = aa[aa["aa_status"].isin(["inconclusive", "cannot fail"])]
+    if len(unresolved):
+        findings.append(Finding(
+            "aa_resolution", "warning",
+            f"the A/A control does not show a resolution of {100 * resolution:g} %: "
+            + "; ".join(f"{r.model}/{r.metric} {100 * r.rel_overhead:+.2f} % "
+                        f"[{100 * r.rel_ci_low:+.2f}, {100 * r.rel_ci_high:+.2f}]"
+                        for r in unresolved.itertuples())
+            + f" (neither significant after Bonferroni nor equivalent within "
+              f"+-{100 * resolution:g} %); every verdict on these metrics carries that caveat",
+            len(unresolved), {"metrics": sorted(set(unresolved["metric"]))}))
+    return {"status": status, **base, "metrics": per_metric, "comparisons": rows}, findings
 
 
 def exclude(runs: pd.DataFrame, rules: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -137,7 +137,8 @@ def run_quality(campaign: Campaign, runs_csv: Path, out_dir: Path,
         raise AnalysisError(f"every value of {runs_csv} was excluded (analysis.exclude = "
                             f"{rules}, plus non-finite values); nothing is left to analyse.")
     calibration, aa_findings = quality.calibration(a_a(campaign, kept),
-                                                   campaign.analysis["alpha"])
+                                                   campaign.analysis["alpha"],
+                                                   resolution(campaign))
     findings = aa_findings + findings  # the instrument's calibration first
     out_dir.mkdir(parents=True, exist_ok=True)
     records.atomic_write_text(out_dir / "annotated.csv", runs.to_csv(index=False))
@@ -170,6 +171,8 @@ def refuse_duplicates(runs: pd.DataFrame, path: Path, campaign: Campaign) -> Non
         f"metric):\n{dup[cols].head(10).to_string(index=False)}{more}\nFix the source "
         "(remove the extra records or rows), or set analysis.exclude: [duplicate] to drop "
         "every copy (their blocks then count as incomplete).")
+
+
 def with_order(campaign: Campaign, table: pd.DataFrame, out: Path) -> pd.DataFrame:
     """The realised order within blocks (analysis/order.py), written to `out`, and each run
     with its place in its block (block_position) and predecessor, for the quality tests."""
@@ -184,20 +187,31 @@ def with_order(campaign: Campaign, table: pd.DataFrame, out: Path) -> pd.DataFra
                        on=["model", "environment", "repetition"], how="left")
 
 
+def resolution(campaign: Campaign) -> float:
+    """The resolution the campaign needs (analysis.resolution_pct), as a fraction."""
+    return float(campaign.analysis.get("resolution_pct", 2)) / 100
+
+
 def a_a(campaign: Campaign, kept: pd.DataFrame) -> pd.DataFrame:
     """The A/A comparisons (replicas against what they copy), corrected within their
-    families: the same code and plan as the statistics rule."""
+    families: the same code and plan as the statistics rule, with the equivalence test
+    at the campaign's resolution (column tost_resolution_p) instead of its margin."""
     if not campaign.replicas:
         return pd.DataFrame()
+    from dataclasses import replace
+
     from containertax.analysis import comparisons as st
 
     plan = comparison_plan(campaign, kept)
     aa_envs = set(campaign.replicas) | set(campaign.replicas.values())
     runs = kept[kept.environment.isin(aa_envs)]
-    results = st.analyse(runs, st.Settings.from_config(campaign.analysis, campaign.reference),
-                         analysed_metrics(campaign, runs), plan, st.metric_scales(kept))
+    settings = replace(st.Settings.from_config(campaign.analysis, campaign.reference),
+                       equivalence_margin=resolution(campaign))
+    results = st.analyse(runs, settings, analysed_metrics(campaign, runs), plan,
+                         st.metric_scales(kept))
     if results.empty:
         return results
+    results = results.rename(columns={"tost_p": "tost_resolution_p"})
     return results[results.family.isin(["calibration", "calibration-secondary"])]
 
 
@@ -376,14 +390,27 @@ def primary_family(results: pd.DataFrame) -> pd.DataFrame:
     return results[~family_of(results).isin(tables.AA_FAMILIES)]
 
 
+def evidence(q: dict[str, Any] | None, metrics: list[str]) -> tuple[dict[str, str], set[str]]:
+    """What the decision table needs besides the statistics, from quality.json: each
+    metric's A/A status and the metrics an error-severity finding concerns."""
+    if not q:
+        return {}, set()
+    from containertax.analysis import decisions
+
+    aa = dict((q.get("calibration") or {}).get("metrics") or {})
+    return aa, decisions.error_metrics(q.get("findings", []), metrics)
+
+
 def _headline_rows(campaign: Campaign, results: pd.DataFrame | None,
-                   runs: pd.DataFrame) -> list[dict[str, Any]]:
+                   runs: pd.DataFrame, q: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     if results is None or results.empty:
         return []
     results = primary_family(results)
     reg = metric_registry(campaign)
+    metrics = analysed_metrics(campaign, runs)
+    aa, errors = evidence(q, metrics)
     return facts.headlines(results, reg, campaign.analysis.get("headline_metric"),
-                           analysed_metrics(campaign, runs), campaign.analysis["alpha"])
+                           metrics, campaign.analysis["alpha"], aa, errors)
 
 
 def _record_facts(campaign: Campaign) -> dict[str, Any]:
@@ -427,19 +454,22 @@ def order_balance(campaign: Campaign, order_csv: Path | None) -> dict[str, Any]:
 
 
 def run_tables(campaign: Campaign, kept_csv: Path, comparisons_csv: Path, desc_csv: Path,
-               out_dir: Path, order_csv: Path | None = None) -> None:
+               out_dir: Path, order_csv: Path | None = None,
+               quality_json: Path | None = None) -> None:
     reg = metric_registry(campaign)
     runs = read_table(kept_csv)
     metrics = analysed_metrics(campaign, runs)
     desc = read_table(desc_csv)
     results = read_table(comparisons_csv)
+    q = records.read_json(quality_json) if quality_json and quality_json.exists() else None
     out_dir.mkdir(parents=True, exist_ok=True)
     heads = [dict(model=h["model"], metric=h["metric"], environment=h["environment"],
                   rel=tables.pct(h["row"].rel_overhead),
                   ci=f"{tables.pct(h['row'].rel_ci_low)}, {tables.pct(h['row'].rel_ci_high)}",
                   p_bh=tables.pval(h["row"].get("p_bh")),
                   mde=tables.num(100 * h["row"].get("mde_rel", math.nan), 2),
-                  verdict=h["verdict"]) for h in _headline_rows(campaign, results, runs)]
+                  verdict=h["decision"].short)
+             for h in _headline_rows(campaign, results, runs, q)]
     found = _record_facts(campaign)
     out = {
         "headline": tables.headline_table(heads, reg),
@@ -603,15 +633,47 @@ def _design_values(campaign: Campaign, runs: pd.DataFrame) -> dict[str, Any]:
     }
 
 
+def caveat_text(caveats: tuple[str, ...] | list[str], metric_words: str,
+                resolution_pct: float) -> str:
+    """', but <caveat> and <caveat>' in LaTeX, or '' where there is none."""
+    from containertax.analysis import decisions
+
+    if not caveats:
+        return ""
+    return ", but " + tables.tex(" and ".join(
+        decisions.caveat_words(c, metric_words, resolution_pct) for c in caveats))
+
+
+def _group_caveat(decided: list[tuple[Any, str]], resolution_pct: float) -> str:
+    """The caveat of a group of verdicts (the conclusion's 'in all four ... equivalent'):
+    ', but for two of them the A/A control ...', or '' where none carries one."""
+    qualified = [(d, words) for d, words in decided if d.caveats]
+    if not qualified:
+        return ""
+    texts = list(dict.fromkeys(caveat_text(d.caveats, words, resolution_pct)[len(", but "):]
+                               for d, words in qualified))
+    some = "" if len(qualified) == len(decided) else \
+        f"for \\numword{{{len(qualified)}}} of them "
+    return ", but " + some + "; ".join(texts)
+
+
 def _result_values(campaign: Campaign, results: pd.DataFrame | None,
-                   runs: pd.DataFrame) -> dict[str, Any]:
+                   runs: pd.DataFrame, q: dict[str, Any] | None = None) -> dict[str, Any]:
+    from containertax.analysis import decisions
+
     a = campaign.analysis
     alpha = a["alpha"]
     reg = metric_registry(campaign)
+    res_pct = 100 * resolution(campaign)
+    aa, errors = evidence(q, analysed_metrics(campaign, runs))
     v: dict[str, Any] = {"family": 0, "significant-bh": 0, "significant-bonf": 0,
                          "equivalent": 0, "hl-count": 0, "hl-each": "",
                          "hl-overhead": 0, "hl-equivalent": 0, "hl-inconclusive": 0,
                          "hl-advantage": 0, "startup-present": False, "startup-robust": False,
+                         "startup-one": False, "startup-caveat": "", "equivalent-caveat": "",
+                         "quality-error": bool(errors), "quality-error-metrics": tables.tex(
+                             _join([tables.in_prose(reg.get(m), m) for m in sorted(errors)]))
+                         or "--",
                          "secondary-family": 0, "secondary-significant-bh": 0,
                          "secondary-significant-bonf": 0, "secondary-equivalent": 0,
                          "primary-metrics": "--", "has-derived": False, "derived-metrics": "--",
@@ -639,7 +701,7 @@ def _result_values(campaign: Campaign, results: pd.DataFrame | None,
     v["design-paired"] = bool((design == "paired").any())
     v["design-independent"] = bool((design == "independent").any())
     v.update(degenerate_values(all_results, reg))
-    heads = _headline_rows(campaign, results, runs)
+    heads = _headline_rows(campaign, results, runs, q)
     v["hl-count"] = len(heads)
     v["hl-each"] = "".join(f"\\hlitem{{{i}}}" for i in range(1, len(heads) + 1))
     for i, h in enumerate(heads, 1):
@@ -657,11 +719,16 @@ def _result_values(campaign: Campaign, results: pd.DataFrame | None,
         v[f"hl/{i}/p"] = tables.pval(r.get("p", math.nan))
         v[f"hl/{i}/p-bh"] = tables.pval(r.get("p_bh", math.nan))
         v[f"hl/{i}/p-tost"] = tables.pval(r.get("tost_p", math.nan))
-        for word in ("overhead", "equivalent", "inconclusive", "advantage", "difference",
-                     "not estimable"):
+        for word in decisions.WORDS:
             v[f"hl/{i}/{word.replace(' ', '-')}"] = h["verdict"] == word
+        v[f"hl/{i}/caveat"] = caveat_text(h["decision"].caveats,
+                                          tables.in_prose(info, h["metric"]), res_pct)
         if h["verdict"] in ("overhead", "equivalent", "inconclusive", "advantage"):
             v[f"hl-{h['verdict']}"] += 1
+    for word in ("overhead", "equivalent", "advantage"):
+        v[f"hl-{word}-caveat"] = _group_caveat(
+            [(h["decision"], tables.in_prose(reg.get(h["metric"]), h["metric"]))
+             for h in heads if h["verdict"] == word], res_pct)
     # where runs measured several machines (GPUs): the headline with a fixed effect per machine
     adjusted = [h for h in heads if h["row"].get("machines", 1) >= 2
                 and h["row"].get("machine_adjusted_rel") == h["row"].get("machine_adjusted_rel")]
@@ -675,23 +742,33 @@ def _result_values(campaign: Campaign, results: pd.DataFrame | None,
     mdes = [m for m in mdes if m == m]
     v["hl-mde-min"] = tables.num(min(mdes), 2) if mdes else "--"
     v["hl-mde-max"] = tables.num(max(mdes), 2) if mdes else "--"
-    # start-up: an environment whose launch is slower for every model
-    starts = {env: facts.robust_difference(g, "startup_s", alpha)
+    # start-up: an environment whose launch is slower for every model (decisions.every_model:
+    # Bonferroni-corrected, and never 'every model' with one)
+    starts = {env: decisions.every_model(g[g.metric == "startup_s"], alpha)
               for env, g in results.groupby("environment", sort=False)}
-    robust = {e: r for e, r in starts.items() if r["robust"]}
     v["startup-present"] = any(r["present"] for r in starts.values())
-    v["startup-robust"] = bool(robust)
-    if robust:
-        v["startup-envs"] = tables.tex(_join(list(robust)))
-        v["startup-min"] = tables.num(min(r["min"] for r in robust.values()), 2)
-        v["startup-max"] = tables.num(max(r["max"] for r in robust.values()), 2)
-        v["startup-n"] = sum(r["n"] for r in robust.values())
-        v["startup-significant"] = sum(r["significant"] for r in robust.values())
+    for claim, key in (("every model", "startup-robust"), ("the one model", "startup-one")):
+        held = {e: r for e, r in starts.items() if r["claim"] == claim}
+        v[key] = bool(held)
+        if held and not (v["startup-robust"] and claim == "the one model"):
+            v["startup-envs"] = tables.tex(_join(list(held)))
+            v["startup-min"] = tables.num(min(r["min"] for r in held.values()), 2)
+            v["startup-max"] = tables.num(max(r["max"] for r in held.values()), 2)
+            v["startup-n"] = sum(r["n"] for r in held.values())
+            v["startup-significant"] = sum(r["significant"] for r in held.values())
+    v["startup-one"] = v["startup-one"] and not v["startup-robust"]
+    v["startup-caveat"] = caveat_text(
+        decisions.caveats_for(aa.get("startup_s"), "startup_s" in errors),
+        tables.in_prose(reg.get("startup_s"), "startup_s"), res_pct)
     equivalent_metrics = [m for m, g in results.groupby("metric", sort=False)
-                          if (g["tost_p"] < alpha).all()]
+                          if all(decisions.verdict(r, "none", alpha).word == "equivalent"
+                                 for _, r in g.iterrows())]
     v["any-equivalent-metric"] = bool(equivalent_metrics)
     v["equivalent-metrics"] = tables.tex(_join([
         tables.in_prose(reg.get(m), m) for m in equivalent_metrics])) or "--"
+    v["equivalent-caveat"] = _group_caveat(
+        [(decisions.Verdict("equivalent", decisions.caveats_for(aa.get(m), m in errors)),
+          tables.in_prose(reg.get(m), m)) for m in equivalent_metrics], res_pct)
     for _, r in all_results.iterrows():
         key = f"{r.model}/{r.environment}/{r.metric}"
         v[f"rel/{key}"] = (tables.pct(r.rel_overhead) if r.rel_overhead == r.rel_overhead
@@ -767,7 +844,7 @@ def primary_test_values(campaign: Campaign) -> dict[str, Any]:
             "signflip-min-p": tables.num(2.0 ** (1 - n), 3) if n else "--"}
 
 
-AA_STATUSES = ("none", "passed", "failed", "cannot fail", "untested")
+AA_STATUSES = ("none", "passed", "failed", "inconclusive", "cannot fail", "untested")
 
 
 def calibration_macros(cal: dict[str, Any], reg: dict[str, MetricInfo] | None = None,
@@ -790,9 +867,20 @@ def calibration_macros(cal: dict[str, Any], reg: dict[str, MetricInfo] | None = 
                          "aa-originals": tables.tex(_join(list(dict.fromkeys(
                              replicas.values())))) or "--",
                          "aa-n": len(replicas),
-                         "aa-alpha": cal.get("alpha", "--")}
+                         "aa-alpha": cal.get("alpha", "--"),
+                         "aa-resolution": f"{100 * cal.get('resolution', 0.02):g}"}
     for word in AA_STATUSES:
         v[f"aa-{word.replace(' ', '-')}"] = status == word
+    # per metric, every family: the metrics whose verdicts carry the A/A's caveat
+    per_metric = cal.get("metrics") or {}
+    for word, statuses in (("failed", ("failed",)),
+                           ("unresolved", ("inconclusive", "cannot fail")),
+                           ("passed", ("passed",))):
+        names = [label.get(m, m) for m, st in per_metric.items() if st in statuses]
+        v[f"aa-{word}-metrics"] = tables.tex(_join(names)) or "--"
+        v[f"aa-any-{word}-metric"] = bool(names)
+    v["aa-metric-list"] = tables.tex("; ".join(
+        f"{label.get(m, m)}: {st}" for m, st in per_metric.items())) or "--"
     for i, r in enumerate(rows, 1):
         v[f"aa/{i}/model"] = tables.tex(r["model"])
         v[f"aa/{i}/metric"] = tables.tex(label.get(r["metric"], r["metric"]))
@@ -803,6 +891,8 @@ def calibration_macros(cal: dict[str, Any], reg: dict[str, MetricInfo] | None = 
         v[f"aa/{i}/test"] = tables.tex(r.get("primary_test", "--"))
         v[f"aa/{i}/p"] = tables.pval(r.get("p", math.nan))
         v[f"aa/{i}/p-bonf"] = tables.pval(r.get("p_bonferroni", math.nan))
+        v[f"aa/{i}/p-tost"] = tables.pval(r.get("tost_resolution_p", math.nan))
+        v[f"aa/{i}/status"] = tables.tex(r.get("aa_status", "--"))
         v[f"aa/{i}/significant"] = bool(r.get("p_bonferroni", math.nan) < cal.get("alpha", 0))
     return v
 
@@ -842,7 +932,7 @@ def run_numbers(campaign: Campaign, kept_csv: Path, comparisons_csv: Path,
         **_design_values(campaign, runs),
         **clock_values(q),
         **order.macros(order_balance(campaign, order_csv), campaign.schedule["design"]),
-        **_result_values(campaign, results, runs),
+        **_result_values(campaign, results, runs, q),
         **calibration_macros(q.get("calibration") or {"status": "none"}, reg,
                              campaign.replicas),
     }

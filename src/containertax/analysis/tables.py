@@ -239,9 +239,12 @@ def headline_table(rows: list[dict[str, Any]], registry: dict[str, MetricInfo]) 
         return ""
     body = [[tex(r["model"]), _metric_cell(registry, r["metric"]), tex(r["environment"]),
              f"{r['rel']} [{r['ci']}]", r["p_bh"], r["mde"], tex(r["verdict"])] for r in rows]
+    # a verdict with its caveat ('equivalent (A/A failed)') wraps in a narrower table
+    caveat = any("(" in r["verdict"] for r in rows)
+    spec = (r"lL{0.13\linewidth}L{0.09\linewidth}rrrL{0.13\linewidth}" if caveat
+            else r"lL{0.15\linewidth}L{0.1\linewidth}rrrl")
     return booktabs(["Model", "Metric (unit)", "Env.", r"Rel.\ diff.\ \% [95\,\% CI]",
-                     r"$p_\mathrm{BH}$", r"MDE \%", "Verdict"], body,
-                    r"lL{0.15\linewidth}L{0.1\linewidth}rrrl", "tab:headline")
+                     r"$p_\mathrm{BH}$", r"MDE \%", "Verdict"], body, spec, "tab:headline")
 
 
 def key_value_table(facts: dict[str, Any], label: str) -> str:
