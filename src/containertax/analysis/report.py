@@ -490,10 +490,12 @@ def _design_values(campaign: Campaign, runs: pd.DataFrame) -> dict[str, Any]:
     """The design as it ran: blocks, order, gate, cooldown, sensor, machines."""
     if campaign.is_import:
         n = runs.groupby(["model", "environment"])["repetition"].nunique()
-        return {"imported": True, "description": tables.tex(campaign.raw.get(
-            "description", campaign.analysis["import_csv"])),
-            "repetitions-import": _join(sorted({str(int(x)) for x in n})),
-            "gate-constant": False, "random-weights": False}
+        return {"imported": True,
+                "repetitions-import": _join(sorted({str(int(x)) for x in n})),
+                "gate-constant": False, "random-weights": False,
+                **import_study_values(campaign),
+                # nothing is known of how the source read peak memory
+                **memory_source_values({}, runs)}
     t, sched = campaign.thermal, campaign.schedule
     sensors = sorted(set(runs["sensor"].dropna())) if "sensor" in runs else []
     cells = runs.drop_duplicates(["model", "environment", "repetition"])
@@ -637,6 +639,27 @@ def _result_values(campaign: Campaign, results: pd.DataFrame | None,
         v[f"p-bh/{key}"] = tables.pval(r.p_bh)
         v[f"test/{key}"] = r.primary_test
     return v
+
+
+IMPORT_ORDERS = ("interleaved", "sequential", "unknown")
+
+
+def import_study_values(campaign: Campaign) -> dict[str, Any]:
+    """How the paper names an imported study (analysis.import_study: title, source,
+    citation, order), so that main.tex names no study of its own. The citation is a BibTeX
+    key, kept as the command that cites it ('' where the study has no entry)."""
+    study = campaign.analysis.get("import_study") or {}
+    title = (study.get("title") or campaign.raw.get("description")
+             or Path(campaign.analysis["import_csv"]).name)
+    key = study.get("citation")
+    order = study.get("order", "unknown")
+    return {"description": tables.tex(title),
+            "import-source": tables.tex(study.get("source", "")) or "--",
+            "has-import-source": bool(study.get("source")),
+            "import-cited": bool(key),
+            "import-citep": f" \\citep{{{key}}}" if key else "",
+            "import-citet": f"\\citet{{{key}}}" if key else "",
+            **{f"order-{o}": order == o for o in IMPORT_ORDERS}}
 
 
 def cpuset_values(found: dict[str, Any]) -> dict[str, Any]:
