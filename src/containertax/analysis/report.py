@@ -288,6 +288,20 @@ def run_figures(campaign: Campaign, kept_csv: Path, comparisons_csv: Path,
     records.atomic_write_text(out_tex, "\n".join(parts) + "\n")
 
 
+SOFTWARE_WORDS = {"blas": "BLAS", "numpy": "NumPy", "torch": "PyTorch", "cuda": "CUDA",
+                  "cudnn": "cuDNN", "python": "Python", "transformers": "transformers"}
+
+
+def software_words(key: str, value: str) -> str:
+    """One piece of software a record names: 'blas' / 'blas,blas' (NumPy's build info
+    lists a library once per use) as 'BLAS (libblas)', never 'blas blas,blas'."""
+    name = SOFTWARE_WORDS.get(key, key)
+    value = ", ".join(dict.fromkeys(v.strip() for v in value.split(",") if v.strip()))
+    if value.lower() == key.lower():
+        return f"{name} (lib{value})"
+    return f"{name} {value}"
+
+
 def system_facts(campaign: Campaign) -> dict[str, Any]:
     """System and software of the runs, from the raw records themselves (not from the
     machine that rebuilds the paper)."""
@@ -320,7 +334,8 @@ def system_facts(campaign: Campaign) -> dict[str, Any]:
              if image.get("id") else None)
         inside = rec.inside.get("software") or {}
         note(f"Software in {env['id']}", ", ".join(
-            f"{k} {v}" for k, v in inside.items() if isinstance(v, str) and "device" not in k))
+            software_words(k, v) for k, v in inside.items()
+            if isinstance(v, str) and "device" not in k))
         note("Snakemake", host.get("packages", {}).get("snakemake"))
         note("Git commit", (rec.provenance.get("git", {}).get("commit") or "")[:12])
         note("Config hash", rec.provenance.get("config_hash"))
@@ -375,7 +390,7 @@ def environments_table(envs: list[dict[str, str]]) -> str:
 
 
 def workloads_table(work: list[dict[str, str]]) -> str:
-    rows = [[tables.tex(w["model"]), tables.tex(w["kind"]), tables.tex(w["params"])]
+    rows = [[tables.tex(w["model"]), tables.tex(w["kind"]), tables.code(tables.tex(w["params"]))]
             for w in work]
     return tables.booktabs(["Model", "Workload", "Parameters (as recorded)"], rows,
                            r"lL{0.22\linewidth}L{0.55\linewidth}", "tab:workloads",
