@@ -124,7 +124,7 @@ _MACHINE_PATH = re.compile(
     r"(?:/[\w.+@-]+)*")
 # Python's reprs in prose: a boolean, None, a numpy scalar, a dict or an empty list
 _PY_REPRS = [(re.compile(r"\bnp\.[a-z]\w*\("), "a numpy repr"),
-             (re.compile(r"\{'"), "a dict repr"),
+             (re.compile(r"\{\s*['‘’\"]"), "a dict repr"),  # TeX curls the quote
              (re.compile(r"\[\]"), "an empty list")]
 _PY_WORDS = re.compile(r"\b(?:True|False|None)\b")
 _DOUBLED = re.compile(r"(?<![\w.-])([A-Za-z]{2,})(?: |, ?)(\1)(?![\w-])", re.IGNORECASE)
