@@ -3,7 +3,13 @@ malformed files fail with file, row and column named."""
 
 from __future__ import annotations
 
+import json
+import shutil
+import subprocess
+import sys
+
 import pytest
+import yaml
 
 from containertax.analysis import importer
 from tests.conftest import REPO
@@ -132,3 +138,82 @@ def test_check_reads_the_import_as_the_import_rule_does(tmp_path, monkeypatch, c
     assert code == 1, text
     for fragment in [str(path), *fragments]:
         assert fragment in text, text
+
+
+def test_import_study_needs_an_import_and_a_known_citation(tmp_path):
+    """analysis.import_study without a table, or citing a key paper/references.bib lacks
+    (the PDF would print '(?)'), is refused with the key and the fix named."""
+    from containertax.campaign import config
+
+    with pytest.raises(config.ConfigError, match="set analysis.import_csv too"):
+        config.load_campaign({"campaign": "x", "reference_environment": "native",
+                              "environments": {"native": {"kind": "native"}},
+                              "workload": {"kind": "matmul"},
+                              "models": [{"id": "m", "size": 64}],
+                              "analysis": {"import_study": {"title": "A study"}}}, "x.yaml")
+    body = "model,environment,repetition,metric,value,unit\nm,native,1,time_s,1,s\n"
+    with pytest.raises(config.ConfigError,
+                       match="'nobody1999' is not an entry of references.bib"):
+        _campaign(tmp_path, body, import_study={"citation": "nobody1999"})
+    assert _campaign(tmp_path, body, import_study={"citation": "sani2025"}).is_import
+
+
+def test_an_import_names_its_own_study_and_order(tmp_path):
+    """The paper's words for an import come from its config: no study is assumed, and the
+    order of runs is unknown unless the config says otherwise."""
+    from containertax.analysis import report
+
+    body = "model,environment,repetition,metric,value,unit\nm,native,1,time_s,1,s\n"
+    plain = report.import_study_values(_campaign(tmp_path, body))
+    assert plain["order-unknown"] and not plain["order-interleaved"]
+    assert plain["import-citep"] == "" and plain["description"] == "x.csv"
+    cited = report.import_study_values(_campaign(
+        tmp_path, body, import_study={"title": "A_study", "citation": "sani2025",
+                                      "order": "interleaved"}))
+    assert cited["order-interleaved"] and not cited["order-unknown"]
+    assert cited["import-citep"] == r" \citep{sani2025}" and cited["description"].startswith(r"A\_")
+
+
+def _synthetic_import(path, order: str) -> None:
+    """A SYNTHETIC study (made-up values, no real measurement): one model, two runtimes,
+    eight runs each, with token throughput, peak memory and time to first token."""
+    rows = ["# Synthetic values written by tests/test_importer.py; not a real study.",
+            "model,environment,repetition,metric,value,unit"]
+    for env, factor in (("bare", 1.0), ("sandbox", 0.97)):
+        for rep in range(1, 9):
+            jitter = 1 + 0.01 * ((rep * 7) % 5 - 2)
+            rows += [f"llm-7b,{env},{rep},token_throughput,{1000 * factor * jitter:.3f},tok/s",
+                     f"llm-7b,{env},{rep},peak_memory_gib,{14.2 + 0.001 * rep:.4f},GiB",
+                     f"llm-7b,{env},{rep},ttft_s,{0.05 / factor * jitter:.5f},s"]
+    (path / "runs.csv").write_text("\n".join(rows) + "\n")
+    (path / "study.yaml").write_text(yaml.safe_dump({
+        "campaign": "synth", "reference_environment": "bare",
+        "analysis": {"import_csv": str(path / "runs.csv"),
+                     "headline_metric": "token_throughput",
+                     "import_study": {"title": "the Quokka Runtime Study",
+                                      "source": "a table written by the test suite",
+                                      "order": order}}}))
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("latexmk") is None, reason="needs TeX Live")
+@pytest.mark.parametrize("order", ["sequential", "interleaved"])
+def test_a_third_party_import_builds_its_own_paper(tmp_path, order):
+    """A study that is not Sani et al., with a memory metric (whose caption once stopped
+    LaTeX: the peak-memory source was never defined for an import), through a real
+    Snakemake run to a PDF that names the study, never Sani, and warns of
+    pseudo-replication unless the runs were interleaved."""
+    _synthetic_import(tmp_path, order)
+    out = subprocess.run(
+        [sys.executable, "-m", "snakemake", "--cores", "1", "--snakefile",
+         str(REPO / "Snakefile"), "--directory", str(tmp_path), "--configfile",
+         str(tmp_path / "study.yaml")], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    paper = tmp_path / "results" / "synth" / "paper"
+    text = " ".join(subprocess.run(["pdftotext", str(paper / "paper.pdf"), "-"],
+                                   capture_output=True, text=True).stdout.split())
+    assert "the Quokka Runtime Study" in text and "a table written by the test suite" in text
+    assert "Sani" not in text
+    assert "Memory per model" in text and "Time to first token" in text
+    assert ("Pseudo-replication." in text) == (order != "interleaved")
+    assert json.loads((paper / "review.json").read_text()) == []

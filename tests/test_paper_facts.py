@@ -37,6 +37,28 @@ def test_a_workload_lists_only_the_parameters_its_probe_reads():
     assert "batch 8" in llm["params"] and "output tokens 128" in llm["params"]
 
 
+def test_workload_parameters_read_as_words_not_python():
+    """The h100-engine-gqa record printed 'attn implementation sdpa gqa; ... coordinate
+    descent False' and its compile cache under the checkout's absolute path."""
+    rec = json.loads((REPO / "results" / "h100-engine-gqa" / "raw" / "llama3-8b" / "docker"
+                      / "rep001.json").read_text())
+    params = facts.workload_row(rec)["params"]
+    assert "coordinate-descent tuning off" in params and "False" not in params
+    assert "attention PyTorch SDPA (grouped-query)" in params
+    assert "_" not in params and "attn implementation" not in params
+    mounts = facts.environment_row(rec)["mounts"]
+    assert "the campaign's compile-cache folder as /containertax/cache" in mounts
+    assert "/work/" not in mounts
+
+
+def test_software_is_named_once():
+    from containertax.analysis.report import software_words
+
+    assert software_words("blas", "blas,blas") == "BLAS (libblas)"
+    assert software_words("blas", "openblas") == "BLAS openblas"
+    assert software_words("numpy", "1.24.2") == "NumPy 1.24.2"
+
+
 def test_a_model_without_the_headline_metric_takes_its_first_speed_metric():
     """A matrix product has no token throughput; its peak memory (equal in every run, no
     interval) says nothing about speed, so the median compute time is its headline."""

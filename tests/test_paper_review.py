@@ -221,3 +221,105 @@ def test_a_reference_with_unknown_coauthors_prints_et_al(tmp_path):
     text = " ".join(review.prose_text(tmp_path / "main.pdf").split())
     assert "Sani et al. (2025) report" in text and text.count("Sani et al.") == 2
     assert "and others" not in text
+
+
+def test_a_machine_path_and_python_reprs_in_the_text_are_caught(tmp_path):
+    """Planted in a compiled document: the checkout's path in a table row, Python's False
+    and None, a numpy scalar, a dict and an empty list; 'None' opening a sentence and the
+    system paths every Linux has (/usr, /proc/self/status) pass."""
+    planted = (r"Host paths mounted: /work/main/results/x/compile-cache as /containertax/cache."
+               r" Coordinate descent False; limit None; n np.int64(3); flags \{'a': 1\};"
+               r" mounts [].")
+    problems = build(tmp_path, CLEAN + "\n\n" + planted)
+    found = [p.message for p in problems]
+    assert sum(p.check == "machine-path" for p in problems) == 1
+    assert any("/work/main/results/x/compile-cache" in m for m in found)
+    literals = " ".join(p.message for p in problems if p.check == "python-literal")
+    for what in ("False", "None", "numpy", "dict", "empty list"):
+        assert what in literals
+    fine = ("None of the values was excluded. Memory is read from /proc/self/status; the "
+            "container mounts /usr and /opt read-only.")
+    assert review.check_artefacts(fine) == []
+
+
+def test_a_doubled_word_is_caught_but_a_table_column_is_not(tmp_path):
+    """'blas blas,blas' (NumPy's build info printed as it was) in a sentence is caught;
+    a table whose column repeats one word in every row is not."""
+    table = (r"\begin{tabular}{lll}\toprule Env. & Family & Test \\ \midrule "
+             r"docker & secondary & paired \\ docker & secondary & paired \\ \bottomrule"
+             r"\end{tabular}")
+    problems = build(tmp_path, CLEAN + "\n\nSoftware in native: numpy 1.24.2, blas blas,blas."
+                     "\n\n" + table)
+    doubled = [p for p in problems if p.check == "doubled-word"]
+    assert len(doubled) == 1 and "blas" in doubled[0].message
+    assert build(tmp_path, CLEAN + "\n\n" + table) == []
+
+
+def test_an_identifier_set_as_words_is_caught_and_code_passes(tmp_path):
+    """'sdpa\\_gqa' in the prose font prints 'sdpa gqa'; in \\texttt it is code."""
+    from containertax.analysis.tables import code, tex
+
+    problems = build(tmp_path, CLEAN + "\n\nAttention " + tex("sdpa_gqa") + ".")
+    hits = [p for p in problems if p.check == "identifier-in-text"]
+    assert len(hits) == 1 and "sdpa_gqa" in hits[0].message
+    assert build(tmp_path, CLEAN + "\n\nAttention " + code(tex("sdpa_gqa")) + ".") == []
+
+
+def test_a_config_key_in_generated_text_is_caught():
+    """'attn implementation' (a workload parameter's key with its underscore turned into a
+    space) and 'results_dir' are caught; 'reference environment', English in main.tex, is
+    not, though it is a key's words too."""
+    keys = review.config_keys()
+    assert {"attn_implementation", "results_dir", "reference_environment"} <= keys
+    generated = (r"dtype bfloat16; attn implementation sdpa\_\allowbreak{}gqa; "
+                 "the reference environment")
+    text = ("Parameters: dtype bfloat16; attn implementation sdpa gqa. Results in results_dir. "
+            "Against the reference environment.")
+    problems = review.check_config_keys(text, keys, generated,
+                                        "compared with the reference environment")
+    assert len(problems) == 1
+    assert "attn_implementation" in problems[0].message
+    assert "results_dir" in problems[0].message
+    assert "reference_environment" not in problems[0].message
+    assert review.check_config_keys("Parameters: dtype bfloat16; attention PyTorch SDPA.",
+                                    keys, "attention PyTorch SDPA", "") == []
+
+
+def _order(envs_by_block: list[list[str]], models: tuple[str, ...] = ("m",)) -> pd.DataFrame:
+    rows, position = [], 0
+    for block, envs in enumerate(envs_by_block, 1):
+        for model in models:
+            for env in envs:
+                rows.append({"position": position, "model": model, "environment": env,
+                             "repetition": block, "block": block})
+                position += 1
+    return pd.DataFrame(rows)
+
+
+BALANCE = "Blocks alternate, so that each environment runs first and last equally often."
+
+
+def test_a_balance_claim_the_schedule_contradicts_is_caught():
+    """Three environments alternated forward and reversed: the middle one is never first
+    or last (the h100-engine-gqa schedule), so the sentence is false; two environments
+    alternated make it true."""
+    three = _order([["native", "native-aa", "docker"], ["docker", "native-aa", "native"]] * 3)
+    problems = review.check_campaign_claims(BALANCE, three)
+    assert [p.check for p in problems] == ["balance-claim"]
+    assert "native-aa 0" in problems[0].message
+    two = _order([["native", "docker"], ["docker", "native"]] * 3)
+    assert review.check_campaign_claims(BALANCE, two) == []
+
+
+def test_every_model_with_one_model_is_caught(tmp_path):
+    """'for every model' in a campaign of one model; with two models it is true."""
+    claim = "Start-up is longer in docker for every model, by 0.23 s."
+    one = _order([["native", "docker"], ["docker", "native"]])
+    assert [p.check for p in review.check_campaign_claims(claim, one)] == ["one-model-claim"]
+    two = _order([["native", "docker"], ["docker", "native"]], models=("a", "b"))
+    assert review.check_campaign_claims(claim, two) == []
+    # read from a campaign's folder as the paper rule does: schedule.csv, else runs.csv
+    one.to_csv(tmp_path / "runs.csv", index=False)
+    assert len(review.run_order(tmp_path)) == len(one)
+    (tmp_path / "schedule.csv").write_text(two.to_csv(index=False))
+    assert review.run_order(tmp_path)["model"].nunique() == 2

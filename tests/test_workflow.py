@@ -333,7 +333,8 @@ def test_imported_study_goes_to_a_paper(tmp_path):
     text = " ".join(subprocess.run(["pdftotext", str(root / "paper" / "paper.pdf"), "-"],
                                    capture_output=True, text=True).stdout.split())
     assert "+68.0" in text and "imported results" in text and "Sani et al." in text
-    assert "order of runs is unknown" in text and "Williams" not in text
+    assert "ran each environment in one session" in text and "Williams" not in text
+    assert "Pseudo-replication." in text  # config: import_study.order sequential
     assert_reviewed(root)
 
 

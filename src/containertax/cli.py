@@ -350,7 +350,8 @@ def _analysis(cmd: str, campaign: config.Campaign, a: argparse.Namespace) -> Non
         report.run_numbers(campaign, Path(a.kept), Path(a.comparisons), Path(a.quality),
                            Path(a.out), Path(a.out_quality), _opt(a.order))
     elif cmd == "paper":
-        paper.build(Path(a.source), Path(a.build), Path(a.out), report.label_names(campaign))
+        paper.build(Path(a.source), Path(a.build), Path(a.out), report.label_names(campaign),
+                    campaign.root)
 
 
 if __name__ == "__main__":

@@ -148,18 +148,33 @@ def _mount_words(volume: str) -> str:
     """'/usr:/usr:ro' -> '/usr'; '/data:/models:ro' -> '/data as /models'."""
     parts = volume.split(":")
     src, dst = parts[0], parts[1] if len(parts) > 1 else parts[0]
+    if dst.startswith("/containertax/"):  # the harness's folder: where it lay on the machine
+        return f"the campaign's {Path(src).name} folder as {dst}"  # says nothing of the runs
     return src if src == dst else f"{src} as {dst}"
 
 
 _PARAM_WORDS = {"batch_size": "batch", "input_len": "input tokens", "output_len": "output tokens",
                 "requests": "measured requests", "warmup": "warm-up", "repeats": "timed repeats",
                 "size": "n", "dtype": "dtype", "decoding": "decoding", "threads": "threads",
-                "backend": "backend", "device": "device"}
+                "backend": "backend", "device": "device", "attn_implementation": "attention",
+                "compile_mode": "torch.compile, mode",
+                "coordinate_descent": "coordinate-descent tuning"}
+# parameter values that are identifiers, in words (another identifier is printed as code)
+_VALUE_WORDS = {"sdpa": "PyTorch SDPA", "sdpa_gqa": "PyTorch SDPA (grouped-query)",
+                "eager": "eager", "flash_attention_2": "FlashAttention-2"}
 _SKIP_PARAMS = {"timeout_s", "model_config", "seed", "device"}
 WORKLOAD_WORDS = {"matmul": "square matrix product",
                   "transformers": "LLM inference (transformers)",
                   "microbench": "GPU microbenchmarks (copies, convolutions)",
                   "trtllm": "LLM inference (TensorRT-LLM)"}
+
+
+def _value_words(value: str | int | float) -> str:
+    """A parameter's value as the workloads table prints it: a switch as on/off (never
+    Python's True/False), a known identifier in words."""
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    return _VALUE_WORDS.get(str(value), str(value))
 
 
 def workload_row(rec: dict[str, Any]) -> dict[str, str]:
@@ -172,7 +187,7 @@ def workload_row(rec: dict[str, Any]) -> dict[str, str]:
     known = workloads.REGISTRY[w["kind"]].defaults if w["kind"] in workloads.REGISTRY else None
     params = ({k: v for k, v in {**known, **recorded}.items() if k in known or k == "size"}
               if known else recorded)
-    parts = [f"{_PARAM_WORDS.get(k, k.replace('_', ' '))} {v}" for k, v in params.items()
+    parts = [f"{_PARAM_WORDS.get(k, k)} {_value_words(v)}" for k, v in params.items()
              if k not in _SKIP_PARAMS and isinstance(v, str | int | float)]
     model = (rec.get("detail") or {}).get("model") or {}
     cfg = recorded.get("model_config") or model.get("config")

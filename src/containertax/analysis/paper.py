@@ -18,10 +18,12 @@ class PaperError(RuntimeError):
     """LaTeX failed; the message holds the end of its log."""
 
 
-def build(source: Path, build_dir: Path, out: Path, names: list[str] | None = None) -> None:
+def build(source: Path, build_dir: Path, out: Path, names: list[str] | None = None,
+          campaign_root: Path | None = None) -> None:
     """Copy paper/*.tex (and .bib) into the build folder, where figures/, tables/,
     numbers.tex, quality.tex and figures.tex were generated, and run latexmk there (bibtex
-    included); then review the result as a reviewer would (review.json beside the PDF)."""
+    included); then review the result as a reviewer would (review.json beside the PDF;
+    with the campaign's folder, against its schedule.csv or runs.csv too)."""
     if shutil.which("latexmk") is None:
         raise PaperError("latexmk is missing: apt-get install latexmk texlive-latex-recommended "
                          "texlive-fonts-recommended (scripts/setup.sh does).")
@@ -34,7 +36,8 @@ def build(source: Path, build_dir: Path, out: Path, names: list[str] | None = No
     if proc.returncode != 0:
         tail = log.read_text(errors="replace")[-3000:] if log.exists() else proc.stdout[-3000:]
         raise PaperError(f"latexmk failed in {build_dir} (status {proc.returncode}):\n{tail}")
-    problems = review.review(build_dir, build_dir / "main.pdf", names or [])
+    problems = review.review(build_dir, build_dir / "main.pdf", names or [],
+                             campaign_root=campaign_root)
     for p in problems:
         log_.warning("paper review: %s at %s: %s", p.check, p.where, p.message)
     records.write_json(build_dir / "review.json", review.as_dicts(problems))

@@ -338,6 +338,20 @@ def run_figures(campaign: Campaign, kept_csv: Path, comparisons_csv: Path,
     records.atomic_write_text(out_tex, "\n".join(parts) + "\n")
 
 
+SOFTWARE_WORDS = {"blas": "BLAS", "numpy": "NumPy", "torch": "PyTorch", "cuda": "CUDA",
+                  "cudnn": "cuDNN", "python": "Python", "transformers": "transformers"}
+
+
+def software_words(key: str, value: str) -> str:
+    """One piece of software a record names: 'blas' / 'blas,blas' (NumPy's build info
+    lists a library once per use) as 'BLAS (libblas)', never 'blas blas,blas'."""
+    name = SOFTWARE_WORDS.get(key, key)
+    value = ", ".join(dict.fromkeys(v.strip() for v in value.split(",") if v.strip()))
+    if value.lower() == key.lower():
+        return f"{name} (lib{value})"
+    return f"{name} {value}"
+
+
 def system_facts(campaign: Campaign) -> dict[str, Any]:
     """System and software of the runs, from the raw records themselves (not from the
     machine that rebuilds the paper)."""
@@ -370,7 +384,8 @@ def system_facts(campaign: Campaign) -> dict[str, Any]:
              if image.get("id") else None)
         inside = rec.inside.get("software") or {}
         note(f"Software in {env['id']}", ", ".join(
-            f"{k} {v}" for k, v in inside.items() if isinstance(v, str) and "device" not in k))
+            software_words(k, v) for k, v in inside.items()
+            if isinstance(v, str) and "device" not in k))
         note("Snakemake", host.get("packages", {}).get("snakemake"))
         note("Git commit", (rec.provenance.get("git", {}).get("commit") or "")[:12])
         note("Config hash", rec.provenance.get("config_hash"))
@@ -438,7 +453,7 @@ def environments_table(envs: list[dict[str, str]]) -> str:
 
 
 def workloads_table(work: list[dict[str, str]]) -> str:
-    rows = [[tables.tex(w["model"]), tables.tex(w["kind"]), tables.tex(w["params"])]
+    rows = [[tables.tex(w["model"]), tables.tex(w["kind"]), tables.code(tables.tex(w["params"]))]
             for w in work]
     return tables.booktabs(["Model", "Workload", "Parameters (as recorded)"], rows,
                            r"lL{0.22\linewidth}L{0.55\linewidth}", "tab:workloads",
@@ -577,10 +592,12 @@ def _design_values(campaign: Campaign, runs: pd.DataFrame) -> dict[str, Any]:
     """The design as it ran: blocks, order, gate, cooldown, sensor, machines."""
     if campaign.is_import:
         n = runs.groupby(["model", "environment"])["repetition"].nunique()
-        return {"imported": True, "description": tables.tex(campaign.raw.get(
-            "description", campaign.analysis["import_csv"])),
-            "repetitions-import": _join(sorted({str(int(x)) for x in n})),
-            "gate-constant": False, "random-weights": False}
+        return {"imported": True,
+                "repetitions-import": _join(sorted({str(int(x)) for x in n})),
+                "gate-constant": False, "random-weights": False,
+                **import_study_values(campaign),
+                # nothing is known of how the source read peak memory
+                **memory_source_values({}, runs)}
     t, sched = campaign.thermal, campaign.schedule
     sensors = sorted(set(runs["sensor"].dropna())) if "sensor" in runs else []
     cells = runs.drop_duplicates(["model", "environment", "repetition"])
@@ -787,6 +804,8 @@ def where_ran_values(campaign: Campaign, runs: pd.DataFrame) -> dict[str, Any]:
 
     recs = [rec for _, rec in read_records(campaign.root)]
     return hostmarkers.values(recs, campaign.reference, environment_order(campaign, runs))
+
+
 def degenerate_values(results: pd.DataFrame, reg: dict[str, MetricInfo]) -> dict[str, Any]:
     """What the methods say about incomplete blocks, comparisons without an estimate or
     an interval, and metrics compared on the raw scale (comparisons.py)."""
@@ -812,6 +831,27 @@ def margin_values(margin: float) -> dict[str, str]:
     return {"margin": f"{100 * margin:g}", "margin-ratio": f"{1 + margin:g}",
             "margin-low": low, "margin-high": high,
             "margin-band": f"[${low}$\\,\\%, ${high}$\\,\\%]"}
+
+
+IMPORT_ORDERS = ("interleaved", "sequential", "unknown")
+
+
+def import_study_values(campaign: Campaign) -> dict[str, Any]:
+    """How the paper names an imported study (analysis.import_study: title, source,
+    citation, order), so that main.tex names no study of its own. The citation is a BibTeX
+    key, kept as the command that cites it ('' where the study has no entry)."""
+    study = campaign.analysis.get("import_study") or {}
+    title = (study.get("title") or campaign.raw.get("description")
+             or Path(campaign.analysis["import_csv"]).name)
+    key = study.get("citation")
+    order = study.get("order", "unknown")
+    return {"description": tables.tex(title),
+            "import-source": tables.tex(study.get("source", "")) or "--",
+            "has-import-source": bool(study.get("source")),
+            "import-cited": bool(key),
+            "import-citep": f" \\citep{{{key}}}" if key else "",
+            "import-citet": f"\\citet{{{key}}}" if key else "",
+            **{f"order-{o}": order == o for o in IMPORT_ORDERS}}
 
 
 def cpuset_values(found: dict[str, Any]) -> dict[str, Any]:

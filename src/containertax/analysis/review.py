@@ -14,8 +14,14 @@ import re
 import subprocess
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 MIN_FONT_PT = 8.0
+# the parts of a build the workflow writes beside paper/'s own sources (and tables/)
+GENERATED_TEX = ("numbers.tex", "quality.tex", "figures.tex")
 OVERFULL_PT = 1.0  # TeX's own \hfuzz is 0.1 pt; a reader sees a box 1 pt into the margin
 
 
@@ -107,6 +113,179 @@ def check_text(pdf: Path, names: list[str]) -> list[Problem]:
                 context = flat[max(0, m.start() - 20):m.end() + 20].strip()
                 out.append(Problem("count-phrasing", f"page {page}",
                                    f"{what}: '{context}'"))
+    return out
+
+
+# The measuring machine's own folders: a reader cannot open them, and they say where a
+# checkout lay, not how the runs were made ('/usr', '/dev', '/proc/self/status' are not
+# this machine's own and pass).
+_MACHINE_PATH = re.compile(
+    r"(?<![\w.~/-])(?:/(?:root|home|tmp|work|mnt|scratch|Users)|/var/tmp)(?![\w-])"
+    r"(?:/[\w.+@-]+)*")
+# Python's reprs in prose: a boolean, None, a numpy scalar, a dict or an empty list
+_PY_REPRS = [(re.compile(r"\bnp\.[a-z]\w*\("), "a numpy repr"),
+             (re.compile(r"\{\s*['‘’\"]"), "a dict repr"),  # TeX curls the quote
+             (re.compile(r"\[\]"), "an empty list")]
+_PY_WORDS = re.compile(r"\b(?:True|False|None)\b")
+_DOUBLED = re.compile(r"(?<![\w.-])([A-Za-z]{2,})(?: |, ?)(\1)(?![\w-])", re.IGNORECASE)
+
+
+def check_artefacts(text: str) -> list[Problem]:
+    """What the generator leaked into the text: an absolute path of the measuring machine,
+    and a Python repr ('False', 'None', 'np.int64(', "{'", '[]'; 'None' opening a sentence
+    is English and passes). Fed the PDF's text, page by page (pages split on form
+    feeds)."""
+    out = []
+    for page, raw in enumerate(text.split("\f"), 1):
+        flat = " ".join(raw.split())
+
+        def ctx(m: re.Match[str], flat: str = flat) -> str:
+            return flat[max(0, m.start() - 30):m.end() + 20].strip()
+
+        for m in _MACHINE_PATH.finditer(flat):
+            out.append(Problem("machine-path", f"page {page}",
+                               f"an absolute path of the measuring machine: '{ctx(m)}'"))
+        for pattern, what in _PY_REPRS:
+            for m in pattern.finditer(flat):
+                out.append(Problem("python-literal", f"page {page}", f"{what}: '{ctx(m)}'"))
+        for m in _PY_WORDS.finditer(flat):
+            before = flat[:m.start()].rstrip()
+            if before and before[-1] not in ".!?":  # not a sentence's first word
+                out.append(Problem("python-literal", f"page {page}",
+                                   f"Python's {m.group()} in prose: '{ctx(m)}'"))
+    return out
+
+
+def check_doubled_words(layout_text: str) -> list[Problem]:
+    """A word printed twice in a row within a line of the PDF's layout text ('blas
+    blas,blas'): one space or a comma apart, so that a table's repeated cells (set apart by
+    column gaps) pass."""
+    out = []
+    for page, raw in enumerate(layout_text.split("\f"), 1):
+        for line in raw.splitlines():
+            for m in _DOUBLED.finditer(line.strip()):
+                out.append(Problem("doubled-word", f"page {page}",
+                                   f"'{m.group(1)}' twice: '{line.strip()[:100]}'"))
+    return out
+
+
+def _escaped_identifiers(tex_text: str) -> set[str]:
+    """Identifiers with underscores that TeX sets in the prose font ('sdpa\\_gqa', which
+    the OT1 font draws as 'sdpa gqa'); code in \\texttt{} is code and passes."""
+    text = re.sub(r"(?<!\\)%.*", "", tex_text)
+    text = re.sub(r"\\texttt\{(?:[^{}]|\{[^{}]*\})*\}", " ", text)
+    text = text.replace("\\allowbreak{}", "")
+    return {m.group(0).replace("\\_", "_")
+            for m in re.finditer(r"(?<![\w\\])[A-Za-z0-9]+(?:\\_[A-Za-z0-9]+)+", text)}
+
+
+def check_identifiers(build_dir: Path, text: str) -> list[Problem]:
+    """An identifier with underscores typeset as prose: found in the TeX sources of the
+    build (generated or not), reported where the PDF prints it (underscores drawn as
+    spaces)."""
+    ids: set[str] = set()
+    for path in sorted(build_dir.rglob("*.tex")):
+        ids |= _escaped_identifiers(path.read_text(errors="replace"))
+    flat = " ".join(text.split())
+    hits = sorted(i for i in ids if re.search(
+        rf"(?<![\w-]){re.escape(i.replace('_', ' '))}(?![\w-])", flat))
+    return [Problem("identifier-in-text", "text",
+                    f"identifier(s) typeset as words: {', '.join(hits)} (name them in words, "
+                    "or set them in \\texttt)")] if hits else []
+
+
+def config_keys() -> set[str]:
+    """Every key a campaign config can hold (the schema's property names, and each
+    workload's parameters) that has an underscore: a word no sentence uses."""
+    import yaml
+
+    from containertax import workloads
+    from containertax.campaign.config import SCHEMA_PATH
+
+    keys: set[str] = set()
+
+    def walk(node: object) -> None:
+        if isinstance(node, dict):
+            for k, v in node.items():
+                if k == "properties" and isinstance(v, dict):
+                    keys.update(v)
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    walk(yaml.safe_load(SCHEMA_PATH.read_text()))
+    for spec in workloads.REGISTRY.values():
+        keys.update(spec.defaults)
+    return {k for k in keys if "_" in k}
+
+
+def check_config_keys(text: str, keys: set[str], generated: str = "",
+                      handwritten: str = "") -> list[Problem]:
+    """A config key in the text: as spelled ('results_dir'), or with its underscores
+    turned into spaces ('attn implementation') where generated text (tables, numbers,
+    quality findings) prints those words and the hand-written text (main.tex) does not use
+    them itself ('reference environment' is English there)."""
+    flat = " ".join(text.split())
+    made = " ".join(generated.lower().split())
+    prose = " ".join(handwritten.lower().split())
+    hits = []
+    for key in sorted(keys):
+        spaced = key.replace("_", " ")
+        if re.search(rf"(?<![\w-]){re.escape(key)}(?![\w-])", flat) or (
+                spaced in made and spaced not in prose
+                and re.search(rf"(?<![\w-]){re.escape(spaced)}(?![\w-])", flat, re.I)):
+            hits.append(key)
+    return [Problem("config-key-in-text", "text",
+                    f"config key(s) in the text: {', '.join(hits)} (say what they set)")
+            ] if hits else []
+
+
+def run_order(root: Path) -> pd.DataFrame | None:
+    """The campaign's cells in the order they were planned (schedule.csv), else as they
+    ran (runs.csv), one row per model, environment and repetition: position, block."""
+    import pandas as pd
+
+    from containertax.campaign.paths import CampaignPaths
+
+    paths = CampaignPaths(root)
+    for path in (paths.schedule, paths.runs):
+        if path.exists():
+            frame = pd.read_csv(path)
+            if {"position", "model", "environment", "repetition"} <= set(frame.columns):
+                return frame.drop_duplicates(["model", "environment", "repetition"])
+    return None
+
+
+def check_campaign_claims(text: str, order: pd.DataFrame | None) -> list[Problem]:
+    """Sentences the campaign contradicts: 'first and last equally often' where some
+    environment opens (or closes) its blocks more often than another, and 'every model'
+    where there is one model."""
+    if order is None or order.empty:
+        return []
+    flat = " ".join(text.split())
+    out = []
+    if re.search(r"first and last equally often", flat):
+        block = order["block"] if "block" in order else order["repetition"]
+        ranked = order.assign(block=block.fillna(order["repetition"]))
+        ranked["rank"] = ranked.groupby(["model", "block"])["position"].rank(method="first")
+        size = ranked.groupby(["model", "block"])["position"].transform("size")
+        envs = sorted(ranked["environment"].unique())
+        first = ranked[ranked["rank"] == 1]["environment"].value_counts().reindex(envs,
+                                                                                 fill_value=0)
+        last = ranked[ranked["rank"] == size]["environment"].value_counts().reindex(
+            envs, fill_value=0)
+        if first.nunique() > 1 or last.nunique() > 1:
+            def counts(s: pd.Series) -> str:
+                return ", ".join(f"{e} {n}" for e, n in s.items())
+            out.append(Problem("balance-claim", "text",
+                               "'first and last equally often', but the schedule has first: "
+                               f"{counts(first)}; last: {counts(last)}"))
+    if order["model"].nunique() == 1:
+        for m in re.finditer(r"\bevery model\b", flat, re.IGNORECASE):
+            out.append(Problem("one-model-claim", "text",
+                               "'every model' in a campaign of one model: "
+                               f"'{flat[max(0, m.start() - 30):m.end() + 20].strip()}'"))
     return out
 
 
@@ -234,14 +413,27 @@ def check_figure_edges(figures: list[Path], slack: float = 0.5) -> list[Problem]
 
 
 def review(build_dir: Path, pdf: Path, names: list[str],
-           overfull_pt: float = OVERFULL_PT, min_pt: float = MIN_FONT_PT) -> list[Problem]:
-    """Every problem of a built paper (main.log and figures/ beside the PDF)."""
+           overfull_pt: float = OVERFULL_PT, min_pt: float = MIN_FONT_PT,
+           campaign_root: Path | None = None) -> list[Problem]:
+    """Every problem of a built paper (main.log and figures/ beside the PDF); with the
+    campaign's folder, also the claims its schedule contradicts."""
     log = build_dir / "main.log"
     problems = check_log(log.read_text(errors="replace"), overfull_pt) if log.exists() else [
         Problem("no-log", str(log), "no LaTeX log to check")]
     problems += check_question_marks(pdf)
     problems += check_text(pdf, names)
     problems += check_sources(build_dir, names)
+    text = prose_text(pdf)
+    main = build_dir / "main.tex"
+    problems += check_artefacts(text)
+    problems += check_doubled_words(pdf_text(pdf))
+    problems += check_identifiers(build_dir, text)
+    generated = "\n".join(p.read_text(errors="replace") for p in sorted(build_dir.rglob("*.tex"))
+                          if p.parent != build_dir or p.name in GENERATED_TEX)
+    problems += check_config_keys(text, config_keys(), generated,
+                                  main.read_text(errors="replace") if main.exists() else "")
+    if campaign_root is not None:
+        problems += check_campaign_claims(text, run_order(campaign_root))
     problems += check_fonts(pdf, min_pt)
     figs = sorted((build_dir / "figures").glob("*.pdf"))
     problems += check_figure_labels(figs, names)

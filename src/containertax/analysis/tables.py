@@ -27,6 +27,13 @@ def tex(text: Any) -> str:
     return re.sub(r"[&%$#_{}~^\\<>]", lambda m: _TEX[m.group()], str(text))
 
 
+def code(escaped: str) -> str:
+    r"""An identifier with underscores in escaped TeX ('foo\_\allowbreak{}bar') set as
+    code (\texttt), not as words: the prose font draws the underscore as a space."""
+    return re.sub(r"(?<![\w\\])[A-Za-z0-9.-]+(?:\\_\\allowbreak\{\}[A-Za-z0-9.-]+)+",
+                  lambda m: f"\\texttt{{{m.group()}}}", escaped)
+
+
 def num(value: Any, digits: int = 3) -> str:
     """Significant digits, plain notation for ordinary magnitudes, '--' for missing."""
     if value is None or (isinstance(value, float) and math.isnan(value)):

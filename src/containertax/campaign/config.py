@@ -10,6 +10,7 @@ import copy
 import csv
 import hashlib
 import json
+import re
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -329,8 +330,30 @@ def _semantic_checks(data: dict[str, Any], source: str) -> None:
                         f"({adaptive['min_s']} > {adaptive['max_s']}).")
     problems += _results_dir_problems(data)
     problems += _metric_problems(data.get("analysis", {}))
+    problems += _import_study_problems(data.get("analysis", {}))
     if problems:
         raise ConfigError(f"{source}:\n" + "\n".join(f"  {p}" for p in problems))
+
+
+BIBLIOGRAPHY = SCHEMA_PATH.parents[2] / "paper" / "references.bib"
+
+
+def _import_study_problems(analysis: dict[str, Any]) -> list[str]:
+    """analysis.import_study describes an imported table, so it needs one; its citation
+    must be an entry of the paper's bibliography, else the PDF would print '(?)'."""
+    study = analysis.get("import_study")
+    if study is None:
+        return []
+    if "import_csv" not in analysis:
+        return ["key 'analysis.import_study' describes an imported study: set "
+                "analysis.import_csv too, or remove it."]
+    key = study.get("citation")
+    if key and BIBLIOGRAPHY.exists() and not re.search(
+            rf"@\w+\s*{{\s*{re.escape(key)}\s*,", BIBLIOGRAPHY.read_text()):
+        return [f"key 'analysis.import_study.citation': '{key}' is not an entry of "
+                f"{BIBLIOGRAPHY.name} (paper/); add the study's BibTeX entry there, or "
+                "leave citation out."]
+    return []
 
 
 def _results_dir_problems(data: dict[str, Any]) -> list[str]:

@@ -43,7 +43,8 @@ def numpy_facts(np) -> dict:
         facts["blas"] = cfg.get("Build Dependencies", {}).get("blas", {}).get("name")
     except TypeError:  # numpy < 1.25 has no mode argument
         info = getattr(np.__config__, "blas_opt_info", {}) or {}
-        facts["blas"] = ",".join(info.get("libraries", [])) or None
+        # listed once per use ('blas', 'blas'): each library once
+        facts["blas"] = ",".join(dict.fromkeys(info.get("libraries", []))) or None
     return facts
 
 
