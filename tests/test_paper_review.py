@@ -168,7 +168,11 @@ def _row(rel: float, p_bh: float, tost_p: float) -> pd.Series:
     ("compute_time_s", _row(0.001, 0.01, 0.001), "equivalent"),     # tiny and within margin
     ("compute_time_s", _row(0.05, 0.5, 0.4), "inconclusive"),
     ("gpu_util_mean_pct", _row(0.1, 0.001, 0.9), "difference"),     # no better side
-    ("compute_time_s", _row(0.05, math.nan, math.nan), "inconclusive"),
+    # an estimate with neither an interval nor a test (one block): nothing can be said
+    ("compute_time_s", _row(0.05, math.nan, math.nan), "not estimable"),
+    ("compute_time_s", pd.Series({"rel_overhead": 0.05, "rel_ci_low": -0.1, "p_bh": math.nan,
+                                  "tost_p": math.nan}), "inconclusive"),
+    ("compute_time_s", _row(math.nan, math.nan, math.nan), "not estimable"),
 ])
 def test_the_verdict_of_a_comparison(metric, row, expected):
     assert facts.verdict(row, REGISTRY[metric], 0.05) == expected

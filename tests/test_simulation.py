@@ -131,7 +131,9 @@ def test_a_known_slowdown_fails_no_calibration_and_is_found():
     # within 4 SE (noise 2 % a run, 6 blocks: SE of the log ratio 0.012); coverage: above
     assert ((docker.rel_overhead - 0.10).abs() < 0.05).all()
     aa = out[out.family == "calibration"]
-    assert quality.calibration(aa, ALPHA)[0]["status"] == "passed"
+    # noise of 2 % a run over 6 blocks cannot show a 2 % resolution (the A/A interval is
+    # about +-2.9 % wide): not failed, and inconclusive rather than passed
+    assert quality.calibration(aa, ALPHA)[0]["status"] == "inconclusive"
 
 
 def _tidy(values, envs=("native", "native-aa", "chroot", "docker")):

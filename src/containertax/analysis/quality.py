@@ -504,7 +504,8 @@ def calibration(aa: pd.DataFrame, alpha: float,
                                 "INSTRUMENT FAILURE: identical environments (A/A) measured as "
                                 f"different: {listed(prim_failed)}. Find the cause before "
                                 "trusting any comparison of this campaign.", len(prim_failed),
-                                {"comparisons": prim_failed[cols].to_dict("records")}))
+                                {"comparisons": prim_failed[[c for c in cols if c in prim_failed]]
+                                 .to_dict("records")}))
     elif status == "cannot fail":
         findings.append(Finding("aa_calibration", "warning", "the A/A check cannot fail: with "
                                 "these blocks the exact sign-flip test cannot reach alpha "
