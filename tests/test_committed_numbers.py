@@ -27,7 +27,12 @@ TOST at the resolution and status) and the verdicts' caveats; h100-engine and
 h100-engine-gqa have one model, so their start-up cost is no longer said to hold "for every
 model" (startup-robust 0, startup-one 1, with the caveat that their A/A control is
 inconclusive on start-up latency), and one more finding (aa_resolution); every other value
-unchanged.
+unchanged. All four were regenerated together once these changes were merged, with the
+clock and host truth (#23: the fraction of each run's measured window under each
+clock-lowering reason, where each environment ran): against the files at f8bfe35 no
+estimate, interval, p or count changed but `findings` (+2 on h100 and h100-matmul, +3 on
+the engine campaigns: order effects, A/A resolution, throttled window), `startup-robust`
+(engine campaigns, one model) and the constant peak memory's interval ('[n.e.]').
 
 A deliberate change of the statistics changes these numbers: regenerate the expected file
 with the command above and say so in the commit.
