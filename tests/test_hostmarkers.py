@@ -86,8 +86,8 @@ def test_paper_words_for_each_case():
     assert v["ref-virtualised"] is True
     text = v["where-ran"]
     assert ("native ran inside a container (/.dockerenv present; cgroup "
-            "/process\\_\\allowbreak{}api/...) in a virtual machine (CPU hypervisor flag set; "
-            "DMI vendor QEMU)") in text
+            "\\texttt{/process\\_\\allowbreak{}api/...}) in a virtual machine (CPU hypervisor "
+            "flag set; DMI vendor QEMU)") in text
     assert "docker ran on bare metal as far as the markers show" in text
     assert "old ran inside a container (/.dockerenv present); whether in a virtual machine " \
            "was not recorded" in text

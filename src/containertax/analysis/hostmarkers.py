@@ -10,6 +10,7 @@ inside.environment.markers; records from before it hold only in_container_hint
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -59,6 +60,16 @@ def _short(path: str) -> str:
     return "/".join(p if len(p) <= 16 else "..." for p in path.split("/"))
 
 
+# a path in the words below, set in \texttt by _tex (an identifier such as process_api, set
+# as prose, would print its underscore as a space)
+_CODE = "\x00{}\x01"
+
+
+def _tex(text: str) -> str:
+    """The words TeX-escaped, each marked path in \texttt."""
+    return re.sub("\x00(.*?)\x01", lambda m: "\\texttt{" + m.group(1) + "}", tables.tex(text))
+
+
 def describe(m: dict[str, Any]) -> str:
     """'ran ...' for one environment's markers (from by_environment)."""
     hyp = m.get("hypervisor_flag", [None])
@@ -69,7 +80,7 @@ def describe(m: dict[str, Any]) -> str:
              if True in m.get(key, [])]
     mixed_files = any(len(set(m.get(k, []))) > 1 for k in ("dockerenv", "containerenv"))
     cgroups = list(dict.fromkeys(_short(p) for p in m.get("cgroup", [])))
-    cg = f"cgroup {', '.join(cgroups)}" if cgroups else ""
+    cg = f"cgroup {', '.join(_CODE.format(c) for c in cgroups)}" if cgroups else ""
     if hyp == [True]:
         dmi = "; ".join(x for x in (f"DMI vendor {', '.join(vendor)}" if vendor else "",
                                     f"product {', '.join(product)}" if product else "") if x)
@@ -102,7 +113,7 @@ def sentence(markers: dict[str, dict[str, Any]], order: list[str] | None = None)
         if env in markers:
             groups.setdefault(describe(markers[env]), []).append(env)
     parts = [f"{' and '.join(envs)} ran {words}" for words, envs in groups.items()]
-    return tables.tex("As each environment's probe saw it from inside: " + "; ".join(parts) + ".")
+    return _tex("As each environment's probe saw it from inside: " + "; ".join(parts) + ".")
 
 
 def values(recs: list[RawRecord], reference: str, order: list[str]) -> dict[str, Any]:
@@ -115,4 +126,4 @@ def values(recs: list[RawRecord], reference: str, order: list[str]) -> dict[str,
                             True in ref.get("dockerenv", []) or
                             True in ref.get("containerenv", []))
     return {"where-ran": sentence(markers, order), "ref-virtualised": nested,
-            "ref-where": tables.tex(ref_words) or "--"}
+            "ref-where": _tex(ref_words) or "--"}
