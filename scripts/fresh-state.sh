@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Puts this machine back into the state of a new one, as far as the test command is concerned,
+# without uninstalling packages: everything that a session or an earlier test run left
+# running or made by hand, and that a new machine would not have. Run it as root before
+# `scripts/test.sh` in a fresh clone to check that the project's own files create all they
+# need (issue #21). It removes no project file, no Debian package and no committed data.
+#   scripts/fresh-state.sh           # then: git clone ... && cd ... && scripts/test.sh
+set -u
+say() { echo "fresh-state: $*"; }
+# daemons a test or a session started: SLURM, munge, the Docker Engine (setup.sh starts one)
+for p in slurmd slurmctld munged dockerd containerd; do
+  if pkill -x "$p" 2>/dev/null; then say "stopped $p"; fi
+done
+for _ in $(seq 30); do pgrep -x 'dockerd|containerd|munged|slurmd|slurmctld' >/dev/null || break; sleep 1; done
+# the Docker Engine's state: images (the demo image setup.sh builds), containers, volumes
+for d in /var/lib/docker /var/lib/containerd; do
+  if [ -e "$d" ]; then rm -rf "$d" && say "removed $d"; fi
+done
+# runtime folders a systemd unit or an earlier run made (a machine without systemd has none)
+for d in /run/munge /run/slurm /run/docker /run/containerd /var/run/docker.sock; do
+  if [ -e "$d" ]; then rm -rf "$d" && say "removed $d"; fi
+done
+# keys, caches and logs made by hand or by an earlier run
+for f in /etc/munge/munge.key /var/log/containertax-dockerd.log "$HOME/.cache/matplotlib" \
+         "$HOME/.texlive"* /tmp/pytest-of-"$(id -un)" /tmp/ct-docker.lock; do
+  for g in $f; do
+    if [ -e "$g" ]; then rm -rf "$g" && say "removed $g"; fi
+  done
+done
+say "done: no munged, SLURM or Docker daemon runs; /run/munge, /run/slurm, the munge key, Docker's images, TeX and matplotlib caches are gone"
