@@ -128,15 +128,15 @@ def _ratio(a: np.ndarray, s: np.ndarray) -> np.ndarray:
     return np.where(a == 0, 0.0, a / np.where(s == 0, 0.0, s))
 
 
-def outlier_flags(groups: list[np.ndarray], n: int | None = None) -> list[np.ndarray]:
-    """The rule on one table (see outlier_scores for the shapes): flags per value. n:
-    the row of thresholds (default the smallest group)."""
-    n = min(g.shape[-1] for g in groups) if n is None else n
-    own_cut, pooled_cut = outlier_cuts(n, len(groups))
+def outlier_flags(groups: list[np.ndarray]) -> list[np.ndarray]:
+    """The rule on one table (see outlier_scores for the shapes): flags per value. With
+    unequal groups the pooled threshold and the test's level are those of the smallest
+    group, each own threshold that of its group's size."""
+    n, k = min(g.shape[-1] for g in groups), len(groups)
     own, pooled, p = outlier_scores(groups)
     same = (p >= outlier_level(n))[..., None]
-    return [np.where(same, b > pooled_cut, a > own_cut)
-            for a, b in zip(own, pooled, strict=True)]
+    return [np.where(same, b > outlier_cuts(n, k)[1], a > outlier_cuts(g.shape[-1], k)[0])
+            for g, a, b in zip(groups, own, pooled, strict=True)]
 
 
 def _flag_outliers(runs: pd.DataFrame) -> pd.Series:
