@@ -236,3 +236,41 @@ def test_order_effects_confounded_position_is_untestable():
     found = quality.order_effects(table, None, 0.05)
     assert found and "not testable" in found[0].message
     assert quality.order_effects(table.drop(columns=["block_position", "predecessor"])) == []
+
+
+def test_outlier_flags_of_annotate_are_those_of_the_array_rule():
+    """annotate judges each model x metric table by quality.outlier_flags (one home):
+    two models, three environments of unequal sizes and spreads, one planted value,
+    one group too small to judge."""
+    rng = np.random.default_rng(12)
+    rows = []
+    for model, n in (("a", 6), ("b", 10)):
+        for j, (env, scale) in enumerate((("native", 0.01), ("docker", 0.1), ("chroot", 0.01))):
+            for rep in range(n - j):  # 6, 5, 4 and 10, 9, 8 values
+                rows.append({"model": model, "environment": env, "repetition": rep,
+                             "metric": "compute_time_s", "unit": "s",
+                             "value": 1 + rng.normal(0, scale)})
+    rows += [{"model": "a", "environment": "tiny", "repetition": r, "metric": "compute_time_s",
+              "unit": "s", "value": v} for r, v in enumerate((1.0, 9.0))]
+    runs = pd.DataFrame(rows)
+    planted = runs.index[(runs["model"] == "b") & (runs["environment"] == "docker")][2]
+    runs.loc[planted, "value"] += 2.0  # 20 SD of its environment
+    ann = quality.annotate(runs)
+    for model, table in runs.groupby("model"):
+        table = table[table["environment"] != "tiny"]
+        groups = [g for _, g in table.groupby("environment", sort=False)]
+        expected = quality.outlier_flags([g["value"].to_numpy()[None, :] for g in groups])
+        for g, f in zip(groups, expected, strict=True):
+            assert ann.loc[g.index, "flag_outlier"].tolist() == f[0].tolist(), model
+    assert ann["flag_outlier"].tolist() == (runs.index == planted).tolist()
+    assert not ann.loc[runs["environment"] == "tiny", "flag_outlier"].any()  # under 3 values
+
+
+def test_outlier_rule_on_ties():
+    """Defined results where spreads are zero: a constant table has no flags; a value that
+    differs from an otherwise constant group is flagged."""
+    runs = small(envs=("native", "docker"))
+    runs["value"] = 1.0
+    assert not quality.annotate(runs)["flag_outlier"].any()
+    runs.loc[2, "value"] = 1.5
+    assert quality.annotate(runs)["flag_outlier"].tolist() == [i == 2 for i in range(len(runs))]

@@ -148,6 +148,9 @@ def _tidy(values, envs=("native", "native-aa", "chroot", "docker")):
 
 
 def test_outlier_rule_at_n4_fires_on_planted_and_is_quiet_on_clean():
+    """Through annotate (data frames). The 95 % bar on the planted value is held with
+    4000 tables by test_outlier_rule_finds_10sd_at_n4_in_4_equal_environments (measured
+    97 %); 300 trials here have an SE of 1 %, so this end-to-end check asks 92 %."""
     rng = np.random.default_rng(9)
     hits, false_values, values = 0, 0, 0
     trials = 300
@@ -160,7 +163,7 @@ def test_outlier_rule_at_n4_fires_on_planted_and_is_quiet_on_clean():
         planted = quality.annotate(_tidy(v))
         hits += bool(planted.flag_outlier.iloc[2 * 4 + 1])
     print(f"planted found {hits / trials:.3f}; clean values flagged {false_values / values:.4f}")
-    assert hits / trials >= 0.95
+    assert hits / trials >= 0.92
     assert false_values / values <= 0.015
 
 
@@ -183,3 +186,55 @@ def test_drift_rule_at_n4_fires_on_planted_and_is_quiet_on_clean():
 def test_registry_marks_restated_metrics():
     assert REGISTRY["request_throughput"].restates == "token_throughput"
     assert REGISTRY["kv_cache_gib"].size_trend == "decreasing"
+
+
+def _groups(rng, sims, n, scales, plant=None):
+    """sims tables of len(scales) environments x n normal values; plant: (environment,
+    shift in that environment's SD) added to its first value."""
+    groups = [s * rng.standard_normal((sims, n)) for s in scales]
+    if plant is not None:
+        groups[plant[0]][:, 0] += plant[1] * scales[plant[0]]
+    return groups
+
+
+@pytest.mark.parametrize("n", [4, 6, 10, 30])
+def test_outlier_rule_flags_at_most_1pct_of_clean_tables(n):
+    """Any flag in a clean table (k = 2, 3, 4 equal environments): calibrated to 0.8 %
+    (quality.OUTLIER_TARGET); 15 000 tables, SE about 0.07 %; each k within 1.5 %."""
+    rng = np.random.default_rng(200 + n)
+    rates = [float(np.any(np.concatenate(quality.outlier_flags(_groups(rng, 5000, n, [1] * k)),
+                                         -1), -1).mean()) for k in (2, 3, 4)]
+    print(f"n={n}: clean tables flagged {rates}")
+    assert np.mean(rates) <= 0.01
+    assert max(rates) <= 0.015
+
+
+def test_outlier_rule_finds_10sd_at_n4_in_4_equal_environments():
+    """Measured 97 % (benchmarks/outlier_rule.py); 4000 tables, SE 0.3 %."""
+    rng = np.random.default_rng(31)
+    found = quality.outlier_flags(_groups(rng, 4000, 4, [1] * 4, (1, 10.0)))[1][:, 0]
+    assert found.mean() >= 0.95
+
+
+@pytest.mark.parametrize("where", [1, 0])
+def test_outlier_rule_with_a_10x_tighter_reference_flags_the_planted_value_alone(where):
+    """n = 10, reference (environment 0) 10x tighter; one value 10 SD (of its own
+    environment) off, in the noisier environment or in the reference: flagged with no
+    other value flagged (measured 97 % and 96 %); 4000 tables, SE 0.3 %."""
+    rng = np.random.default_rng(41 + where)
+    f = quality.outlier_flags(_groups(rng, 4000, 10, [0.1, 1.0], (where, 10.0)))
+    rest = np.concatenate([f[where][:, 1:], f[1 - where]], -1)
+    assert (f[where][:, 0] & ~rest.any(-1)).mean() >= 0.95
+
+
+@pytest.mark.parametrize(("n", "bound"), [(4, 0.04), (6, 0.01), (10, 0.01), (30, 0.01)])
+def test_outlier_rule_spares_ordinary_values_of_a_10x_noisier_environment(n, bound):
+    """Clean 2-environment tables, the reference 10x tighter: values of the noisier one
+    flagged (the rule this replaced: 13, 22, 31, 41 %). At n = 4 the Brown-Forsythe test
+    sees a tenfold spread in only about 40 % of tables at the level that keeps the power
+    against one outlier, and the pooled scale then flags 3.1 % of the noisier values
+    (measured): the bound there is 4 %, 1 % from n = 6 on."""
+    rng = np.random.default_rng(50 + n)
+    f = quality.outlier_flags(_groups(rng, 4000, n, [0.1, 1.0]))
+    print(f"n={n}: values of the noisier environment flagged {f[1].mean():.4f}")
+    assert f[1].mean() <= bound

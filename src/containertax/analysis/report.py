@@ -588,6 +588,20 @@ def _join(items: list[str]) -> str:
 SENSOR_WORDS = {"nvml": "GPU (NVML)", "cpu": "CPU"}
 
 
+def outlier_values(runs: pd.DataFrame) -> dict[str, Any]:
+    """The outlier rule's thresholds at this campaign's usual group size n and number of
+    environments k (each table is judged at its own: analysis/quality.py)."""
+    data = runs[runs["value"].astype(float).abs().lt(math.inf)]
+    if data.empty:
+        return {"outlier-n": "--", "outlier-k": "--", "outlier-pooled-z": "--",
+                "outlier-own-z": "--", "outlier-level": "--"}
+    n = int(data.groupby(["model", "metric", "environment"]).size().mode().iloc[0])
+    k = int(data.groupby(["model", "metric"])["environment"].nunique().mode().iloc[0])
+    own, pooled = quality.outlier_cuts(n, k)
+    return {"outlier-n": n, "outlier-k": k, "outlier-pooled-z": f"{pooled:g}",
+            "outlier-own-z": f"{own:g}", "outlier-level": f"{quality.outlier_level(n):g}"}
+
+
 def _design_values(campaign: Campaign, runs: pd.DataFrame) -> dict[str, Any]:
     """The design as it ran: blocks, order, gate, cooldown, sensor, machines."""
     if campaign.is_import:
@@ -964,7 +978,7 @@ def run_numbers(campaign: Campaign, kept_csv: Path, comparisons_csv: Path,
         "resamples": f"{a['bootstrap_resamples']:,}".replace(",", "\\,"),
         "excluded": len(q["excluded"]),
         "findings": len(q["findings"]),
-        "outlier-z": f"{quality.MAD_Z:g}",
+        **outlier_values(runs),
         "headline-metric": tables.tex(tables.in_prose(reg[head], head)) if head else "--",
         "metrics": len(analysed_metrics(campaign, runs)),
         "has-memory": bool(set(tables.MEMORY_METRICS) & set(runs["metric"])),
