@@ -32,7 +32,12 @@ clock and host truth (#23: the fraction of each run's measured window under each
 clock-lowering reason, where each environment ran): against the files at f8bfe35 no
 estimate, interval, p or count changed but `findings` (+2 on h100 and h100-matmul, +3 on
 the engine campaigns: order effects, A/A resolution, throttled window), `startup-robust`
-(engine campaigns, one model) and the constant peak memory's interval ('[n.e.]').
+(engine campaigns, one model) and the constant peak memory's interval ('[n.e.]'). The
+outlier rule per environment (#23) replaced the key outlier-z (3.5) by the thresholds it
+used (outlier-n, outlier-k, outlier-pooled-z, outlier-own-z, outlier-level); no value was
+flagged differently in these campaigns. The machine-adjusted estimate now keeps the blocks
+(equal to the paired one where every block ran on one machine): unchanged at the printed
+precision.
 
 A deliberate change of the statistics changes these numbers: regenerate the expected file
 with the command above and say so in the commit.
