@@ -217,3 +217,23 @@ def test_a_third_party_import_builds_its_own_paper(tmp_path, order):
     assert "Memory per model" in text and "Time to first token" in text
     assert ("Pseudo-replication." in text) == (order != "interleaved")
     assert json.loads((paper / "review.json").read_text()) == []
+
+
+@pytest.mark.parametrize("order", ["sequential", "unknown", "interleaved"])
+def test_runs_not_interleaved_qualify_every_verdict(tmp_path, order):
+    """An import whose environments each ran in one session (or whose order is unknown)
+    compares sessions: an error-severity finding on every metric, so the decision table
+    adds its caveat to an 'overhead'; interleaved runs carry none."""
+    import pandas as pd
+
+    from containertax.analysis import decisions, report
+
+    body = "model,environment,repetition,metric,value,unit\nm,native,1,time_s,1,s\n"
+    found = report.session_findings(_campaign(tmp_path, body,
+                                              import_study={"order": order}))
+    assert [f.severity for f in found] == ([] if order == "interleaved" else ["error"])
+    errors = decisions.error_metrics([vars(f) for f in found], ["time_s"])
+    row = pd.Series({"rel_overhead": 0.68, "rel_ci_low": 0.66, "p_bh": 1e-9, "tost_p": 1.0})
+    verdict = decisions.verdict(row, "lower", 0.05, quality_error="time_s" in errors)
+    assert verdict.word == "overhead"
+    assert verdict.caveats == (() if order == "interleaved" else ("quality-error",))

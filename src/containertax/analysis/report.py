@@ -139,7 +139,7 @@ def run_quality(campaign: Campaign, runs_csv: Path, out_dir: Path,
     calibration, aa_findings = quality.calibration(a_a(campaign, kept),
                                                    campaign.analysis["alpha"],
                                                    resolution(campaign))
-    findings = aa_findings + findings  # the instrument's calibration first
+    findings = aa_findings + session_findings(campaign) + findings  # design first
     out_dir.mkdir(parents=True, exist_ok=True)
     records.atomic_write_text(out_dir / "annotated.csv", runs.to_csv(index=False))
     records.atomic_write_text(out_dir / "kept.csv", kept.to_csv(index=False))
@@ -152,6 +152,26 @@ def run_quality(campaign: Campaign, runs_csv: Path, out_dir: Path,
         "n_kept": len(kept),
         "calibration": calibration,
     })
+
+
+def session_findings(campaign: Campaign) -> list[Any]:
+    """An imported study whose runs were not interleaved (analysis.import_study.order:
+    sequential, or unknown) compares sessions, not environments: an error-severity finding
+    on every metric, so that the decision table qualifies every verdict of it (a test of
+    such data cannot tell the environment from whatever else changed between sessions)."""
+    from containertax.analysis import quality
+
+    if not campaign.is_import:
+        return []
+    order = (campaign.analysis.get("import_study") or {}).get("order", "unknown")
+    if order == "interleaved":
+        return []
+    why = ("each environment ran in one session" if order == "sequential" else
+           "the source does not say whether its runs were interleaved")
+    return [quality.Finding("pseudo_replication", "error",
+                            f"{why}: the runs are "
+                            "repeated measurements of a session, not independent replicates "
+                            "of an environment, so every test here compares sessions")]
 
 
 def refuse_duplicates(runs: pd.DataFrame, path: Path, campaign: Campaign) -> None:

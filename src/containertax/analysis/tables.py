@@ -250,8 +250,11 @@ def headline_table(rows: list[dict[str, Any]], registry: dict[str, MetricInfo]) 
     caveat = any("(" in r["verdict"] for r in rows)
     spec = (r"lL{0.13\linewidth}L{0.09\linewidth}rrrL{0.13\linewidth}" if caveat
             else r"lL{0.15\linewidth}L{0.1\linewidth}rrrl")
-    return booktabs(["Model", "Metric (unit)", "Env.", r"Rel.\ diff.\ \% [95\,\% CI]",
-                     r"$p_\mathrm{BH}$", r"MDE \%", "Verdict"], body, spec, "tab:headline")
+    # and its interval's heading on two lines, the widest cell of the row otherwise
+    rel = (r"\begin{tabular}[b]{@{}r@{}}Rel.\ diff.\ \%\\ {}[95\,\% CI]\end{tabular}" if caveat
+           else r"Rel.\ diff.\ \% [95\,\% CI]")
+    return booktabs(["Model", "Metric (unit)", "Env.", rel, r"$p_\mathrm{BH}$", r"MDE \%",
+                     "Verdict"], body, spec, "tab:headline")
 
 
 def key_value_table(facts: dict[str, Any], label: str) -> str:
