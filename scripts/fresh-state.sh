@@ -11,7 +11,8 @@ say() { echo "fresh-state: $*"; }
 for p in slurmd slurmctld munged dockerd containerd; do
   if pkill -x "$p" 2>/dev/null; then say "stopped $p"; fi
 done
-for _ in $(seq 30); do pgrep -x 'dockerd|containerd|munged|slurmd|slurmctld' >/dev/null || break; sleep 1; done
+running() { for p in slurmd slurmctld munged dockerd containerd; do pgrep -x "$p"; done; }
+for _ in $(seq 30); do [ -n "$(running)" ] || break; sleep 1; done
 # the Docker Engine's state: images (the demo image setup.sh builds), containers, volumes
 for d in /var/lib/docker /var/lib/containerd; do
   if [ -e "$d" ]; then rm -rf "$d" && say "removed $d"; fi
