@@ -274,3 +274,15 @@ def test_outlier_rule_on_ties():
     assert not quality.annotate(runs)["flag_outlier"].any()
     runs.loc[2, "value"] = 1.5
     assert quality.annotate(runs)["flag_outlier"].tolist() == [i == 2 for i in range(len(runs))]
+
+
+def test_a_missing_run_is_named_in_words_not_as_a_dict():
+    """A failed cell leaves an environment short of runs: the findings name the counts as
+    the paper prints them (the review rejects a Python dict in the text)."""
+    runs = frame(n=4)
+    runs = runs[~((runs.environment == "docker") & (runs.repetition > 1))]
+    found = checks(runs, expected_reps=4)
+    assert found["unequal_groups"].message == (
+        "m/compute_time_s: unequal group sizes (docker 1 run, native 4 runs)")
+    assert found["missing_repetitions"].message == (
+        "m/compute_time_s: fewer than 4 runs (docker 1 run)")

@@ -180,6 +180,11 @@ def duplicate_mask(runs: pd.DataFrame) -> pd.Series:
     return mask
 
 
+
+def _runs_words(counts: dict[str, int]) -> str:
+    """{'chroot': 1, 'docker': 2} as the paper prints it: 'chroot 1 run, docker 2 runs'."""
+    return ", ".join(f"{env} {n} run{'' if n == 1 else 's'}" for env, n in counts.items())
+
 def check(runs: pd.DataFrame, registry: dict[str, MetricInfo], *,
           expected_reps: int | None = None, model_sizes: dict[str, float] | None = None,
           alpha: float = 0.05) -> list[Finding]:
@@ -216,13 +221,14 @@ def check(runs: pd.DataFrame, registry: dict[str, MetricInfo], *,
         counts = {k[2]: int(v) for k, v in s.items()}
         if len(set(counts.values())) > 1:
             f.append(Finding("unequal_groups", "warning",
-                             f"{model}/{metric}: unequal group sizes {counts}",
+                             f"{model}/{metric}: unequal group sizes ({_runs_words(counts)})",
                              details={"model": model, "metric": metric, "counts": counts}))
         if expected_reps is not None:
             short = {e: n for e, n in counts.items() if n < expected_reps}
             if short:
                 f.append(Finding("missing_repetitions", "warning",
-                                 f"{model}/{metric}: fewer than {expected_reps} runs: {short}",
+                                 f"{model}/{metric}: fewer than {expected_reps} runs "
+                                 f"({_runs_words(short)})",
                                  details={"model": model, "metric": metric, "counts": short}))
     outl = runs[runs["flag_outlier"]]
     if len(outl):
