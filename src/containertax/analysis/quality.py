@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -382,23 +383,18 @@ def thermal_dependence(runs: pd.DataFrame, metrics: set[str] | None = None,
                               "label": label, "unit": unit, **test})
     if not tests:
         return []
-    q = multipletests([t["p"] for t in tests], method="fdr_bh")[1]
-    for t, qq in zip(tests, q, strict=True):
-        t["q"] = float(qq)
     largest = max(tests, key=lambda t: abs(t["effect_pct"]))
-    found = [t for t in tests if t["q"] < alpha]
-    out = [Finding("thermal_dependence", "info",
-                   f"{len(tests)} tests of metric vs start temperature / time since the last "
-                   f"run (per model, within environment): {len(found)} with BH-adjusted "
-                   f"p < {alpha}; largest effect {largest['effect_pct']:+.2f} % of the mean "
-                   f"across the observed {largest['label']} ({largest['model']}/"
-                   f"{largest['metric']})", details={"tests": tests})]
-    out += [Finding("thermal_dependence", "warning",
-                    f"{t['model']}/{t['metric']} depends on the {t['label']}: "
-                    f"{t['effect_pct']:+.2f} % of the mean across {t['range']:.3g} {t['unit']} "
-                    f"(partial r {t['r']:+.2f}, BH-adjusted p {t['q']:.3g})", details=t)
-            for t in found]
-    return out
+    return _tested_family(
+        "thermal_dependence", tests, alpha,
+        lambda found: (f"{len(tests)} tests of metric vs start temperature / time since the "
+                       f"last run (per model, within environment): {len(found)} with "
+                       f"BH-adjusted p < {alpha}; largest effect "
+                       f"{largest['effect_pct']:+.2f} % of the mean across the observed "
+                       f"{largest['label']} ({largest['model']}/{largest['metric']})"),
+        lambda t: (f"{t['model']}/{t['metric']} depends on the {t['label']}: "
+                   f"{t['effect_pct']:+.2f} % of the mean across {t['range']:.3g} {t['unit']} "
+                   f"(partial r {t['r']:+.2f}, BH-adjusted p {t['q']:.3g})"),
+        {"tests": tests})
 
 
 def _start_state_test(g: pd.DataFrame, column: str) -> dict[str, float] | None:
@@ -470,24 +466,33 @@ def order_effects(runs: pd.DataFrame, metrics: set[str] | None = None,
                           "label": ORDER_TERMS[term], **test})
     if not tests and not untestable:
         return []
+    note = (f"; {len(untestable)} not testable (confounded with the environment: "
+            f"{', '.join(untestable[:6])}{', ...' if len(untestable) > 6 else ''})"
+            if untestable else "")
+    return _tested_family(
+        "order_effects", tests, alpha,
+        lambda found: (f"{len(tests)} tests of position within the block and of the preceding "
+                       f"environment (per model and metric, F test on log values beyond "
+                       f"environment and block): {len(found)} with BH-adjusted p < "
+                       f"{alpha}{note}"),
+        lambda t: (f"{t['model']}/{t['metric']} depends on the {t['label']}: mean residuals "
+                   f"spread {t['effect_pct']:.2f} % across its levels (F {t['F']:.3g} on "
+                   f"{t['df']} and {t['df_resid']} df, BH-adjusted p {t['q']:.3g})"),
+        {"tests": tests, "untestable": untestable})
+
+
+def _tested_family(check: str, tests: list[dict[str, Any]], alpha: float,
+                   summary: Callable[[list[dict[str, Any]]], str],
+                   each: Callable[[dict[str, Any]], str],
+                   details: dict[str, Any]) -> list[Finding]:
+    """A family of exploratory tests as findings: each test's BH-adjusted p (q), one info
+    line for the family, and a warning for each test below alpha after the adjustment."""
     q = multipletests([t["p"] for t in tests], method="fdr_bh")[1] if tests else []
     for t, qq in zip(tests, q, strict=True):
         t["q"] = float(qq)
     found = [t for t in tests if t["q"] < alpha]
-    note = (f"; {len(untestable)} not testable (confounded with the environment: "
-            f"{', '.join(untestable[:6])}{', ...' if len(untestable) > 6 else ''})"
-            if untestable else "")
-    out = [Finding("order_effects", "info",
-                   f"{len(tests)} tests of position within the block and of the preceding "
-                   f"environment (per model and metric, F test on log values beyond "
-                   f"environment and block): {len(found)} with BH-adjusted p < {alpha}{note}",
-                   details={"tests": tests, "untestable": untestable})]
-    out += [Finding("order_effects", "warning",
-                    f"{t['model']}/{t['metric']} depends on the {t['label']}: mean residuals "
-                    f"spread {t['effect_pct']:.2f} % across its levels (F {t['F']:.3g} on "
-                    f"{t['df']} and {t['df_resid']} df, BH-adjusted p {t['q']:.3g})", details=t)
-            for t in found]
-    return out
+    return ([Finding(check, "info", summary(found), details=details)]
+            + [Finding(check, "warning", each(t), details=t) for t in found])
 
 
 def _dummies(g: pd.DataFrame, terms: list[str]) -> np.ndarray:
