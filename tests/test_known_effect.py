@@ -139,7 +139,9 @@ def test_a_known_slowdown_is_found_with_its_size(tmp_path):
     aa = quality["calibration"]
     print("A/A:", aa["status"], [(c["metric"], c["rel_overhead"], c["p"])
                                  for c in aa["comparisons"]])
-    assert aa["status"] in ("passed", "failed")  # it ran, and can fail
+    # it ran and could fail: passed, failed, or inconclusive at the declared resolution
+    # (analysis.resolution_pct: on a loaded machine the A/A interval is often wider)
+    assert aa["status"] in ("passed", "failed", "inconclusive")
     rec = json.loads(next((root / "raw" / "n512" / "slow").glob("rep*[0-9].json")).read_text())
     assert rec["inside"]["software"]["test_slowdown"] == str(TRUTH)  # never unseen
     assert rec["inside"]["max_rss_source"] == "VmHWM"
