@@ -9,7 +9,7 @@ import math
 import pandas as pd
 import pytest
 
-from containertax.analysis import decisions, facts, quality, report
+from containertax.analysis import decisions, facts, paper_values, quality, report
 from containertax.analysis.metrics import REGISTRY
 from containertax.campaign import config
 from tests.conftest import REPO, demo_config
@@ -70,7 +70,7 @@ def test_a_secondary_a_a_failure_is_a_finding_and_a_caveat_of_its_metric():
     cal, found = quality.calibration(pd.DataFrame([prim, sec]), ALPHA, RES)
     assert cal["status"] == "passed" and cal["metrics"]["startup_s"] == "failed"
     assert any(f.check == "aa_secondary" and "startup_s" in f.message for f in found)
-    v = report.calibration_macros(cal, REGISTRY)
+    v = paper_values.calibration_macros(cal, REGISTRY)
     assert v["aa-any-failed-metric"] and "start-up" in v["aa-failed-metrics"]
 
 
@@ -180,17 +180,17 @@ def test_an_implausible_finding_keeps_equivalent_from_standing_alone(tmp_path):
     campaign = _campaign(tmp_path)
     error = {"check": "implausible", "severity": "error", "message": "m",
              "details": {"metric": "compute_time_s"}}
-    v = report._result_values(campaign, _results(["n256"], [0.001]), _runs(["n256"]),
+    v = paper_values.result_values(campaign, _results(["n256"], [0.001]), _runs(["n256"]),
                               _quality({}, [error]))
     assert v["hl/1/equivalent"] and "data-quality error" in v["hl/1/caveat"]
     assert "data-quality error" in v["hl-equivalent-caveat"] and v["quality-error"]
-    clean = report._result_values(campaign, _results(["n256"], [0.001]), _runs(["n256"]),
+    clean = paper_values.result_values(campaign, _results(["n256"], [0.001]), _runs(["n256"]),
                                   _quality({}))
     assert clean["hl/1/caveat"] == "" and clean["hl-equivalent-caveat"] == ""
 
 
 def test_an_inconclusive_a_a_qualifies_the_headline_and_the_start_up(tmp_path):
-    v = report._result_values(campaign := _campaign(tmp_path),
+    v = paper_values.result_values(campaign := _campaign(tmp_path),
                               _results(["n256", "n512"], [0.001, 0.001]),
                               _runs(["n256", "n512"]),
                               _quality({"compute_time_s": "inconclusive",
@@ -202,9 +202,9 @@ def test_an_inconclusive_a_a_qualifies_the_headline_and_the_start_up(tmp_path):
 
 def test_start_up_with_one_model_or_p_bh_0_051_is_not_for_every_model(tmp_path):
     campaign = _campaign(tmp_path)
-    one = report._result_values(campaign, _results(["n256"], [0.001]), _runs(["n256"]), None)
+    one = paper_values.result_values(campaign, _results(["n256"], [0.001]), _runs(["n256"]), None)
     assert not one["startup-robust"] and one["startup-one"]
-    chroot = report._result_values(campaign, _results(["n256", "n512"], [0.001, 0.051]),
+    chroot = paper_values.result_values(campaign, _results(["n256", "n512"], [0.001, 0.051]),
                                    _runs(["n256", "n512"]), None)
     assert not chroot["startup-robust"] and not chroot["startup-one"]
 
@@ -246,7 +246,7 @@ def test_a_planted_ten_per_cent_a_a_is_inconclusive_end_to_end(tmp_path):
     row = q["calibration"]["comparisons"][0]
     assert row["p_bonferroni"] > ALPHA and row["rel_ci_high"] - row["rel_ci_low"] > 0.04
     assert q["calibration"]["status"] == "inconclusive"
-    v = report.calibration_macros(q["calibration"], REGISTRY)
+    v = paper_values.calibration_macros(q["calibration"], REGISTRY)
     assert v["aa-inconclusive"] and not v["aa-passed"] and v["aa-any-unresolved-metric"]
     assert not math.isnan(row["tost_resolution_p"])
 

@@ -16,7 +16,7 @@ from hypothesis import strategies as hs
 from scipy import stats as sps
 
 from containertax.analysis import comparisons as st
-from containertax.analysis import report, tables
+from containertax.analysis import paper_values, report, tables
 from containertax.analysis.correction import correct
 from containertax.campaign import config
 from tests.conftest import REPO, demo_config
@@ -153,7 +153,7 @@ def test_tables_print_not_estimable_never_nan():
 
 
 def test_margin_band_is_the_ratio_band():
-    v = report.margin_values(0.05)
+    v = paper_values.margin_values(0.05)
     assert (v["margin-low"], v["margin-high"]) == ("-4.76", "+5")
     assert v["margin-band"] == r"[$-4.76$\,\%, $+5$\,\%]"
 

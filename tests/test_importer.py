@@ -81,13 +81,13 @@ def test_unknown_metric_or_reference_is_an_error(tmp_path, body, reference, frag
 
 
 def test_defined_metric_and_model_size_are_honoured(tmp_path):
-    from containertax.analysis import report
+    from containertax.analysis import policy, report
 
     body = ("model,environment,repetition,metric,value,unit,model_size\n"
             "a,native,1,tps,1,tok/s,7\nb,native,1,tps,1,tok/s,70\n")
     c = _campaign(tmp_path, body, define_metrics={"tps": {"unit": "tok/s"}})
     frame = report.read_import(c)
-    assert report.model_sizes(c, frame) == {"a": 7.0, "b": 70.0}
+    assert policy.model_sizes(c, frame) == {"a": 7.0, "b": 70.0}
 
 
 SANI = (REPO / "resources" / "sani2025" / "runs.csv").read_text()
@@ -161,13 +161,13 @@ def test_import_study_needs_an_import_and_a_known_citation(tmp_path):
 def test_an_import_names_its_own_study_and_order(tmp_path):
     """The paper's words for an import come from its config: no study is assumed, and the
     order of runs is unknown unless the config says otherwise."""
-    from containertax.analysis import report
+    from containertax.analysis import design_values
 
     body = "model,environment,repetition,metric,value,unit\nm,native,1,time_s,1,s\n"
-    plain = report.import_study_values(_campaign(tmp_path, body))
+    plain = design_values.import_study_values(_campaign(tmp_path, body))
     assert plain["order-unknown"] and not plain["order-interleaved"]
     assert plain["import-citep"] == "" and plain["description"] == "x.csv"
-    cited = report.import_study_values(_campaign(
+    cited = design_values.import_study_values(_campaign(
         tmp_path, body, import_study={"title": "A_study", "citation": "sani2025",
                                       "order": "interleaved"}))
     assert cited["order-interleaved"] and not cited["order-unknown"]
@@ -226,10 +226,10 @@ def test_runs_not_interleaved_qualify_every_verdict(tmp_path, order):
     adds its caveat to an 'overhead'; interleaved runs carry none."""
     import pandas as pd
 
-    from containertax.analysis import decisions, report
+    from containertax.analysis import decisions, policy
 
     body = "model,environment,repetition,metric,value,unit\nm,native,1,time_s,1,s\n"
-    found = report.session_findings(_campaign(tmp_path, body,
+    found = policy.session_findings(_campaign(tmp_path, body,
                                               import_study={"order": order}))
     assert [f.severity for f in found] == ([] if order == "interleaved" else ["error"])
     errors = decisions.error_metrics([vars(f) for f in found], ["time_s"])

@@ -52,7 +52,7 @@ def test_workload_parameters_read_as_words_not_python():
 
 
 def test_software_is_named_once():
-    from containertax.analysis.report import software_words
+    from containertax.analysis.facts import software_words
 
     assert software_words("blas", "blas,blas") == "BLAS (libblas)"
     assert software_words("blas", "openblas") == "BLAS openblas"

@@ -218,7 +218,7 @@ def test_performance_cores_stated_from_the_records(tmp_path):
     """The cores `cpuset_cpus: performance` resolved to on the machine (recorded by the
     Docker launcher) are read with the rest of the records' facts, through the validated
     reader, and become the paper's methods sentence (has-cpuset, cpuset-list)."""
-    from containertax.analysis import facts, report
+    from containertax.analysis import design_values, facts
 
     raw = REPO / "results" / "h100" / "raw" / "qwen2-0.5b"
     for env in ("native", "docker"):
@@ -227,7 +227,7 @@ def test_performance_cores_stated_from_the_records(tmp_path):
             (raw / env / "rep01.json").read_text())
     found = facts.from_records(tmp_path)
     assert found["cpusets"] == {}
-    assert report.cpuset_values(found) == {"has-cpuset": False, "cpuset-list": "--"}
+    assert design_values.cpuset_values(found) == {"has-cpuset": False, "cpuset-list": "--"}
     path = tmp_path / "raw" / "qwen2-0.5b" / "docker" / "rep01.json"
     rec = json.loads(path.read_text())
     rec["environment"]["resolved"]["cpuset"] = {"requested": "performance", "cpus": "0-9",
@@ -235,7 +235,7 @@ def test_performance_cores_stated_from_the_records(tmp_path):
     path.write_text(json.dumps(rec))
     found = facts.from_records(tmp_path)
     assert found["cpusets"] == {"docker": ["0-9 (cpu_capacity)"]}
-    values = report.cpuset_values(found)
+    values = design_values.cpuset_values(found)
     assert values["has-cpuset"]
     # names are escaped for TeX (an underscore may break the line: tables.tex)
     assert values["cpuset-list"] == "docker on CPUs 0-9 (cpu\\_\\allowbreak{}capacity)"

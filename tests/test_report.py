@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from containertax.analysis import report
+from containertax.analysis import paper_values, report
 from containertax.campaign import config
 from tests.conftest import REPO, demo_config
 
@@ -62,7 +62,7 @@ def test_a_a_difference_is_an_instrument_failure(tmp_path, shift, status):
     report.run_quality(campaign, _aa_runs(tmp_path, shift), tmp_path / "stats")
     q = json.loads((tmp_path / "stats" / "quality.json").read_text())
     assert q["calibration"]["status"] == status
-    macros = report.calibration_macros(q["calibration"])
+    macros = paper_values.calibration_macros(q["calibration"])
     assert macros["aa-failed"] == (status == "failed")
     assert macros["aa-passed"] == (status == "passed")
     assert macros["aa-count"] == 1 and macros["aa/1/env"] == "native-aa"

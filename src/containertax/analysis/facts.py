@@ -6,12 +6,15 @@ the design as it ran. Values and conditions only; the sentences are in paper/mai
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from containertax.analysis import decisions
 from containertax.analysis.metrics import MetricInfo
+
+if TYPE_CHECKING:
+    from containertax.campaign.config import Campaign
 
 # --- verdicts ------------------------------------------------------------------------
 
@@ -237,3 +240,67 @@ def from_records(root: Path) -> dict[str, Any]:
     return {"environments": list(envs.values()), "workloads": list(work.values()),
             "hosts": sorted(hosts), "gpus": gpus, "rss_sources": sorted(rss_sources),
             "cpusets": {env: sorted(cores) for env, cores in sorted(cpusets.items())}}
+
+
+# --- system and software of a campaign's runs ------------------------------------------
+
+SOFTWARE_WORDS = {"blas": "BLAS", "numpy": "NumPy", "torch": "PyTorch", "cuda": "CUDA",
+                  "cudnn": "cuDNN", "python": "Python", "transformers": "transformers"}
+
+
+def software_words(key: str, value: str) -> str:
+    """One piece of software a record names: 'blas' / 'blas,blas' (NumPy's build info
+    lists a library once per use) as 'BLAS (libblas)', never 'blas blas,blas'."""
+    name = SOFTWARE_WORDS.get(key, key)
+    value = ", ".join(dict.fromkeys(part.strip() for part in value.split(",") if part.strip()))
+    if value.lower() == key.lower():
+        return f"{name} (lib{value})"
+    return f"{name} {value}"
+
+
+def system_facts(campaign: Campaign) -> dict[str, Any]:
+    """System and software of the runs, from the raw records themselves (not from the
+    machine that rebuilds the paper)."""
+    if campaign.is_import:
+        return {"Source": campaign.raw.get("description", campaign.analysis["import_csv"])}
+    from containertax.analysis.aggregate import read_records
+
+    seen: dict[str, set[str]] = {}
+
+    def note(key: str, value: Any) -> None:
+        if value not in (None, ""):
+            seen.setdefault(key, set()).add(str(value))
+
+    for _, rec in read_records(campaign.root):
+        host = rec.provenance["host"]
+        note("Host", host.get("hostname"))
+        note("Kernel", host.get("kernel"))
+        note("CPU", f"{host.get('cpu_model')} ({host.get('cpu_count')} logical)"
+             if host.get("cpu_model") else None)
+        note("Memory (MiB)", host.get("memory_total_mib"))
+        sensor = rec.gate.get("sensor_info", {})
+        note("GPU", sensor.get("gpu_name"))
+        note("GPU UUID", (rec.telemetry.get("gpu") or {}).get("uuid"))
+        note("Temperature sensor", rec.gate.get("sensor"))
+        env = rec.environment
+        resolved = env.get("resolved", {})
+        note("Docker Engine", resolved.get("engine_version"))
+        image = resolved.get("image") or {}
+        note("Image", f"{image.get('name')} ({str(image.get('id', ''))[7:19]})"
+             if image.get("id") else None)
+        inside = rec.inside.get("software") or {}
+        note(f"Software in {env['id']}", ", ".join(
+            software_words(name, version) for name, version in inside.items()
+            if isinstance(version, str) and "device" not in name))
+        note("Snakemake", host.get("packages", {}).get("snakemake"))
+        note("Git commit", (rec.provenance.get("git", {}).get("commit") or "")[:12])
+        note("Config hash", rec.provenance.get("config_hash"))
+    return {key: "; ".join(sorted(values)) for key, values in seen.items()}
+
+
+def record_facts(campaign: Campaign) -> dict[str, Any]:
+    """from_records for a campaign; an imported study has no records, so nothing."""
+    if campaign.is_import:
+        return {"environments": [], "workloads": [], "hosts": [], "gpus": {}}
+    return from_records(campaign.root)
+

@@ -322,3 +322,45 @@ def macros(values: dict[str, Any]) -> str:
             value = int(value)
         lines.append(f"\\ctxdef{{{key}}}{{{value}}}")
     return "\n".join(lines) + "\n"
+
+
+def join_words(items: Iterable[str]) -> str:
+    """'a', 'a and b', 'a, b and c': a list as the text names it ('' for none)."""
+    items = list(items)
+    if not items:
+        return ""
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def unbroken_pct(text: str) -> str:
+    """'+22.29 \\%' as '+22.29\\,\\%': a line never breaks between a number and its
+    per cent sign."""
+    return re.sub(r"(\d) \\%", r"\1\\,\\%", text)
+
+
+def environments_table(envs: list[dict[str, str]]) -> str:
+    """Each environment's set-up as recorded (analysis/facts.py)."""
+    def setup(env: dict[str, str]) -> str:
+        flags = env["flags"]
+        flags = "none" if flags == "none" else "\\texttt{" + tex(flags).replace(
+            "--", "-{}-") + "}"
+        return (f"Software: {tex(env['software'])}.\\newline "
+                f"Host paths mounted: {tex(env['mounts'])}"
+                f"{' (read-only)' if env['read_only'] else ''}.\\newline "
+                f"GPU access: {tex(env['gpu'])}.\\newline "
+                f"Engine flags: {flags}.\\newline "
+                f"Isolated: {tex(env['isolation'])}.")
+
+    rows = [[tex(env["environment"]), setup(env)] for env in envs]
+    return booktabs(
+        ["Env.", "Set-up as recorded"], rows, r"L{0.16\linewidth}L{0.78\linewidth}",
+        "tab:environments")
+
+
+def workloads_table(work: list[dict[str, str]]) -> str:
+    """Each model's workload and the parameters its records hold."""
+    rows = [[tex(load["model"]), tex(load["kind"]), code(tex(load["params"]))]
+            for load in work]
+    return booktabs(["Model", "Workload", "Parameters (as recorded)"], rows,
+                    r"lL{0.22\linewidth}L{0.55\linewidth}", "tab:workloads",
+                    size=r"\footnotesize")

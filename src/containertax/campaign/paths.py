@@ -251,3 +251,30 @@ class CampaignPaths:
     def work(self, name: str) -> Path:
         """A scratch folder of one attempt (kept when it fails, for the post-mortem)."""
         return self.root / WORK / name
+
+
+# --- the analysis's files inside the folders its rules are given (analysis/report.py; the
+# rules in workflow/rules/analysis.smk name the same files) ---------------------------------
+FIGURES_IN_PAPER = "figures"  # the figures rule's folder, as the paper's source names it
+
+
+def quality_files(out_dir: Path) -> dict[str, Path]:
+    """The quality rule's outputs in its folder: the annotated and kept runs, quality.json."""
+    return {"annotated": out_dir / "annotated.csv", "kept": out_dir / "kept.csv",
+            "report": out_dir / "quality.json"}
+
+
+def figure_file(out_dir: Path, name: str, number: int | None = None) -> Path:
+    """A figure's PDF: drawn as <name>.pdf, then renamed with its number in the paper
+    (NN-<name>.pdf), for the captions of the HTML report."""
+    return out_dir / (f"{number:02d}-{name}.pdf" if number is not None else f"{name}.pdf")
+
+
+def figure_in_paper(figure: Path) -> str:
+    """A figure's path as the paper's source includes it (relative to the paper folder)."""
+    return f"{FIGURES_IN_PAPER}/{figure.name}"
+
+
+def table_file(out_dir: Path, name: str) -> Path:
+    """A generated table's LaTeX file in the tables rule's folder."""
+    return out_dir / f"{name}.tex"

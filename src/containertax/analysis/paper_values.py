@@ -1,0 +1,311 @@
+"""The values numbers.tex gives paper/main.tex (\\ctx{key}, \\ifctx{key}): the counts, the
+verdicts of the headline comparisons and their caveats, the A/A control's, and every
+estimate the text may quote. Values and conditions only: the sentences are in main.tex.
+The design's values are in design_values.py.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from containertax.analysis import decisions, design_values, facts, order, policy, tables
+from containertax.analysis.metrics import MetricInfo
+from containertax.analysis.policy import (
+    AnalysisError,
+    analysed_metrics,
+    evidence,
+    family_of,
+    metric_registry,
+    primary_family,
+    resolution,
+)
+from containertax.campaign.config import Campaign
+
+
+def numbers_values(campaign: Campaign, runs: pd.DataFrame, results: pd.DataFrame | None,
+                   quality_report: dict[str, Any], order_csv: Path | None) -> dict[str, Any]:
+    """Every value and condition the text of paper/main.tex quotes, by key."""
+    reg = metric_registry(campaign)
+    settings = campaign.analysis
+    head = policy.headline(campaign, runs)
+    cells = runs.drop_duplicates(["model", "environment", "repetition"])
+    envs = policy.environment_order(campaign, runs)
+    present_envs = [env for env in envs if env in set(runs["environment"])]
+    values: dict[str, Any] = {
+        "campaign": tables.tex(campaign.name),
+        "runs": len(cells),
+        "models": runs["model"].nunique(),
+        "model-list": tables.tex(tables.join_words(list(dict.fromkeys(runs["model"])))),
+        "environments": len(present_envs),
+        "environment-list": tables.tex(tables.join_words(present_envs)),
+        "others": tables.tex(tables.join_words([env for env in present_envs
+                                                if env != campaign.reference])),
+        "reference": tables.tex(campaign.reference),
+        "alpha": settings["alpha"],
+        **margin_values(settings["equivalence_margin"]),
+        "resamples": f"{settings['bootstrap_resamples']:,}".replace(",", "\\,"),
+        "excluded": len(quality_report["excluded"]),
+        "findings": len(quality_report["findings"]),
+        **design_values.outlier_values(runs),
+        "headline-metric": tables.tex(tables.in_prose(reg[head], head)) if head else "--",
+        "metrics": len(analysed_metrics(campaign, runs)),
+        "has-memory": bool(set(tables.MEMORY_METRICS) & set(runs["metric"])),
+        **primary_test_values(campaign),
+        **design_values.design_values(campaign, runs),
+        **design_values.clock_values(quality_report),
+        **order.macros(policy.order_balance(campaign, order_csv), campaign.schedule["design"]),
+        **result_values(campaign, results, runs, quality_report),
+        **calibration_macros(quality_report.get("calibration") or {"status": "none"}, reg,
+                             campaign.replicas),
+    }
+    for (model, env, metric), group in runs.groupby(["model", "environment", "metric"]):
+        mean = group["value"].mean()
+        values[f"mean/{model}/{env}/{metric}"] = (tables.num(mean) if not math.isnan(mean)
+                                                  else "--")
+    return values
+
+
+def margin_values(margin: float) -> dict[str, str]:
+    """The equivalence band on the log scale, +-log(1 + m), as the ratio band it is:
+    [1/(1 + m) - 1, m], [-4.76 %, +5 %] at m = 0.05 (not a symmetric +-5 %)."""
+    low, high = f"{100 * (1 / (1 + margin) - 1):+.3g}", f"{100 * margin:+.3g}"
+    return {"margin": f"{100 * margin:g}", "margin-ratio": f"{1 + margin:g}",
+            "margin-low": low, "margin-high": high,
+            "margin-band": f"[${low}$\\,\\%, ${high}$\\,\\%]"}
+
+
+def primary_test_values(campaign: Campaign) -> dict[str, Any]:
+    """The pre-specified primary test (analysis.primary_test), for the methods."""
+    test = campaign.analysis["primary_test"]
+    blocks = campaign.repetitions if not campaign.is_import else 0
+    return {"primary-paired-t": test == "paired_t", "primary-signflip": test == "signflip",
+            "signflip-min-p": tables.num(2.0 ** (1 - blocks), 3) if blocks else "--"}
+
+
+def caveat_text(caveats: tuple[str, ...] | list[str], metric_words: str,
+                resolution_pct: float) -> str:
+    """', but <caveat> and <caveat>' in LaTeX, or '' where there is none."""
+    if not caveats:
+        return ""
+    return ", but " + tables.tex(" and ".join(
+        decisions.caveat_words(caveat, metric_words, resolution_pct) for caveat in caveats))
+
+
+def group_caveat(decided: list[tuple[Any, str]], resolution_pct: float) -> str:
+    """The caveat of a group of verdicts (the conclusion's 'in all four ... equivalent'):
+    ', but for two of them the A/A control ...', or '' where none carries one."""
+    qualified = [(decision, words) for decision, words in decided if decision.caveats]
+    if not qualified:
+        return ""
+    texts = list(dict.fromkeys(caveat_text(decision.caveats, words, resolution_pct)[len(", but "):]
+                               for decision, words in qualified))
+    some = "" if len(qualified) == len(decided) else \
+        f"for \\numword{{{len(qualified)}}} of them "
+    return ", but " + some + "; ".join(texts)
+
+
+def result_values(campaign: Campaign, results: pd.DataFrame | None, runs: pd.DataFrame,
+                  quality_report: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The counts of each family, the headline rows (\\hlitem) with their verdicts and
+    caveats, start-up cost, equivalent metrics, and every comparison's estimate and p."""
+    alpha = campaign.analysis["alpha"]
+    reg = metric_registry(campaign)
+    res_pct = 100 * resolution(campaign)
+    aa, errors = evidence(quality_report, analysed_metrics(campaign, runs))
+    values: dict[str, Any] = {
+        "family": 0, "significant-bh": 0, "significant-bonf": 0, "equivalent": 0,
+        "hl-count": 0, "hl-each": "", "hl-overhead": 0, "hl-equivalent": 0,
+        "hl-inconclusive": 0, "hl-advantage": 0, "startup-present": False,
+        "startup-robust": False, "startup-one": False, "startup-caveat": "",
+        "equivalent-caveat": "", "quality-error": bool(errors),
+        "quality-error-metrics": tables.tex(tables.join_words(
+            [tables.in_prose(reg.get(metric), metric) for metric in sorted(errors)])) or "--",
+        "secondary-family": 0, "secondary-significant-bh": 0,
+        "secondary-significant-bonf": 0, "secondary-equivalent": 0,
+        "primary-metrics": "--", "has-derived": False, "derived-metrics": "--",
+        "design-paired": False, "design-independent": False}
+    if results is None or results.empty:
+        return values
+    all_results = results
+    results = primary_family(results)  # the A/A calibration is reported on its own
+    fam = family_of(results)
+    for prefix, name in (("", "primary"), ("secondary-", "secondary")):
+        family_rows = results[fam == name]
+        values[f"{prefix}family"] = int(family_rows["p"].notna().sum())
+        values[f"{prefix}significant-bh"] = int((family_rows["p_bh"] < alpha).sum())
+        values[f"{prefix}significant-bonf"] = int((family_rows["p_bonferroni"] < alpha).sum())
+        values[f"{prefix}equivalent"] = int((family_rows["tost_p"] < alpha).sum())
+    values["primary-metrics"] = tables.tex(tables.join_words([
+        tables.in_prose(reg.get(metric), metric)
+        for metric in dict.fromkeys(results.loc[fam == "primary", "metric"])])) or "--"
+    derived = results[fam == "derived"]
+    values["has-derived"] = not derived.empty
+    values["derived-metrics"] = tables.tex(tables.join_words([
+        tables.in_prose(reg.get(metric), metric)
+        for metric in dict.fromkeys(derived["metric"])])) or "--"
+    design = results["design"] if "design" in results else pd.Series(dtype=str)
+    values["design-paired"] = bool((design == "paired").any())
+    values["design-independent"] = bool((design == "independent").any())
+    values.update(degenerate_values(all_results, reg))
+    heads = policy.headline_rows(campaign, results, runs, quality_report)
+    values["hl-count"] = len(heads)
+    values["hl-each"] = "".join(f"\\hlitem{{{number}}}" for number in range(1, len(heads) + 1))
+    for number, head in enumerate(heads, 1):
+        row, info = head["row"], reg.get(head["metric"])
+        values[f"hl/{number}/model"] = tables.tex(head["model"])
+        values[f"hl/{number}/env"] = tables.tex(head["environment"])
+        values[f"hl/{number}/metric"] = tables.tex(tables.in_prose(info, head["metric"]))
+        values[f"hl/{number}/rel"] = tables.pct(row.rel_overhead)
+        values[f"hl/{number}/ci"] = f"{tables.pct(row.rel_ci_low)}, {tables.pct(row.rel_ci_high)}"
+        values[f"hl/{number}/has-rel"] = row.rel_overhead == row.rel_overhead
+        values[f"hl/{number}/has-ci"] = row.rel_ci_low == row.rel_ci_low
+        values[f"hl/{number}/why"] = tables.tex(facts.why_not_estimable(row)) or "--"
+        values[f"hl/{number}/mde"] = tables.num(100 * row.get("mde_rel", math.nan), 2)
+        values[f"hl/{number}/test"] = tables.tex(row.get("primary_test", "--"))
+        values[f"hl/{number}/p"] = tables.pval(row.get("p", math.nan))
+        values[f"hl/{number}/p-bh"] = tables.pval(row.get("p_bh", math.nan))
+        values[f"hl/{number}/p-tost"] = tables.pval(row.get("tost_p", math.nan))
+        for word in decisions.WORDS:
+            values[f"hl/{number}/{word.replace(' ', '-')}"] = head["verdict"] == word
+        values[f"hl/{number}/caveat"] = caveat_text(
+            head["decision"].caveats, tables.in_prose(info, head["metric"]), res_pct)
+        if head["verdict"] in ("overhead", "equivalent", "inconclusive", "advantage"):
+            values[f"hl-{head['verdict']}"] += 1
+    for word in ("overhead", "equivalent", "advantage"):
+        values[f"hl-{word}-caveat"] = group_caveat(
+            [(head["decision"], tables.in_prose(reg.get(head["metric"]), head["metric"]))
+             for head in heads if head["verdict"] == word], res_pct)
+    # where runs measured several machines (GPUs): the headline with a fixed effect per machine
+    adjusted = [head for head in heads if head["row"].get("machines", 1) >= 2
+                and head["row"].get("machine_adjusted_rel")
+                == head["row"].get("machine_adjusted_rel")]
+    values["machine-adjusted"] = tables.join_words([
+        f"{tables.tex(head['model'])} in {tables.tex(head['environment'])}: "
+        f"{tables.pct(head['row'].machine_adjusted_rel)}\\,\\% "
+        f"[{tables.pct(head['row'].machine_adjusted_ci_low)}, "
+        f"{tables.pct(head['row'].machine_adjusted_ci_high)}]" for head in adjusted]) or "--"
+    mdes = [100 * head["row"].get("mde_rel", math.nan) for head in heads
+            if head["verdict"] == "inconclusive"]
+    mdes = [mde for mde in mdes if mde == mde]
+    values["hl-mde-min"] = tables.num(min(mdes), 2) if mdes else "--"
+    values["hl-mde-max"] = tables.num(max(mdes), 2) if mdes else "--"
+    # start-up: an environment whose launch is slower for every model (decisions.every_model:
+    # Bonferroni-corrected, and never 'every model' with one)
+    starts = {env: decisions.every_model(group[group.metric == "startup_s"], alpha)
+              for env, group in results.groupby("environment", sort=False)}
+    values["startup-present"] = any(row["present"] for row in starts.values())
+    for claim, key in (("every model", "startup-robust"), ("the one model", "startup-one")):
+        held = {env: row for env, row in starts.items() if row["claim"] == claim}
+        values[key] = bool(held)
+        if held and not (values["startup-robust"] and claim == "the one model"):
+            values["startup-envs"] = tables.tex(tables.join_words(list(held)))
+            values["startup-min"] = tables.num(min(row["min"] for row in held.values()), 2)
+            values["startup-max"] = tables.num(max(row["max"] for row in held.values()), 2)
+            values["startup-n"] = sum(row["n"] for row in held.values())
+            values["startup-significant"] = sum(row["significant"] for row in held.values())
+    values["startup-one"] = values["startup-one"] and not values["startup-robust"]
+    values["startup-caveat"] = caveat_text(
+        decisions.caveats_for(aa.get("startup_s"), "startup_s" in errors),
+        tables.in_prose(reg.get("startup_s"), "startup_s"), res_pct)
+    equivalent_metrics = [metric for metric, group in results.groupby("metric", sort=False)
+                          if all(decisions.verdict(row, "none", alpha).word == "equivalent"
+                                 for _, row in group.iterrows())]
+    values["any-equivalent-metric"] = bool(equivalent_metrics)
+    values["equivalent-metrics"] = tables.tex(tables.join_words([
+        tables.in_prose(reg.get(metric), metric) for metric in equivalent_metrics])) or "--"
+    values["equivalent-caveat"] = group_caveat(
+        [(decisions.Verdict("equivalent", decisions.caveats_for(aa.get(metric), metric in errors)),
+          tables.in_prose(reg.get(metric), metric)) for metric in equivalent_metrics], res_pct)
+    for _, row in all_results.iterrows():
+        key = f"{row.model}/{row.environment}/{row.metric}"
+        values[f"rel/{key}"] = (tables.pct(row.rel_overhead)
+                                if row.rel_overhead == row.rel_overhead
+                                else tables.NOT_ESTIMABLE)
+        values[f"rel-ci/{key}"] = (
+            f"[{tables.pct(row.rel_ci_low)}, {tables.pct(row.rel_ci_high)}]"
+            if row.rel_ci_low == row.rel_ci_low else f"[{tables.NOT_ESTIMABLE}]")
+        values[f"p/{key}"] = tables.pval(row.p)
+        values[f"p-bh/{key}"] = tables.pval(row.p_bh)
+        values[f"test/{key}"] = row.primary_test
+    return values
+
+
+def degenerate_values(results: pd.DataFrame, reg: dict[str, MetricInfo]) -> dict[str, Any]:
+    """What the methods say about incomplete blocks, comparisons without an estimate or
+    an interval, and metrics compared on the raw scale (comparisons.py)."""
+    dropped = results.get("blocks_dropped", pd.Series(dtype=float)).fillna(0)
+    why = results.get("not_estimable", pd.Series(dtype=object)).fillna("").astype(str)
+    no_ci = results.get("no_interval", pd.Series(dtype=object)).fillna("").astype(str)
+    scale = results.get("scale", pd.Series(dtype=object))
+    raw = list(dict.fromkeys(results.loc[scale == "difference", "metric"])) if len(
+        scale) else []
+    return {"blocks-dropped-any": bool((dropped > 0).any()),
+            "blocks-dropped-max": int(dropped.max()) if len(dropped) else 0,
+            "not-estimable": int((why != "").sum()),
+            "no-interval": int(((no_ci != "") & (why == "")).sum()),
+            "has-raw-scale": bool(raw),
+            "raw-scale-metrics": tables.tex(tables.join_words([
+                tables.in_prose(reg.get(metric), metric) for metric in raw])) or "--"}
+
+
+AA_STATUSES = ("none", "passed", "failed", "inconclusive", "cannot fail", "untested")
+
+
+def calibration_macros(cal: dict[str, Any], reg: dict[str, MetricInfo] | None = None,
+                       replicas: dict[str, str] | None = None) -> dict[str, Any]:
+    """The A/A verdict (quality.json's calibration) as conditions and values for the A/A
+    section and the abstract of paper/main.tex: its status, one \\aaitem per comparison of
+    the calibration family (estimate, interval, primary test, Bonferroni p)."""
+    status = cal.get("status", "none")
+    if status not in AA_STATUSES:
+        raise AnalysisError(f"quality.json: calibration status '{status}' is not one of "
+                            f"{', '.join(AA_STATUSES)}; rebuild the quality step.")
+    rows = [row for row in cal.get("comparisons", []) if row.get("family") == "calibration"]
+    label = {metric: tables.in_prose(info, metric) for metric, info in (reg or {}).items()}
+    replicas = replicas or {}
+    if not replicas and rows:
+        replicas = {str(row["environment"]): str(row["reference"]) for row in rows}
+    values: dict[str, Any] = {
+        "aa-status": status, "aa-count": len(rows),
+        "aa-each": "".join(f"\\aaitem{{{number}}}" for number in range(1, len(rows) + 1)),
+        "aa-replicas": tables.tex(tables.join_words(list(replicas))) or "--",
+        "aa-originals": tables.tex(tables.join_words(list(dict.fromkeys(
+            replicas.values())))) or "--",
+        "aa-n": len(replicas),
+        "aa-alpha": cal.get("alpha", "--"),
+        "aa-resolution": f"{100 * cal.get('resolution', 0.02):g}"}
+    for word in AA_STATUSES:
+        values[f"aa-{word.replace(' ', '-')}"] = status == word
+    # per metric, every family: the metrics whose verdicts carry the A/A's caveat
+    per_metric = cal.get("metrics") or {}
+    for word, statuses in (("failed", ("failed",)),
+                           ("unresolved", ("inconclusive", "cannot fail")),
+                           ("passed", ("passed",))):
+        names = [label.get(metric, metric) for metric, metric_status in per_metric.items()
+                 if metric_status in statuses]
+        values[f"aa-{word}-metrics"] = tables.tex(tables.join_words(names)) or "--"
+        values[f"aa-any-{word}-metric"] = bool(names)
+    values["aa-metric-list"] = tables.tex("; ".join(
+        f"{label.get(metric, metric)}: {metric_status}"
+        for metric, metric_status in per_metric.items())) or "--"
+    for number, row in enumerate(rows, 1):
+        values[f"aa/{number}/model"] = tables.tex(row["model"])
+        values[f"aa/{number}/metric"] = tables.tex(label.get(row["metric"], row["metric"]))
+        values[f"aa/{number}/env"] = tables.tex(row["environment"])
+        values[f"aa/{number}/ref"] = tables.tex(row["reference"])
+        values[f"aa/{number}/rel"] = tables.pct(row["rel_overhead"])
+        values[f"aa/{number}/ci"] = (f"{tables.pct(row['rel_ci_low'])}, "
+                                     f"{tables.pct(row['rel_ci_high'])}")
+        values[f"aa/{number}/test"] = tables.tex(row.get("primary_test", "--"))
+        values[f"aa/{number}/p"] = tables.pval(row.get("p", math.nan))
+        values[f"aa/{number}/p-bonf"] = tables.pval(row.get("p_bonferroni", math.nan))
+        values[f"aa/{number}/p-tost"] = tables.pval(row.get("tost_resolution_p", math.nan))
+        values[f"aa/{number}/status"] = tables.tex(row.get("aa_status", "--"))
+        values[f"aa/{number}/significant"] = bool(row.get("p_bonferroni", math.nan)
+                                                  < cal.get("alpha", 0))
+    return values
+

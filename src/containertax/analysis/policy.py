@@ -1,0 +1,216 @@
+"""The analysis's policy for a campaign: which metrics are analysed and which form the
+primary family, the reference and the order of environments, the A/A comparisons, the
+headline rows, and what stops the analysis (duplicates, sessions instead of environments).
+
+Every rule of the analysis asks these questions the same way, so they live in one place;
+report.py only wires them to the files the rules name.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from containertax.analysis import facts, order, quality
+from containertax.analysis.metrics import MetricInfo, registry
+from containertax.analysis.tables import AA_FAMILIES
+from containertax.campaign.config import Campaign
+
+
+class AnalysisError(RuntimeError):
+    """Nothing to analyse; the message says why."""
+
+
+def metric_registry(campaign: Campaign) -> dict[str, MetricInfo]:
+    return registry(campaign.analysis.get("define_metrics"))
+
+
+def label_names(campaign: Campaign) -> list[str]:
+    """Column and metric names that must never appear raw as a figure's label."""
+    from containertax.analysis.aggregate import COLUMNS
+    from containertax.analysis.metrics import TELEMETRY
+
+    return sorted(set(metric_registry(campaign)) | set(TELEMETRY) | set(COLUMNS))
+
+
+def model_sizes(campaign: Campaign, runs: pd.DataFrame | None = None) -> dict[str, float]:
+    """Model sizes for the plausibility check: a matmul model's size, an import's
+    model_size column, then analysis.model_sizes (which wins)."""
+    sizes = {model.id: float(model.params["size"]) for model in campaign.models
+             if isinstance(model.params.get("size"), int | float)}
+    if runs is not None and "model_size" in runs:
+        known = runs.dropna(subset=["model_size"]).drop_duplicates("model")
+        sizes.update({str(row.model): float(row.model_size) for row in known.itertuples()})
+    sizes.update({model: float(size)
+                  for model, size in campaign.analysis.get("model_sizes", {}).items()})
+    return sizes
+
+
+def analysed_metrics(campaign: Campaign, runs: pd.DataFrame) -> list[str]:
+    """The comparable metrics the config asks for (all where it names none) that ran."""
+    reg = metric_registry(campaign)
+    wanted = campaign.analysis.get("metrics")
+    present = set(runs["metric"])
+    return [metric for metric in (wanted or list(reg)) if metric in reg and metric in present
+            and reg[metric].comparable]
+
+
+def primary_metrics(campaign: Campaign, runs: pd.DataFrame) -> dict[str, list[str]]:
+    """Per model, the metrics of the primary family (fixed by the config, not the data:
+    analysis.primary_metrics, else the workload kind's default, else the headline)."""
+    from containertax.analysis.metrics import PRIMARY_BY_KIND
+
+    analysed = analysed_metrics(campaign, runs)
+    wanted = campaign.analysis.get("primary_metrics")
+    out: dict[str, list[str]] = {}
+    for model in dict.fromkeys(runs["model"].astype(str)):
+        if wanted:
+            out[model] = [metric for metric in wanted if metric in analysed]
+            continue
+        if campaign.is_import or model not in {known.id for known in campaign.models}:
+            head = headline(campaign, runs)
+            out[model] = [head] if head else []
+            continue
+        have = set(analysed) & set(runs.loc[runs.model.astype(str) == model, "metric"])
+        picks = []
+        for choices in PRIMARY_BY_KIND.get(campaign.workload_kind(model), []):
+            first = next((metric for metric in choices if metric in have), None)
+            if first:
+                picks.append(first)
+        out[model] = picks
+    return out
+
+
+def comparison_plan(campaign: Campaign, runs: pd.DataFrame):  # -> comparisons.Plan
+    from containertax.analysis.comparisons import Plan
+
+    reg = metric_registry(campaign)
+    return Plan(campaign.reference, campaign.replicas, primary_metrics(campaign, runs),
+                {metric: info.restates for metric, info in reg.items() if info.restates})
+
+
+def environment_order(campaign: Campaign, runs: pd.DataFrame) -> list[str]:
+    envs = ([env.id for env in campaign.environments]
+            or list(dict.fromkeys(runs["environment"])))
+    return [campaign.reference] + [env for env in envs if env != campaign.reference]
+
+
+def headline(campaign: Campaign, runs: pd.DataFrame) -> str | None:
+    """The metric the headline table and the abstract quote (analysis.headline_metric)."""
+    metrics = analysed_metrics(campaign, runs)
+    wanted = campaign.analysis.get("headline_metric")
+    return wanted if wanted in metrics else (metrics[0] if metrics else None)
+
+
+def resolution(campaign: Campaign) -> float:
+    """The resolution the campaign needs (analysis.resolution_pct), as a fraction."""
+    return float(campaign.analysis.get("resolution_pct", 2)) / 100
+
+
+def session_findings(campaign: Campaign) -> list[Any]:
+    """An imported study whose runs were not interleaved (analysis.import_study.order:
+    sequential, or unknown) compares sessions, not environments: an error-severity finding
+    on every metric, so that the decision table qualifies every verdict of it (a test of
+    such data cannot tell the environment from whatever else changed between sessions)."""
+    if not campaign.is_import:
+        return []
+    study_order = (campaign.analysis.get("import_study") or {}).get("order", "unknown")
+    if study_order == "interleaved":
+        return []
+    why = ("each environment ran in one session" if study_order == "sequential" else
+           "the source does not say whether its runs were interleaved")
+    return [quality.Finding("pseudo_replication", "error",
+                            f"{why}: the runs are "
+                            "repeated measurements of a session, not independent replicates "
+                            "of an environment, so every test here compares sessions")]
+
+
+def refuse_duplicates(runs: pd.DataFrame, path: Path, campaign: Campaign) -> None:
+    """A repeated (model, environment, repetition/block, metric) stops the analysis: a
+    block with two runs of one environment cannot be paired, and no test may be swapped
+    for an unpaired one silently. analysis.exclude: [duplicate] drops every copy."""
+    dup = runs[quality.duplicate_mask(runs)]
+    if dup.empty:
+        return
+    source = (f" (imported from {campaign.analysis['import_csv']})" if campaign.is_import
+              else f" (from the raw records under {campaign.paths.raw_dir})")
+    cols = [column for column in
+            ("model", "environment", "repetition", "block", "metric", "value") if column in dup]
+    more = f"\n(and {len(dup) - 10} more)" if len(dup) > 10 else ""
+    raise AnalysisError(
+        f"{path}{source}: {len(dup)} rows repeat a (model, environment, repetition/block, "
+        f"metric):\n{dup[cols].head(10).to_string(index=False)}{more}\nFix the source "
+        "(remove the extra records or rows), or set analysis.exclude: [duplicate] to drop "
+        "every copy (their blocks then count as incomplete).")
+
+
+def aa_comparisons(campaign: Campaign, kept: pd.DataFrame) -> pd.DataFrame:
+    """The A/A comparisons (replicas against what they copy), corrected within their
+    families: the same code and plan as the statistics rule, with the equivalence test
+    at the campaign's resolution (column tost_resolution_p) instead of its margin."""
+    if not campaign.replicas:
+        return pd.DataFrame()
+    from dataclasses import replace
+
+    from containertax.analysis import comparisons as st
+
+    plan = comparison_plan(campaign, kept)
+    aa_envs = set(campaign.replicas) | set(campaign.replicas.values())
+    runs = kept[kept.environment.isin(aa_envs)]
+    settings = replace(st.Settings.from_config(campaign.analysis, campaign.reference),
+                       equivalence_margin=resolution(campaign))
+    results = st.analyse(runs, settings, analysed_metrics(campaign, runs), plan,
+                         st.metric_scales(kept))
+    if results.empty:
+        return results
+    results = results.rename(columns={"tost_p": "tost_resolution_p"})
+    return results[results.family.isin(["calibration", "calibration-secondary"])]
+
+
+def family_of(results: pd.DataFrame) -> pd.Series:
+    """Each comparison's family (comparisons.Plan); 'primary' for a table without one."""
+    if "family" in results:
+        return results["family"]
+    return pd.Series("primary", index=results.index)
+
+
+def primary_family(results: pd.DataFrame) -> pd.DataFrame:
+    """The comparisons the paper's verdicts rest on: every environment against the
+    reference, not the A/A calibration of a replica against what it copies."""
+    return results[~family_of(results).isin(AA_FAMILIES)]
+
+
+def evidence(quality_report: dict[str, Any] | None,
+             metrics: list[str]) -> tuple[dict[str, str], set[str]]:
+    """What the decision table needs besides the statistics, from quality.json: each
+    metric's A/A status and the metrics an error-severity finding concerns."""
+    if not quality_report:
+        return {}, set()
+    from containertax.analysis import decisions
+
+    aa = dict((quality_report.get("calibration") or {}).get("metrics") or {})
+    return aa, decisions.error_metrics(quality_report.get("findings", []), metrics)
+
+
+def headline_rows(campaign: Campaign, results: pd.DataFrame | None,
+                  runs: pd.DataFrame, quality_report: dict[str, Any] | None = None
+                  ) -> list[dict[str, Any]]:
+    if results is None or results.empty:
+        return []
+    results = primary_family(results)
+    reg = metric_registry(campaign)
+    metrics = analysed_metrics(campaign, runs)
+    aa, errors = evidence(quality_report, metrics)
+    return facts.headlines(results, reg, campaign.analysis.get("headline_metric"),
+                           metrics, campaign.analysis["alpha"], aa, errors)
+
+
+def order_balance(campaign: Campaign, order_csv: Path | None) -> dict[str, Any]:
+    """The realised order's balance (analysis/order.py) from stats/order.csv."""
+    realised = order.read(order_csv or campaign.paths.order)
+    envs = ([env.id for env in campaign.environments]
+            or list(dict.fromkeys(realised["environment"])))
+    return order.balance(realised, envs)
+
