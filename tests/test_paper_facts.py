@@ -138,3 +138,38 @@ def test_without_blocks_or_times_the_order_is_unknown():
     assert order.macros(unknown, "williams")["order-known"] is False
     planned = order.realised(runs.drop(columns=["started_utc"]))
     assert set(planned["source"]) == {"positions"}
+
+
+def test_environment_rows_read_as_sentences_from_main_tex(tmp_path):
+    """tables.environments_table writes the recorded values only; main.tex's \\envsetup
+    words them ('Host paths mounted: ... (read-only).'), as Python's f-string did."""
+    import re
+    import shutil
+    import subprocess
+
+    import pytest
+
+    from containertax.analysis import tables
+
+    if shutil.which("latexmk") is None or shutil.which("pdftotext") is None:
+        pytest.skip("needs TeX Live and poppler-utils")
+    main = (REPO / "paper" / "main.tex").read_text()
+    envsetup = re.search(r"\\newcommand\{\\envsetup\}(?:.|\n)*?Isolated: #6\.\}", main).group(0)
+    rows = [dict(environment="docker", software="image x:1", mounts="/usr, /opt",
+                 read_only=True, gpu="6 device nodes", flags="--ipc host",
+                 isolation="namespaces"),
+            dict(environment="native", software="the host software", mounts="none",
+                 read_only=False, gpu="direct (host driver)", flags="none", isolation="none")]
+    table = tables.environments_table(rows).replace("\\papercaption{tab:environments}", "")
+    (tmp_path / "main.tex").write_text(
+        "\\documentclass{article}\\usepackage{booktabs,array}\\pagestyle{empty}"
+        "\\newcolumntype{L}[1]{>{\\raggedright\\arraybackslash}p{#1}}" + envsetup
+        + "\\begin{document}\n" + table + "\\end{document}\n")
+    subprocess.run(["latexmk", "-pdf", "-interaction=nonstopmode", "-halt-on-error",
+                    "main.tex"], cwd=tmp_path, capture_output=True, timeout=300, check=True)
+    text = " ".join(subprocess.run(["pdftotext", "main.pdf", "-"], cwd=tmp_path, check=True,
+                                   capture_output=True, text=True).stdout.split())
+    assert ("Software: image x:1. Host paths mounted: /usr, /opt (read-only). GPU access: 6 "
+            "device nodes. Engine flags: --ipc host. Isolated: namespaces.") in text
+    assert ("Software: the host software. Host paths mounted: none. GPU access: direct (host "
+            "driver). Engine flags: none. Isolated: none.") in text

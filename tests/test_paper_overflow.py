@@ -81,14 +81,22 @@ def test_the_paper_never_overflows_whatever_the_values(built, tmp_path, seed):
     numbers = re.sub(r"\\ctxdef\{([^}]*)\}\{(.*)\}$",
                      lambda m: f"\\ctxdef{{{m.group(1)}}}{{{adversarial(m.group(2), rng)}}}",
                      text, flags=re.M)
-    lines = ["\\begin{itemize}"] + [
-        "\\item \\textbf{Check} (warning): " + " ".join(
+    # six findings and six excluded values, listed in quality.tex below
+    numbers = re.sub(r"\\ctxdef\{(findings|excluded)\}\{\d+\}$", r"\\ctxdef{\1}{6}", numbers,
+                     flags=re.M)
+    lines = ["\\ctxdef{quality-values}{987654}", "\\ctxdef{has-exclude-rules}{1}",
+             "\\ctxdef{exclude-rules}{" + ", ".join(IDS) + "}",
+             "\\newcommand{\\qualityfindings}{%"] + [
+        "\\qualityfinding{Check}{warning}{" + " ".join(
             rng.choice([f"{rng.choice(IDS)}/{rng.choice(IDS)}/rep{rng.randrange(99):03d}",
                         f"{rng.uniform(-99, 99):+.2f}\\,\\% [{rng.uniform(-99, 0):+.2f}, "
                         f"{rng.uniform(0, 99):+.2f}]", "Bonferroni $p$ 0.000123;",
                         "identical environments measured as different:"])
-            for _ in range(rng.randrange(5, 40)))
-        for _ in range(6)] + ["\\end{itemize}", "Exclusion rule: none."]
+            for _ in range(rng.randrange(5, 40))) + "}"
+        for _ in range(6)] + ["}", "\\newcommand{\\qualityexcluded}{%"] + [
+        f"\\excludedvalue{{{rng.choice(IDS)}}}{{{rng.choice(IDS)}}}{{{rng.randrange(999)}}}"
+        f"{{{rng.choice(IDS)}}}{{$-$123\\,456.789}}{{outliers, duplicate}}"
+        for _ in range(6)] + ["}"]
     log = compile_with(built, tmp_path / "paper", numbers, "\n".join(lines) + "\n")
     assert not overfull(log), overfull(log)
 

@@ -339,17 +339,16 @@ def unbroken_pct(text: str) -> str:
 
 
 def environments_table(envs: list[dict[str, str]]) -> str:
-    """Each environment's set-up as recorded (analysis/facts.py)."""
+    """Each environment's set-up as recorded (analysis/facts.py): the values of one
+    \\envsetup{software}{mounts}{read-only}{GPU}{flags}{isolated} each; its words are in
+    paper/main.tex."""
     def setup(env: dict[str, str]) -> str:
         flags = env["flags"]
         flags = "none" if flags == "none" else "\\texttt{" + tex(flags).replace(
             "--", "-{}-") + "}"
-        return (f"Software: {tex(env['software'])}.\\newline "
-                f"Host paths mounted: {tex(env['mounts'])}"
-                f"{' (read-only)' if env['read_only'] else ''}.\\newline "
-                f"GPU access: {tex(env['gpu'])}.\\newline "
-                f"Engine flags: {flags}.\\newline "
-                f"Isolated: {tex(env['isolation'])}.")
+        return (f"\\envsetup{{{tex(env['software'])}}}{{{tex(env['mounts'])}}}"
+                f"{{{int(bool(env['read_only']))}}}{{{tex(env['gpu'])}}}{{{flags}}}"
+                f"{{{tex(env['isolation'])}}}")
 
     rows = [[tex(env["environment"]), setup(env)] for env in envs]
     return booktabs(
