@@ -81,8 +81,8 @@ def run_quality(campaign: Campaign, runs_csv: Path, out_dir: Path,
     records.write_json(outputs["report"], {
         "findings": quality.as_dicts(findings),
         "exclude_rules": rules,
-        "excluded": dropped[quality.KEY + ["value"] + [c for c in dropped if c.startswith(
-            "flag_")]].to_dict("records"),
+        "excluded": dropped[quality.KEY + ["value"] + [
+            column for column in dropped if column.startswith("flag_")]].to_dict("records"),
         "n_rows": len(runs),
         "n_kept": len(kept),
         "calibration": calibration,
@@ -128,8 +128,9 @@ def run_stats(campaign: Campaign, kept_csv: Path, requests_csv: Path | None,
         records.atomic_write_text(out_desc, desc.to_csv(index=False))
 
 
-def read_all(paths: list[Path]) -> pd.DataFrame:
-    frames = [f for f in map(read_table, paths) if f is not None]
+def read_all(csv_paths: list[Path]) -> pd.DataFrame:
+    """The generated CSVs (one per model) as one table; empty where all are."""
+    frames = [frame for frame in map(read_table, csv_paths) if frame is not None]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
