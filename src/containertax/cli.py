@@ -294,7 +294,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     elif cmd == "schedule":
         for warning in schedule.design_warnings(campaign):  # in the schedule step's log
             logging.getLogger("containertax").warning("%s", warning)
-        schedule.write_csv(schedule.known_cells(campaign), campaign.root / schedule.POSITIONS)
+        schedule.write_csv(schedule.known_cells(campaign), campaign.paths.positions)
         schedule.write_csv(schedule.plan(campaign), Path(args.out))
     elif cmd == "aggregate":
         from containertax.analysis import aggregate

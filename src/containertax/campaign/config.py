@@ -715,9 +715,7 @@ def check_owner(campaign: Campaign) -> None:
     config laid on it with base:), or says extends_campaign: true."""
     if campaign.raw.get("extends_campaign") or campaign.is_import:
         return
-    raw = campaign.root / "raw"
-    first = next((p for p in sorted(raw.glob("*/*/rep*.json"))
-                  if not p.name.endswith(".cooldown.json")), None) if raw.is_dir() else None
+    first = next(iter(campaign.paths.raw_records()), None)
     if first is None:
         return
     try:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-from containertax.campaign import lanes
+from containertax.campaign import lanes, paths
 from containertax.campaign.config import Campaign, ConfigError
 
 FIELDS = ["position", "model", "environment", "repetition", "block", "sequence", "lane"]
@@ -110,9 +110,7 @@ def design_warnings(campaign: Campaign) -> list[str]:
     return out
 
 
-# Every cell this campaign ever planned, with its position: written beside schedule.csv by
-# the schedule step (not a Snakemake output, which Snakemake deletes before the step runs).
-POSITIONS = "schedule.positions.csv"
+POSITIONS = paths.POSITIONS  # every cell ever planned, with its position (paths.py)
 
 
 def plan(campaign: Campaign) -> list[Cell]:
@@ -140,9 +138,7 @@ def _recorded_cells(campaign: Campaign) -> list[Cell]:
     import json
 
     cells = {}
-    for path in sorted((campaign.root / "raw").glob("*/*/rep*.json")):
-        if path.name.endswith(".cooldown.json"):
-            continue
+    for path in campaign.paths.raw_records():
         try:
             cell = Cell(**json.loads(path.read_text())["cell"])
         except (OSError, ValueError, KeyError, TypeError):
@@ -156,8 +152,7 @@ def _key(c: Cell) -> tuple[str, str, int]:
 
 
 def _planned_before(campaign: Campaign) -> list[Cell]:
-    for name in (POSITIONS, "schedule.csv"):
-        path = campaign.root / name
+    for path in (campaign.paths.positions, campaign.paths.schedule):
         if path.exists():
             try:
                 return read_csv(path)
