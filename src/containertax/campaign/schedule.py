@@ -241,6 +241,29 @@ def read_csv(path: Path) -> list[Cell]:
         ]
 
 
+def written_cell(campaign: Campaign, model: str, environment: str, repetition: int) -> Cell:
+    """One cell of the schedule the schedule step wrote (paths.SCHEDULE): what a cell step
+    (gate, run, cooldown) runs, at the position, block, sequence and lane planned there.
+    A missing schedule, or one without the cell, is an error naming the file and the fix."""
+    path = campaign.paths.schedule
+    fix = (f"run the workflow with Snakemake (its schedule step writes {path} before any "
+           f"cell, and again after a change of the config)")
+    try:
+        cells = read_csv(path)
+    except FileNotFoundError:
+        raise ConfigError(f"{path} does not exist: a cell step reads its cell from the "
+                          f"campaign's schedule; {fix}.") from None
+    except (OSError, KeyError, ValueError) as exc:
+        raise ConfigError(f"{path} is not a schedule this workflow wrote ({exc}); move it "
+                          f"aside and {fix}.") from None
+    for cell in cells:
+        if (cell.model, cell.environment, cell.repetition) == (model, environment, repetition):
+            return cell
+    raise ConfigError(f"{path} has no cell {model}/{environment}/rep{repetition} of campaign "
+                      f"{campaign.name}: the schedule is older than the config, or the cell is "
+                      f"not in it; {fix}.")
+
+
 def block_targets(campaign: Campaign, reps: set[int]) -> list[str]:
     """The last file of a cell (its .done.json) of every cell of the given repetitions,
     in schedule order: as Snakemake targets they run whole blocks, so that a campaign spread
