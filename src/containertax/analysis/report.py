@@ -17,10 +17,11 @@ import pandas as pd
 from containertax.analysis import facts, hostmarkers, importer, order, quality, tables
 from containertax.analysis.metrics import MetricInfo, registry
 from containertax.campaign.config import Campaign
+from containertax.errors import ContainertaxError
 from containertax.execution import records
 
 
-class AnalysisError(RuntimeError):
+class AnalysisError(ContainertaxError, RuntimeError):
     """Nothing to analyse; the message says why."""
 
 

@@ -20,11 +20,12 @@ import yaml
 
 from containertax import workloads
 from containertax.campaign.paths import CampaignPaths
+from containertax.errors import ContainertaxError
 
 SCHEMA_PATH = Path(__file__).resolve().parents[3] / "workflow" / "schemas" / "config.schema.yaml"
 
 
-class ConfigError(ValueError):
+class ConfigError(ContainertaxError, ValueError):
     """A config that cannot drive a campaign; the message says where and how to fix it."""
 
 

@@ -18,16 +18,17 @@ from typing import Any
 
 from containertax.campaign import lanes, schedule
 from containertax.campaign.config import Campaign
+from containertax.errors import ContainertaxError
 from containertax.execution import records, thermal
 
 log = logging.getLogger("containertax")
 
 
-class RunFailed(RuntimeError):
+class RunFailed(ContainertaxError, RuntimeError):
     """The process under test failed; the message holds the tail of its output."""
 
 
-class StorageFailure(RuntimeError):
+class StorageFailure(ContainertaxError, RuntimeError):
     """A cell's files could not be written (results folder full, read-only, ...)."""
 
 

@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from containertax.campaign.schedule import Cell
+from containertax.errors import ContainertaxError
 from containertax.execution import records
 from containertax.workloads.base import Metric
 
@@ -26,7 +27,7 @@ OPTIONAL = ("lane",)  # fields a version-2 record may lack (written before lanes
 SCHEMA_PATH = Path(__file__).resolve().parents[3] / "workflow" / "schemas" / "record.schema.yaml"
 
 
-class RecordError(ValueError):
+class RecordError(ContainertaxError, ValueError):
     """A raw record that does not satisfy the schema; the message names file and key."""
 
 
