@@ -176,6 +176,13 @@ def _check_cmd(a: argparse.Namespace) -> int:
     return _check(a.config, a.directory)
 
 
+def _snakefile(a: argparse.Namespace) -> int:
+    from containertax import packaged
+
+    print(packaged.snakefile())
+    return 0
+
+
 def _status(a: argparse.Namespace) -> int:
     from containertax.campaign import status
 
@@ -333,6 +340,9 @@ COMMANDS: dict[str, Command] = {
                      "results folder, campaign name, an import's CSV; exit 1 naming the "
                      "file, the key and the fix", _check_args, _check_cmd),
     "status": Command("progress and ETA of a campaign", _status_args, _status),
+    "snakefile": Command("the path of the workflow's Snakefile (installed with the package): "
+                         "snakemake --snakefile \"$(containertax snakefile)\" ...",
+                         lambda p: None, _snakefile),
 }
 
 

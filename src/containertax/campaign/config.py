@@ -18,11 +18,11 @@ from typing import Any
 
 import yaml
 
-from containertax import workloads
+from containertax import packaged, workloads
 from containertax.campaign.paths import CampaignPaths
 from containertax.errors import ContainertaxError
 
-SCHEMA_PATH = Path(__file__).resolve().parents[3] / "workflow" / "schemas" / "config.schema.yaml"
+SCHEMA_PATH = packaged.schema("config.schema.yaml")
 
 
 class ConfigError(ContainertaxError, ValueError):
@@ -336,7 +336,7 @@ def _semantic_checks(data: dict[str, Any], source: str) -> None:
         raise ConfigError(f"{source}:\n" + "\n".join(f"  {p}" for p in problems))
 
 
-BIBLIOGRAPHY = SCHEMA_PATH.parents[2] / "paper" / "references.bib"
+BIBLIOGRAPHY = packaged.paper_dir() / "references.bib"
 
 
 def _import_study_problems(analysis: dict[str, Any]) -> list[str]:

@@ -21,14 +21,14 @@ from typing import Any
 
 import yaml
 
-from containertax import workloads
+from containertax import packaged, workloads
 from containertax.campaign import schedule
 from containertax.campaign.config import Campaign, load_campaign
 from containertax.campaign.paths import CampaignPaths
 from containertax.execution import records
 from containertax.workloads import trtllm
 
-SNAKEFILE = Path(__file__).resolve().parents[3] / "Snakefile"
+SNAKEFILE = packaged.snakefile()
 # the parameter that sets how much work a run does, per workload kind, and its rehearsal value
 COUNT = {"trtllm": ("num_requests", 32), "transformers": ("requests", 2),
          "matmul": ("repeats", 3), "microbench": ("repeats", 10)}
