@@ -121,7 +121,7 @@ rule tables:
         "../../envs/workflow.yaml"
     params:
         ct=CT,
-        out_dir=at(R.TABLES_DIR),
+        out_dir=lambda wildcards, output: str(Path(output.descriptives).parent),
     shell:
         "{params.ct} tables --config {input.config:q} --kept {input.kept:q} "
         "--comparisons {input.comparisons:q} --desc {input.descriptives:q} "

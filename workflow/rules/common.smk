@@ -7,7 +7,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 
 # Planning needs only the campaign layer (config, schedule, paths): no analysis stack.
-from containertax import packaged as ct_packaged
+import containertax.packaged as ct_packaged
 from containertax.campaign import config as ct_config
 from containertax.campaign import paths as R
 from containertax.campaign import schedule as ct_schedule
