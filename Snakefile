@@ -36,7 +36,7 @@ rule resolved_config:
     output:
         RESOLVED,
     log:
-        at("logs/resolved_config.log"),
+        at(R.STEP_LOG, step="resolved_config"),
     run:
         ct_config.write_resolved(CAMPAIGN, Path(output[0]))
 

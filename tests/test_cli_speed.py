@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from containertax import cli
-from containertax.campaign import config
+from containertax.campaign import config, schedule
 
 
 @pytest.fixture
@@ -22,6 +22,9 @@ def resolved(config_dict, tmp_path, monkeypatch) -> Path:
     campaign = config.load_campaign(config_dict, "speed.yaml")
     path = tmp_path / "config.resolved.json"
     config.write_resolved(campaign, path)
+    # a cell step reads its cell from the written schedule (the schedule step's output)
+    campaign.root.mkdir(parents=True, exist_ok=True)
+    schedule.write_csv(schedule.plan(campaign), campaign.paths.schedule)
     return path
 
 

@@ -42,7 +42,7 @@ def test_source_is_cited_in_the_file():
 def test_errors_name_row_and_column(tmp_path, body, fragment):
     path = tmp_path / "x.csv"
     path.write_text(body)
-    with pytest.raises(importer.ImportError_) as err:
+    with pytest.raises(importer.ImportFailure) as err:
         importer.read_tidy(path)
     assert fragment in str(err.value) and str(path) in str(err.value)
 
@@ -75,7 +75,7 @@ def _campaign(tmp_path, body, reference="native", **analysis):
 def test_unknown_metric_or_reference_is_an_error(tmp_path, body, reference, fragment):
     from containertax.analysis import report
 
-    with pytest.raises(importer.ImportError_) as err:
+    with pytest.raises(importer.ImportFailure) as err:
         report.read_import(_campaign(tmp_path, body, reference))
     assert fragment in str(err.value)
 

@@ -1,6 +1,7 @@
 """Command line: the steps the Snakefile's rules call, and `status` for people.
 
-Known failures print one clear message and exit 1, without a traceback.
+Known failures (containertax.errors.ContainertaxError) print one clear message and exit 1,
+without a traceback.
 """
 
 from __future__ import annotations
@@ -9,35 +10,13 @@ import argparse
 import json
 import logging
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from containertax.campaign import config, paths, schedule
+from containertax.errors import ContainertaxError
 from containertax.execution import records
-
-# Failures that print one line, by module. Each step imports only the modules it uses (a
-# gate or cooldown starts in about half the time of one importing every step's machinery;
-# the analysis stack stays off a machine that only runs cells): a module's failures can
-# only have been raised where it was imported.
-KNOWN = {
-    "containertax.campaign.config": ("ConfigError",),
-    "containertax.campaign.optimisation": ("OptimisationError",),
-    "containertax.execution.preflight": ("PreflightError",),
-    "containertax.execution.thermal": ("GateTimeout", "SensorError"),
-    "containertax.execution.gating": ("RunFailed", "StorageFailure"),
-    "containertax.execution.environments": ("EnvironmentFailure",),
-    "containertax.execution.records": ("RecordExistsError",),
-    "containertax.execution.rawrecord": ("RecordError",),
-    "containertax.workloads.base": ("WorkloadError",),
-    "containertax.workloads.trtllm": ("DatasetError",),
-    "containertax.analysis.importer": ("ImportError_",),
-    "containertax.analysis.paper": ("PaperError",),
-    "containertax.analysis.report": ("AnalysisError",),
-}
-
-
-def known_failures() -> tuple[type[BaseException], ...]:
-    return tuple(getattr(sys.modules[m], name) for m, names in KNOWN.items()
-                 if m in sys.modules for name in names)
 
 
 def load(path: str) -> config.Campaign:
@@ -65,120 +44,323 @@ def _setup_logging(log_path: str | None) -> None:
                         format="%(asctime)s %(levelname)s %(message)s")
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="containertax", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
+# --- the commands' handlers: each imports only the modules it uses (a gate or cooldown
+# starts in about half the time of one importing every step's machinery; the analysis
+# stack stays off a machine that only runs cells), and returns the exit status.
 
-    def cell_cmd(name: str, help_: str) -> argparse.ArgumentParser:
-        p = sub.add_parser(name, help=help_)
-        p.add_argument("--config", required=True)
-        p.add_argument("--model", required=True)
-        p.add_argument("--environment", required=True)
-        p.add_argument("--rep", required=True)
-        p.add_argument("--log")
-        return p
+def _gate(a: argparse.Namespace) -> int:
+    from containertax.execution import gating
 
-    p = cell_cmd("gate", "wait for the thermal gate of a cell")
+    gating.gate(load(a.config), a.model, a.environment, a.rep, Path(a.out))
+    return 0
+
+
+def _run(a: argparse.Namespace) -> int:
+    from containertax.execution import cells
+
+    cells.run(load(a.config), a.model, a.environment, a.rep, Path(a.gate), Path(a.out),
+              Path(a.log) if a.log else None)
+    return 0
+
+
+def _cooldown(a: argparse.Namespace) -> int:
+    from containertax.execution import gating
+
+    gating.cool(load(a.config), a.model, a.environment, a.rep, Path(a.out))
+    return 0
+
+
+def _dataset(a: argparse.Namespace) -> int:
+    from containertax.workloads import trtllm
+
+    campaign = load(a.config)
+    params = {**trtllm.WORKLOAD.defaults, **campaign.workload_params(a.model)}
+    meta = trtllm.write_dataset(params, Path(a.out))
+    logging.getLogger("containertax").info(
+        "dataset %s: %d requests, %d+%d tokens, vocabulary %d, sha256 %s", a.out,
+        meta["num_requests"], meta["input_len"], meta["output_len"], meta["vocab_size"],
+        meta["sha256"])
+    return 0
+
+
+def _preflight(a: argparse.Namespace) -> int:
+    from containertax.execution import preflight
+
+    preflight.write_environment(load(a.config), a.environment, Path(a.out))
+    return 0
+
+
+def _system(a: argparse.Namespace) -> int:
+    from containertax.execution import preflight
+
+    records.write_json(Path(a.out), preflight.system(load(a.config)))
+    return 0
+
+
+def _schedule(a: argparse.Namespace) -> int:
+    campaign = load(a.config)
+    for warning in schedule.design_warnings(campaign):  # in the schedule step's log
+        logging.getLogger("containertax").warning("%s", warning)
+    schedule.write_csv(schedule.known_cells(campaign), campaign.paths.positions)
+    schedule.write_csv(schedule.plan(campaign), Path(a.out))
+    return 0
+
+
+def _aggregate(a: argparse.Namespace) -> int:
+    from containertax.analysis import aggregate
+
+    campaign = load(a.config)
+    aggregate.write(campaign.root, Path(a.out),
+                    Path(a.requests_out) if a.requests_out else None)
+    return 0
+
+
+def _import(a: argparse.Namespace) -> int:
+    from containertax.analysis import report
+
+    frame = report.read_import(load(a.config))
+    records.atomic_write_text(Path(a.out), frame.to_csv(index=False))
+    if a.requests_out:
+        records.atomic_write_text(Path(a.requests_out), "")
+    return 0
+
+
+def _rootfs(a: argparse.Namespace) -> int:
+    from containertax.execution import environments
+
+    environments.export_rootfs(a.image, Path(a.out))
+    return 0
+
+
+def _host_image(a: argparse.Namespace) -> int:
+    from containertax.execution import environments
+
+    print(environments.host_software_image(a.tag))
+    return 0
+
+
+def _targets(a: argparse.Namespace) -> int:
+    print("\n".join(schedule.block_targets(load(a.config), _rep_range(a.reps))))
+    return 0
+
+
+def _best_options(a: argparse.Namespace) -> int:
+    from containertax.campaign import optimisation
+
+    campaign = load(a.config)
+    comparisons = campaign.paths.comparisons
+    if not comparisons.exists():
+        raise optimisation.OptimisationError(
+            f"{comparisons} does not exist: run the analysis of {a.config} first "
+            f"(snakemake --cores 1 paper --configfile {a.config}).")
+    import pandas as pd
+
+    verdicts = optimisation.judge(campaign, pd.read_csv(comparisons), a.metric)
+    print(optimisation.render(campaign, verdicts, a.metric))
+    if a.write:
+        chosen = optimisation.write_block(Path(a.write), campaign, verdicts, a.metric,
+                                          comparisons, records.utc_now())
+        print(f"\nwrote docker_optimised options {chosen} into {a.write}")
+    return 0
+
+
+def _rehearse(a: argparse.Namespace) -> int:
+    from containertax.campaign import rehearsal
+
+    result = rehearsal.run(Path(a.config), a.requests, snakemake_args=a.snakemake)
+    print(rehearsal.render(result))
+    return 0 if result["go"] else 2
+
+
+def _check_cmd(a: argparse.Namespace) -> int:
+    return _check(a.config, a.directory)
+
+
+def _snakefile(a: argparse.Namespace) -> int:
+    from containertax import packaged
+
+    print(packaged.snakefile())
+    return 0
+
+
+def _status(a: argparse.Namespace) -> int:
+    from containertax.campaign import status
+
+    summary = status.summarize(load(a.config), a.lanes)
+    print(json.dumps(summary, indent=1) if a.json else status.render(summary))
+    return 0
+
+
+def _analysis_step(a: argparse.Namespace) -> int:
+    _analysis(a.command, load(a.config), a)
+    return 0
+
+
+# --- the commands' arguments
+
+def _cell_args(p: argparse.ArgumentParser) -> None:
+    for arg in ("--config", "--model", "--environment", "--rep"):
+        p.add_argument(arg, required=True)
+    p.add_argument("--log")
+
+
+def _gate_args(p: argparse.ArgumentParser) -> None:
+    _cell_args(p)
     p.add_argument("--out", required=True)
-    p = cell_cmd("run", "run one cell")
+
+
+def _run_args(p: argparse.ArgumentParser) -> None:
+    _cell_args(p)
     p.add_argument("--gate", required=True)
     p.add_argument("--out", required=True, help="the step's outcome (the record is beside)")
-    p = cell_cmd("cooldown", "cool down after a cell")
-    p.add_argument("--out", required=True)
 
-    p = sub.add_parser("dataset", help="write a trtllm model's synthetic token dataset "
-                       "(before any run)")
-    p.add_argument("--config", required=True)
-    p.add_argument("--model", required=True)
-    p.add_argument("--out", required=True)
+
+def _dataset_args(p: argparse.ArgumentParser) -> None:
+    for arg in ("--config", "--model", "--out"):
+        p.add_argument(arg, required=True)
     p.add_argument("--log")
 
-    p = sub.add_parser("preflight", help="check one environment")
-    p.add_argument("--config", required=True)
-    p.add_argument("--environment", required=True)
-    p.add_argument("--out", required=True)
+
+def _preflight_args(p: argparse.ArgumentParser) -> None:
+    for arg in ("--config", "--environment", "--out"):
+        p.add_argument(arg, required=True)
     p.add_argument("--log")
 
-    for name, help_ in [("system", "record system facts"), ("schedule", "write schedule.csv"),
-                        ("aggregate", "write runs.csv"), ("import", "validate an imported CSV")]:
-        p = sub.add_parser(name, help=help_)
-        p.add_argument("--config", required=True)
-        p.add_argument("--out", required=True)
-        p.add_argument("--requests-out")
-        p.add_argument("--log")
 
-    # analysis steps: each reads named inputs and writes named outputs
-    analysis = {
-        "quality": (["runs"], ["out_dir", "out_order"]),
-        "stats": (["kept", "requests", "models"], ["outs", "out_descs"]),
-        "correct": (["models", "descs"], ["out", "out_desc"]),
-        "figures": (["kept", "comparisons", "requests"], ["out_dir", "out_tex"]),
-        "tables": (["kept", "comparisons", "desc", "order", "quality"], ["out_dir"]),
-        "numbers": (["kept", "comparisons", "quality", "order"], ["out", "out_quality"]),
-        "paper": (["source", "build"], ["out"]),
-    }
-    for name, (ins, outs) in analysis.items():
-        p = sub.add_parser(name, help=f"analysis step: {name}")
+def _table_step_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--requests-out")
+    p.add_argument("--log")
+
+
+# analysis steps: each reads named inputs and writes named outputs
+ANALYSIS = {
+    "quality": (["runs"], ["out_dir", "out_order"]),
+    "stats": (["kept", "requests", "models"], ["outs", "out_descs"]),
+    "correct": (["models", "descs"], ["out", "out_desc"]),
+    "figures": (["kept", "comparisons", "requests"], ["out_dir", "out_tex"]),
+    "tables": (["kept", "comparisons", "desc", "order", "quality"], ["out_dir"]),
+    "numbers": (["kept", "comparisons", "quality", "order"], ["out", "out_quality"]),
+    "paper": (["source", "build"], ["out"]),
+}
+
+
+def _analysis_args(name: str) -> Callable[[argparse.ArgumentParser], None]:
+    def add(p: argparse.ArgumentParser) -> None:
         p.add_argument("--config", required=True)
         p.add_argument("--log")
+        ins, outs = ANALYSIS[name]
         for arg in ins + outs:
             many = arg in ("models", "descs", "outs", "out_descs")
             p.add_argument(f"--{arg.replace('_', '-')}", nargs="*" if many else None)
+    return add
 
-    p = sub.add_parser("rootfs", help="export an image's root filesystem for chroot")
+
+def _rootfs_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--image", required=True)
     p.add_argument("--out", required=True)
     p.add_argument("--log")
 
-    p = sub.add_parser("host-image", help="import an image of empty folders, for running the "
-                       "host's software in a container (GPU machines without a registry)")
+
+def _host_image_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("tag")
 
-    p = sub.add_parser("targets", help="the files that complete some repetitions (blocks): "
-                       "one visit to a machine runs whole blocks")
+
+def _targets_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("config")
     p.add_argument("--reps", required=True, help="e.g. 1-4 or 5,6")
 
-    p = sub.add_parser("best-options", help="phase 2B: the Docker options whose variant beat "
-                       "the baseline, and their combination for docker_optimised")
+
+def _best_options_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("config", help="the phase-2B config (e.g. config/phase-2b.yaml)")
     p.add_argument("--metric", default="token_throughput")
     p.add_argument("--write", metavar="CONFIG", help="replace the BEGIN/END best-options block "
                    "of docker_optimised in this file (e.g. config/config.yaml)")
 
-    p = sub.add_parser("rehearse", help="every model x environment once with few requests "
-                       "(its own campaign, <name>-rehearsal), then a go/no-go table; exit 0 "
-                       "on GO, 2 on NO-GO")
+
+def _rehearse_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("config", help="the study's config file (e.g. config/config.yaml)")
     p.add_argument("--requests", type=int, help="requests (repeats) per run; default per "
                    "workload: trtllm 32, transformers 2, matmul 3, microbench 10")
     p.add_argument("--snakemake", nargs=argparse.REMAINDER, default=[],
                    help="further arguments for Snakemake (last on the line)")
 
-    p = sub.add_parser("check", help="check a config file before anything runs: YAML, "
-                       "schema, workloads, results folder, campaign name, an import's CSV; "
-                       "exit 1 naming the file, the key and the fix")
+
+def _check_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("config", help="the campaign's config file (e.g. config/demo.yaml)")
     p.add_argument("--directory", "-d", help="Snakemake's working directory, against which "
                    "results_dir and analysis.import_csv are relative (as snakemake "
                    "--directory); default: the checkout holding the config (the nearest "
                    "folder above it with the Snakefile), else the current directory")
 
-    p = sub.add_parser("status", help="progress and ETA of a campaign")
+
+def _status_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("config", help="the campaign's config file (e.g. config/demo.yaml)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--lanes", type=int, action="append", default=[],
                    help="also estimate the campaign's wall time on this many lanes (repeatable)")
 
-    args = parser.parse_args(argv)
+
+@dataclass(frozen=True)
+class Command:
+    """One subcommand: its arguments, and the handler that runs it (exit status)."""
+
+    help: str
+    arguments: Callable[[argparse.ArgumentParser], None]
+    handler: Callable[[argparse.Namespace], int]
+
+
+COMMANDS: dict[str, Command] = {
+    "gate": Command("wait for the thermal gate of a cell", _gate_args, _gate),
+    "run": Command("run one cell", _run_args, _run),
+    "cooldown": Command("cool down after a cell", _gate_args, _cooldown),
+    "dataset": Command("write a trtllm model's synthetic token dataset (before any run)",
+                       _dataset_args, _dataset),
+    "preflight": Command("check one environment", _preflight_args, _preflight),
+    "system": Command("record system facts", _table_step_args, _system),
+    "schedule": Command("write schedule.csv", _table_step_args, _schedule),
+    "aggregate": Command("write runs.csv", _table_step_args, _aggregate),
+    "import": Command("validate an imported CSV", _table_step_args, _import),
+    **{name: Command(f"analysis step: {name}", _analysis_args(name), _analysis_step)
+       for name in ANALYSIS},
+    "rootfs": Command("export an image's root filesystem for chroot", _rootfs_args, _rootfs),
+    "host-image": Command("import an image of empty folders, for running the host's software "
+                          "in a container (GPU machines without a registry)",
+                          _host_image_args, _host_image),
+    "targets": Command("the files that complete some repetitions (blocks): one visit to a "
+                       "machine runs whole blocks", _targets_args, _targets),
+    "best-options": Command("phase 2B: the Docker options whose variant beat the baseline, "
+                            "and their combination for docker_optimised",
+                            _best_options_args, _best_options),
+    "rehearse": Command("every model x environment once with few requests (its own "
+                        "campaign, <name>-rehearsal), then a go/no-go table; exit 0 on GO, "
+                        "2 on NO-GO", _rehearse_args, _rehearse),
+    "check": Command("check a config file before anything runs: YAML, schema, workloads, "
+                     "results folder, campaign name, an import's CSV; exit 1 naming the "
+                     "file, the key and the fix", _check_args, _check_cmd),
+    "status": Command("progress and ETA of a campaign", _status_args, _status),
+    "snakefile": Command("the path of the workflow's Snakefile (installed with the package): "
+                         "snakemake --snakefile \"$(containertax snakefile)\" ...",
+                         lambda p: None, _snakefile),
+}
+
+
+def parser() -> argparse.ArgumentParser:
+    """The command line, one subcommand per entry of COMMANDS."""
+    top = argparse.ArgumentParser(prog="containertax", description=__doc__)
+    sub = top.add_subparsers(dest="command", required=True)
+    for name, command in COMMANDS.items():
+        command.arguments(sub.add_parser(name, help=command.help))
+    return top
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
     _setup_logging(getattr(args, "log", None))
     try:
-        if args.command == "check":
-            return _check(args.config, args.directory)
-        return _dispatch(args)
-    except Exception as exc:
-        if not isinstance(exc, known_failures()):
-            raise
+        return COMMANDS[args.command].handler(args)
+    except ContainertaxError as exc:
         logging.getLogger("containertax").error("%s", exc)
         return 1
 
@@ -206,7 +388,7 @@ def _check(path: str, directory: str | None = None) -> int:
             frame = importer.read_checked(campaign.import_path,
                                           registry(campaign.analysis.get("define_metrics")),
                                           campaign.reference)
-        except importer.ImportError_ as exc:
+        except importer.ImportFailure as exc:
             raise config.ConfigError(f"{path}: key 'analysis.import_csv': {exc}") from None
         print(f"{path}: ok: campaign {campaign.name} analyses {campaign.import_path} "
               f"({len(frame)} rows), results in {campaign.root}")
@@ -217,99 +399,6 @@ def _check(path: str, directory: str | None = None) -> int:
           f"{campaign.repetitions} repetitions), results in {campaign.root}")
     for warning in schedule.design_warnings(campaign):
         print(f"warning: {warning}")
-    return 0
-
-
-def _dispatch(args: argparse.Namespace) -> int:
-    cmd = args.command
-    if cmd in ("rootfs", "host-image"):
-        from containertax.execution import environments
-    if cmd == "rootfs":
-        environments.export_rootfs(args.image, Path(args.out))
-        return 0
-    if cmd == "host-image":
-        print(environments.host_software_image(args.tag))
-        return 0
-    if cmd == "rehearse":
-        from containertax.campaign import rehearsal
-
-        result = rehearsal.run(Path(args.config), args.requests,
-                               snakemake_args=args.snakemake)
-        print(rehearsal.render(result))
-        return 0 if result["go"] else 2
-    campaign = load(args.config)
-    if cmd == "targets":
-        print("\n".join(schedule.block_targets(campaign, _rep_range(args.reps))))
-    elif cmd == "best-options":
-        from containertax.campaign import optimisation
-
-        comparisons = campaign.paths.comparisons
-        if not comparisons.exists():
-            raise optimisation.OptimisationError(
-                f"{comparisons} does not exist: run the analysis of {args.config} first "
-                f"(snakemake --cores 1 paper --configfile {args.config}).")
-        import pandas as pd
-
-        verdicts = optimisation.judge(campaign, pd.read_csv(comparisons), args.metric)
-        print(optimisation.render(campaign, verdicts, args.metric))
-        if args.write:
-            chosen = optimisation.write_block(Path(args.write), campaign, verdicts,
-                                              args.metric, comparisons, records.utc_now())
-            print(f"\nwrote docker_optimised options {chosen} into {args.write}")
-    elif cmd == "status":
-        from containertax.campaign import status
-
-        summary = status.summarize(campaign, args.lanes)
-        print(json.dumps(summary, indent=1) if args.json else status.render(summary))
-    elif cmd == "gate":
-        from containertax.execution import gating
-
-        gating.gate(campaign, args.model, args.environment, args.rep, Path(args.out))
-    elif cmd == "run":
-        from containertax.execution import cells
-
-        cells.run(campaign, args.model, args.environment, args.rep, Path(args.gate),
-                  Path(args.out), Path(args.log) if args.log else None)
-    elif cmd == "cooldown":
-        from containertax.execution import gating
-
-        gating.cool(campaign, args.model, args.environment, args.rep, Path(args.out))
-    elif cmd == "dataset":
-        from containertax.workloads import trtllm
-
-        params = {**trtllm.WORKLOAD.defaults, **campaign.workload_params(args.model)}
-        meta = trtllm.write_dataset(params, Path(args.out))
-        logging.getLogger("containertax").info(
-            "dataset %s: %d requests, %d+%d tokens, vocabulary %d, sha256 %s", args.out,
-            meta["num_requests"], meta["input_len"], meta["output_len"], meta["vocab_size"],
-            meta["sha256"])
-    elif cmd == "preflight":
-        from containertax.execution import preflight
-
-        preflight.write_environment(campaign, args.environment, Path(args.out))
-    elif cmd == "system":
-        from containertax.execution import preflight
-
-        records.write_json(Path(args.out), preflight.system(campaign))
-    elif cmd == "schedule":
-        for warning in schedule.design_warnings(campaign):  # in the schedule step's log
-            logging.getLogger("containertax").warning("%s", warning)
-        schedule.write_csv(schedule.known_cells(campaign), campaign.root / schedule.POSITIONS)
-        schedule.write_csv(schedule.plan(campaign), Path(args.out))
-    elif cmd == "aggregate":
-        from containertax.analysis import aggregate
-
-        aggregate.write(campaign.root, Path(args.out),
-                        Path(args.requests_out) if args.requests_out else None)
-    elif cmd == "import":
-        from containertax.analysis import report
-
-        frame = report.read_import(campaign)
-        records.atomic_write_text(Path(args.out), frame.to_csv(index=False))
-        if args.requests_out:
-            records.atomic_write_text(Path(args.requests_out), "")
-    else:
-        _analysis(cmd, campaign, args)
     return 0
 
 

@@ -14,7 +14,7 @@ rule aggregate:
         runs=at(R.RUNS),
         requests=at(R.REQUESTS_ALL),
     log:
-        at("logs/aggregate.log"),
+        at(R.STEP_LOG, step="aggregate"),
     priority: 0
     conda:
         "../../envs/workflow.yaml"

@@ -10,12 +10,12 @@ rule quality:
         runs=at(R.RUNS),
         code=ANALYSIS_CODE,
     output:
-        annotated=at("stats/annotated.csv"),
-        kept=at("stats/kept.csv"),
-        report=at("stats/quality.json"),
+        annotated=at(R.ANNOTATED),
+        kept=at(R.KEPT),
+        report=at(R.QUALITY),
         order=at(R.ORDER),
     log:
-        at("logs/quality.log"),
+        at(R.STEP_LOG, step="quality"),
     conda:
         "../../envs/workflow.yaml"
     params:
@@ -31,16 +31,14 @@ rule stats:
     importing the statistics stack costs more than the computation)."""
     input:
         config=RESOLVED,
-        kept=at("stats/kept.csv"),
+        kept=at(R.KEPT),
         requests=at(R.REQUESTS_ALL),
         code=ANALYSIS_CODE,
     output:
-        comparisons=expand(at("stats/models/{model}.csv"), model=ANALYSIS_MODELS),
-        descriptives=expand(
-            at("stats/models/{model}.descriptives.csv"), model=ANALYSIS_MODELS
-        ),
+        comparisons=expand(at(R.MODEL_COMPARISONS), model=ANALYSIS_MODELS),
+        descriptives=expand(at(R.MODEL_DESCRIPTIVES), model=ANALYSIS_MODELS),
     log:
-        at("logs/stats.log"),
+        at(R.STEP_LOG, step="stats"),
     conda:
         "../../envs/workflow.yaml"
     params:
@@ -56,8 +54,8 @@ rule correct:
     """Bonferroni and Benjamini-Hochberg across all models, metrics and comparisons."""
     input:
         config=RESOLVED,
-        models=expand(at("stats/models/{model}.csv"), model=ANALYSIS_MODELS),
-        descs=expand(at("stats/models/{model}.descriptives.csv"), model=ANALYSIS_MODELS),
+        models=expand(at(R.MODEL_COMPARISONS), model=ANALYSIS_MODELS),
+        descs=expand(at(R.MODEL_DESCRIPTIVES), model=ANALYSIS_MODELS),
         code=ANALYSIS_CODE,
     output:
         comparisons=report(
@@ -65,9 +63,9 @@ rule correct:
             caption="../report/table.rst",
             category="Comparisons",
         ),
-        descriptives=at("stats/descriptives.csv"),
+        descriptives=at(R.DESCRIPTIVES),
     log:
-        at("logs/correct.log"),
+        at(R.STEP_LOG, step="correct"),
     conda:
         "../../envs/workflow.yaml"
     params:
@@ -81,20 +79,20 @@ rule correct:
 rule figures:
     input:
         config=RESOLVED,
-        kept=at("stats/kept.csv"),
+        kept=at(R.KEPT),
         comparisons=at(R.COMPARISONS),
         requests=at(R.REQUESTS_ALL),
         code=ANALYSIS_CODE,
     output:
         figures=report(
-            directory(at("paper/figures")),
+            directory(at(R.FIGURES_DIR)),
             patterns=["{number,[0-9]+}-{name}.pdf"],
             caption="../report/figures.rst",
             category="Figures",
         ),
-        tex=at("paper/figures.tex"),
+        tex=at(R.FIGURES_TEX),
     log:
-        at("logs/figures.log"),
+        at(R.STEP_LOG, step="figures"),
     conda:
         "../../envs/workflow.yaml"
     params:
@@ -108,25 +106,17 @@ rule figures:
 rule tables:
     input:
         config=RESOLVED,
-        kept=at("stats/kept.csv"),
+        kept=at(R.KEPT),
         comparisons=at(R.COMPARISONS),
-        descriptives=at("stats/descriptives.csv"),
+        descriptives=at(R.DESCRIPTIVES),
         order=at(R.ORDER),
-        quality=at("stats/quality.json"),
+        quality=at(R.QUALITY),
         records=record_folders_or_none,
         code=ANALYSIS_CODE,
     output:
-        headline=at("paper/tables/headline.tex"),
-        estimates=at("paper/tables/estimates.tex"),
-        tests=at("paper/tables/tests.tex"),
-        descriptives=at("paper/tables/descriptives.tex"),
-        system=at("paper/tables/system.tex"),
-        memory=at("paper/tables/memory.tex"),
-        environments=at("paper/tables/environments.tex"),
-        workloads=at("paper/tables/workloads.tex"),
-        design=at("paper/tables/design.tex"),
+        **{name: at(R.TABLE, table=name) for name in R.TABLES},
     log:
-        at("logs/tables.log"),
+        at(R.STEP_LOG, step="tables"),
     conda:
         "../../envs/workflow.yaml"
     params:
@@ -144,17 +134,17 @@ rule numbers:
     section."""
     input:
         config=RESOLVED,
-        kept=at("stats/kept.csv"),
+        kept=at(R.KEPT),
         records=record_folders_or_none,
         comparisons=at(R.COMPARISONS),
-        quality=at("stats/quality.json"),
+        quality=at(R.QUALITY),
         order=at(R.ORDER),
         code=ANALYSIS_CODE,
     output:
-        numbers=at("paper/numbers.tex"),
-        quality=at("paper/quality.tex"),
+        numbers=at(R.NUMBERS_TEX),
+        quality=at(R.QUALITY_TEX),
     log:
-        at("logs/numbers.log"),
+        at(R.STEP_LOG, step="numbers"),
     conda:
         "../../envs/workflow.yaml"
     params:
@@ -171,15 +161,15 @@ rule pdf:
     input:
         config=RESOLVED,
         source=PAPER_SOURCES,
-        figures=at("paper/figures.tex"),
+        figures=at(R.FIGURES_TEX),
         tables=rules.tables.output,
-        numbers=at("paper/numbers.tex"),
-        quality=at("paper/quality.tex"),
+        numbers=at(R.NUMBERS_TEX),
+        quality=at(R.QUALITY_TEX),
         code=ANALYSIS_CODE,
     output:
-        report(at("paper/paper.pdf"), caption="../report/paper.rst", category="Paper"),
+        report(at(R.PDF), caption="../report/paper.rst", category="Paper"),
     log:
-        at("logs/paper.log"),
+        at(R.STEP_LOG, step="paper"),
     conda:
         "../../envs/workflow.yaml"
     params:

@@ -7,6 +7,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 
 # Planning needs only the campaign layer (config, schedule, paths): no analysis stack.
+import containertax.packaged as ct_packaged
 from containertax.campaign import config as ct_config
 from containertax.campaign import paths as R
 from containertax.campaign import schedule as ct_schedule
@@ -254,7 +255,7 @@ def rootfs_marker(wildcards):
 # Every analysis step depends on all analysis code, the record reader and its schema, the
 # paths and the workloads' metric registry entries: with mtime rerun triggers, editing any
 # of it rebuilds the statistics, figures, tables and paper.
-PKG = Path(workflow.basedir) / "src" / "containertax"
+PKG = ct_packaged.package()  # the package's own folder, in a checkout or installed
 ANALYSIS_CODE = sorted(
     [str(p) for p in (PKG / "analysis").glob("*.py")]
     + [str(p) for p in (PKG / "workloads").glob("*.py")]
@@ -262,7 +263,7 @@ ANALYSIS_CODE = sorted(
         str(PKG / "execution" / "records.py"),
         str(PKG / "execution" / "rawrecord.py"),
         str(PKG / "campaign" / "paths.py"),
-        str(Path(workflow.basedir) / "workflow" / "schemas" / "record.schema.yaml"),
+        str(ct_packaged.schema("record.schema.yaml")),
     ]
 )
 
@@ -343,7 +344,7 @@ def record_folders_or_none(wildcards):
 
 PAPER_SOURCES = sorted(
     str(p)
-    for p in (Path(workflow.basedir) / "paper").iterdir()
+    for p in ct_packaged.paper_dir().iterdir()
     if p.suffix in (".tex", ".bib")
 )
 

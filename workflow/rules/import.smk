@@ -10,7 +10,7 @@ rule import_runs:
         runs=at(R.RUNS),
         requests=at(R.REQUESTS_ALL),
     log:
-        at("logs/import.log"),
+        at(R.STEP_LOG, step="import"),
     conda:
         "../../envs/workflow.yaml"
     params:

@@ -7,7 +7,7 @@ rule schedule:
     output:
         at(R.SCHEDULE),
     log:
-        at("logs/schedule.log"),
+        at(R.STEP_LOG, step="schedule"),
     priority: FIRST
     conda:
         "../../envs/workflow.yaml"
@@ -25,7 +25,7 @@ rule system:
     output:
         at(R.SYSTEM),
     log:
-        at("logs/system.log"),
+        at(R.STEP_LOG, step="system"),
     priority: FIRST
     conda:
         "../../envs/workflow.yaml"
@@ -43,7 +43,7 @@ rule rootfs:
         tree=directory(at(R.ROOTFS)),
         marker=at(R.ROOTFS_MARKER),
     log:
-        at("logs/rootfs/{image}.log"),
+        at(R.ROOTFS_LOG),
     priority: FIRST
     conda:
         "../../envs/workflow.yaml"
@@ -67,7 +67,7 @@ rule preflight:
     output:
         at(R.PREFLIGHT),
     log:
-        at("logs/preflight/{environment}.log"),
+        at(R.PREFLIGHT_LOG),
     priority: FIRST
     conda:
         "../../envs/workflow.yaml"
@@ -90,7 +90,7 @@ rule dataset:
         data="{dataset_dir}/{dataset_name}.jsonl",
         meta="{dataset_dir}/{dataset_name}.jsonl.json",
     log:
-        at("logs/dataset{dataset_dir}/{dataset_name}.log"),
+        at(R.DATASET_LOG),
     wildcard_constraints:
         dataset_dir=DATASET_DIRS,
         dataset_name=r"[^/]+",

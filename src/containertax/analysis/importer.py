@@ -14,10 +14,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from containertax.errors import ContainertaxError
+
 REQUIRED = ["model", "environment", "repetition", "metric", "value", "unit"]
 
 
-class ImportError_(ValueError):
+class ImportFailure(ContainertaxError, ValueError):
     """A tidy CSV that cannot be analysed; the message names file, row, column and fix."""
 
 
@@ -26,26 +28,26 @@ def read_tidy(path: Path) -> pd.DataFrame:
     try:
         frame = pd.read_csv(path, comment="#", skipinitialspace=True)
     except FileNotFoundError:
-        raise ImportError_(f"{path}: no such file (analysis.import_csv).") from None
+        raise ImportFailure(f"{path}: no such file (analysis.import_csv).") from None
     except pd.errors.ParserError as exc:
-        raise ImportError_(f"{path}: not a valid CSV: {exc}") from None
+        raise ImportFailure(f"{path}: not a valid CSV: {exc}") from None
     missing = [c for c in REQUIRED if c not in frame.columns]
     if missing:
-        raise ImportError_(
+        raise ImportFailure(
             f"{path}: missing column(s) {missing}; a tidy import needs {REQUIRED} "
             "(optional: block, timestamp, model_size, throttled_s).")
     for col in ("model", "environment", "metric", "unit"):
         blank = frame[col].isna() | (frame[col].astype(str).str.strip() == "")
         if blank.any():
             row = int(blank.idxmax()) + 2
-            raise ImportError_(f"{path}: row {row}: column '{col}' is empty; fill it in.")
+            raise ImportFailure(f"{path}: row {row}: column '{col}' is empty; fill it in.")
     for col in ("repetition", "value"):
         num = pd.to_numeric(frame[col], errors="coerce")
         bad = num.isna() & frame[col].notna() & ~frame[col].astype(str).str.lower().isin(
             ["nan", "inf", "-inf"])
         if bad.any():
             row = int(bad.idxmax()) + 2
-            raise ImportError_(
+            raise ImportFailure(
                 f"{path}: row {row}: column '{col}' = {frame.loc[bad.idxmax(), col]!r} is not a "
                 "number; write a plain number (NaN for a missing value).")
         frame[col] = num
@@ -55,7 +57,7 @@ def read_tidy(path: Path) -> pd.DataFrame:
         ts = pd.to_datetime(frame["timestamp"], utc=True, errors="coerce")
         if ts.isna().any():
             row = int(ts.isna().idxmax()) + 2
-            raise ImportError_(f"{path}: row {row}: 'timestamp' is not ISO 8601.")
+            raise ImportFailure(f"{path}: row {row}: 'timestamp' is not ISO 8601.")
         order = ts.rank(method="dense").astype(int) - 1
         frame["position"] = order
     if "model_size" in frame:
@@ -63,7 +65,7 @@ def read_tidy(path: Path) -> pd.DataFrame:
         bad = size.isna() & frame["model_size"].notna()
         if bad.any():
             row = int(bad.idxmax()) + 2
-            raise ImportError_(f"{path}: row {row}: 'model_size' = "
+            raise ImportFailure(f"{path}: row {row}: 'model_size' = "
                                f"{frame.loc[bad.idxmax(), 'model_size']!r} is not a number; "
                                "write the size as a plain number (parameters, matrix side).")
         frame["model_size"] = size
@@ -82,13 +84,13 @@ def check_against(frame: pd.DataFrame, path: Path, metrics: Iterable[str],
     unknown = sorted(set(frame["metric"]) - known)
     if unknown:
         row = int(frame.index[frame["metric"].isin(unknown)][0]) + 2
-        raise ImportError_(
+        raise ImportFailure(
             f"{path}: row {row}: column 'metric' holds {unknown}, not in the metric registry; "
             "correct the names or define them under analysis.define_metrics "
             "(name -> {unit, direction, label}) in the campaign config.")
     envs = sorted(set(frame["environment"]))
     if reference not in envs:
-        raise ImportError_(
+        raise ImportFailure(
             f"{path}: reference_environment '{reference}' is not an environment of the "
             f"import ({envs}); set reference_environment in the config to one of them.")
 

@@ -9,12 +9,13 @@ import subprocess
 from pathlib import Path
 
 from containertax.analysis import review
+from containertax.errors import ContainertaxError
 from containertax.execution import records
 
 log_ = logging.getLogger(__name__)
 
 
-class PaperError(RuntimeError):
+class PaperError(ContainertaxError, RuntimeError):
     """LaTeX failed; the message holds the end of its log."""
 
 

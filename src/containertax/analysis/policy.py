@@ -17,9 +17,10 @@ from containertax.analysis import facts, order, quality
 from containertax.analysis.metrics import MetricInfo, registry
 from containertax.analysis.tables import AA_FAMILIES
 from containertax.campaign.config import Campaign
+from containertax.errors import ContainertaxError
 
 
-class AnalysisError(RuntimeError):
+class AnalysisError(ContainertaxError, RuntimeError):
     """Nothing to analyse; the message says why."""
 
 

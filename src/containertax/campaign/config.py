@@ -18,13 +18,14 @@ from typing import Any
 
 import yaml
 
-from containertax import workloads
+from containertax import packaged, workloads
 from containertax.campaign.paths import CampaignPaths
+from containertax.errors import ContainertaxError
 
-SCHEMA_PATH = Path(__file__).resolve().parents[3] / "workflow" / "schemas" / "config.schema.yaml"
+SCHEMA_PATH = packaged.schema("config.schema.yaml")
 
 
-class ConfigError(ValueError):
+class ConfigError(ContainertaxError, ValueError):
     """A config that cannot drive a campaign; the message says where and how to fix it."""
 
 
@@ -335,7 +336,7 @@ def _semantic_checks(data: dict[str, Any], source: str) -> None:
         raise ConfigError(f"{source}:\n" + "\n".join(f"  {p}" for p in problems))
 
 
-BIBLIOGRAPHY = SCHEMA_PATH.parents[2] / "paper" / "references.bib"
+BIBLIOGRAPHY = packaged.paper_dir() / "references.bib"
 
 
 def _import_study_problems(analysis: dict[str, Any]) -> list[str]:
@@ -715,9 +716,7 @@ def check_owner(campaign: Campaign) -> None:
     config laid on it with base:), or says extends_campaign: true."""
     if campaign.raw.get("extends_campaign") or campaign.is_import:
         return
-    raw = campaign.root / "raw"
-    first = next((p for p in sorted(raw.glob("*/*/rep*.json"))
-                  if not p.name.endswith(".cooldown.json")), None) if raw.is_dir() else None
+    first = next(iter(campaign.paths.raw_records()), None)
     if first is None:
         return
     try:

@@ -21,12 +21,13 @@ import yaml
 
 from containertax.analysis.metrics import registry
 from containertax.campaign.config import Campaign
+from containertax.errors import ContainertaxError
 
 if TYPE_CHECKING:
     import pandas as pd
 
 
-class OptimisationError(ValueError):
+class OptimisationError(ContainertaxError, ValueError):
     """No phase-2B result this can read; the message says what is missing."""
 
 

@@ -54,6 +54,42 @@ WORK = "work"
 COMPARISONS = "stats/comparisons.csv"
 ORDER = "stats/order.csv"  # the realised order of the runs within blocks (analysis/order.py)
 VISITS = "raw/visits"  # each visit's copy of its ledger, schedule and system facts
+RAW_DIR = "raw"
+ROOTFS_DIR = "rootfs"
+# Every cell this campaign ever planned, with its position: written beside schedule.csv by
+# the schedule step (not a Snakemake output, which Snakemake deletes before the step runs).
+POSITIONS = "schedule.positions.csv"
+
+# Logs of the steps that are not per cell (one per rule; the cell steps' is LOG above).
+STEP_LOG = "logs/{step}.log"
+PREFLIGHT_LOG = "logs/preflight/{environment}.log"
+ROOTFS_LOG = "logs/rootfs/{image}.log"
+DATASET_LOG = "logs/dataset{dataset_dir}/{dataset_name}.log"
+
+# The analysis: quality -> stats per model -> correction -> figures, tables, numbers -> PDF.
+ANNOTATED = "stats/annotated.csv"
+KEPT = "stats/kept.csv"
+QUALITY = "stats/quality.json"
+MODEL_COMPARISONS = "stats/models/{model}.csv"
+MODEL_DESCRIPTIVES = "stats/models/{model}.descriptives.csv"
+DESCRIPTIVES = "stats/descriptives.csv"
+PAPER_DIR = "paper"
+FIGURES_DIR = PAPER_DIR + "/figures"
+FIGURES_TEX = PAPER_DIR + "/figures.tex"
+TABLES_DIR = PAPER_DIR + "/tables"
+TABLE = TABLES_DIR + "/{table}.tex"
+# The tables step's outputs, in the order the rule names them
+TABLES = ("headline", "estimates", "tests", "descriptives", "system", "memory",
+          "environments", "workloads", "design")
+NUMBERS_TEX = PAPER_DIR + "/numbers.tex"
+QUALITY_TEX = PAPER_DIR + "/quality.tex"
+PDF = PAPER_DIR + "/paper.pdf"
+REVIEW = PAPER_DIR + "/review.json"  # what a reviewer would reject (analysis/review.py)
+
+# A rehearsal's own files (campaign/rehearsal.py), in the rehearsal campaign's root
+REHEARSAL_CONFIG = "rehearsal-config.yaml"
+REHEARSAL_JSON = "rehearsal.json"
+REHEARSAL_MD = "rehearsal.md"
 
 
 # The file that marks a checkout's root: Snakemake runs there (README), so that folder is
@@ -165,7 +201,7 @@ class CampaignPaths:
 
     @property
     def raw_dir(self) -> Path:
-        return self.root / "raw"
+        return self.root / RAW_DIR
 
     def raw_records(self) -> list[Path]:
         """Every raw record present, whatever its name's width."""
@@ -252,6 +288,91 @@ class CampaignPaths:
         """A scratch folder of one attempt (kept when it fails, for the post-mortem)."""
         return self.root / WORK / name
 
+    @property
+    def positions(self) -> Path:
+        """Every cell ever planned, with its position (schedule.positions.csv)."""
+        return self.root / POSITIONS
+
+    def step_log(self, step: str) -> Path:
+        """The log of a step that is not per cell (logs/<step>.log)."""
+        return self.at(STEP_LOG, step=step)
+
+    def preflight_log(self, environment: str) -> Path:
+        return self.at(PREFLIGHT_LOG, environment=environment)
+
+    @property
+    def rootfs_dir(self) -> Path:
+        return self.root / ROOTFS_DIR
+
+    @property
+    def annotated(self) -> Path:
+        return self.root / ANNOTATED
+
+    @property
+    def kept(self) -> Path:
+        return self.root / KEPT
+
+    @property
+    def quality(self) -> Path:
+        """The quality report (stats/quality.json)."""
+        return self.root / QUALITY
+
+    def model_comparisons(self, model: str) -> Path:
+        return self.at(MODEL_COMPARISONS, model=model)
+
+    def model_descriptives(self, model: str) -> Path:
+        return self.at(MODEL_DESCRIPTIVES, model=model)
+
+    @property
+    def descriptives(self) -> Path:
+        return self.root / DESCRIPTIVES
+
+    @property
+    def paper_dir(self) -> Path:
+        return self.root / PAPER_DIR
+
+    @property
+    def figures_dir(self) -> Path:
+        return self.root / FIGURES_DIR
+
+    @property
+    def figures_tex(self) -> Path:
+        return self.root / FIGURES_TEX
+
+    @property
+    def tables_dir(self) -> Path:
+        return self.root / TABLES_DIR
+
+    def table(self, name: str) -> Path:
+        return self.at(TABLE, table=name)
+
+    @property
+    def numbers_tex(self) -> Path:
+        return self.root / NUMBERS_TEX
+
+    @property
+    def quality_tex(self) -> Path:
+        return self.root / QUALITY_TEX
+
+    @property
+    def pdf(self) -> Path:
+        return self.root / PDF
+
+    @property
+    def review(self) -> Path:
+        return self.root / REVIEW
+
+    @property
+    def rehearsal_config(self) -> Path:
+        return self.root / REHEARSAL_CONFIG
+
+    @property
+    def rehearsal_json(self) -> Path:
+        return self.root / REHEARSAL_JSON
+
+    @property
+    def rehearsal_md(self) -> Path:
+        return self.root / REHEARSAL_MD
 
 # --- the analysis's files inside the folders its rules are given (analysis/report.py; the
 # rules in workflow/rules/analysis.smk name the same files) ---------------------------------

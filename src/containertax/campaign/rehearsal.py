@@ -21,13 +21,14 @@ from typing import Any
 
 import yaml
 
-from containertax import workloads
+from containertax import packaged, workloads
 from containertax.campaign import schedule
 from containertax.campaign.config import Campaign, load_campaign
+from containertax.campaign.paths import CampaignPaths
 from containertax.execution import records
 from containertax.workloads import trtllm
 
-SNAKEFILE = Path(__file__).resolve().parents[3] / "Snakefile"
+SNAKEFILE = packaged.snakefile()
 # the parameter that sets how much work a run does, per workload kind, and its rehearsal value
 COUNT = {"trtllm": ("num_requests", 32), "transformers": ("requests", 2),
          "matmul": ("repeats", 3), "microbench": ("repeats", 10)}
@@ -66,7 +67,7 @@ def run(config_path: Path, requests: int | None = None, workdir: Path | None = N
     workdir = workdir or Path.cwd()
     root = workdir / rehearsal.root if not rehearsal.root.is_absolute() else rehearsal.root
     root.mkdir(parents=True, exist_ok=True)
-    cfg = root / "rehearsal-config.yaml"
+    cfg = CampaignPaths(root).rehearsal_config
     records.atomic_write_text(cfg, yaml.safe_dump(derived, sort_keys=False))
     block = schedule.block_targets(rehearsal, {1})  # one run of every model x environment
     argv = [sys.executable, "-m", "snakemake", "--snakefile", str(SNAKEFILE), "--directory",
@@ -74,8 +75,9 @@ def run(config_path: Path, requests: int | None = None, workdir: Path | None = N
     proc = subprocess.run(argv, cwd=workdir)
     result = judge(campaign, load_campaign(derived, str(cfg)), root)
     result["snakemake_returncode"] = proc.returncode
-    records.atomic_write_text(root / "rehearsal.json", json.dumps(result, indent=1) + "\n")
-    records.atomic_write_text(root / "rehearsal.md", render(result) + "\n")
+    records.atomic_write_text(CampaignPaths(root).rehearsal_json,
+                              json.dumps(result, indent=1) + "\n")
+    records.atomic_write_text(CampaignPaths(root).rehearsal_md, render(result) + "\n")
     return result
 
 
@@ -96,7 +98,7 @@ def _measured_s(kind: str, m: dict[str, float], count: int) -> float:
 
 def _preflight_error(root: Path, env_id: str) -> str:
     """The first error line of an environment's preflight log."""
-    log = root / "logs" / "preflight" / f"{env_id}.log"
+    log = CampaignPaths(root).preflight_log(env_id)
     lines = log.read_text(errors="replace").splitlines() if log.exists() else []
     errors = [ln.split(" ERROR ", 1)[1] for ln in lines if " ERROR " in ln]
     return "preflight failed: " + (errors[0] if errors else "no preflight record")
@@ -133,7 +135,7 @@ def judge(study: Campaign, rehearsal: Campaign, root: Path) -> dict[str, Any]:
             cell = rehearsal.paths.cell(model.id, env.id, 1)
             paths = {"raw": cell.raw, "telemetry": cell.telemetry, "requests": cell.requests,
                      "run_log": cell.run_log}
-            preflight = (root / "preflight" / f"{env.id}.json").exists()
+            preflight = CampaignPaths(root).preflight(env.id).exists()
             row: dict[str, Any] = {"model": model.id, "environment": env.id,
                                    "preflight": preflight, "ran": paths["raw"].exists(),
                                    "timeout_s": timeout, "requests": f"{few}/{full}"}
@@ -171,7 +173,7 @@ def judge(study: Campaign, rehearsal: Campaign, root: Path) -> dict[str, Any]:
     wall = study.repetitions * (run_s + len(rows) * per_cell_wait)
     record_bytes = sum(r["disk_bytes"] * r["projected_s"] / max(r["duration_s"], 1e-9)
                        for r in ran)  # telemetry grows with the run
-    static = _size([p for p in (root / "rootfs").glob("*") if p.is_dir()])
+    static = _size([p for p in CampaignPaths(root).rootfs_dir.glob("*") if p.is_dir()])
     datasets = _dataset_bytes(study, rehearsal)
     return {
         "study": study.name, "rehearsal": rehearsal.name, "root": str(root),

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-from containertax.campaign import lanes
+from containertax.campaign import lanes, paths
 from containertax.campaign.config import Campaign, ConfigError
 
 FIELDS = ["position", "model", "environment", "repetition", "block", "sequence", "lane"]
@@ -110,9 +110,7 @@ def design_warnings(campaign: Campaign) -> list[str]:
     return out
 
 
-# Every cell this campaign ever planned, with its position: written beside schedule.csv by
-# the schedule step (not a Snakemake output, which Snakemake deletes before the step runs).
-POSITIONS = "schedule.positions.csv"
+POSITIONS = paths.POSITIONS  # every cell ever planned, with its position (paths.py)
 
 
 def plan(campaign: Campaign) -> list[Cell]:
@@ -140,9 +138,7 @@ def _recorded_cells(campaign: Campaign) -> list[Cell]:
     import json
 
     cells = {}
-    for path in sorted((campaign.root / "raw").glob("*/*/rep*.json")):
-        if path.name.endswith(".cooldown.json"):
-            continue
+    for path in campaign.paths.raw_records():
         try:
             cell = Cell(**json.loads(path.read_text())["cell"])
         except (OSError, ValueError, KeyError, TypeError):
@@ -156,8 +152,7 @@ def _key(c: Cell) -> tuple[str, str, int]:
 
 
 def _planned_before(campaign: Campaign) -> list[Cell]:
-    for name in (POSITIONS, "schedule.csv"):
-        path = campaign.root / name
+    for path in (campaign.paths.positions, campaign.paths.schedule):
         if path.exists():
             try:
                 return read_csv(path)
@@ -244,6 +239,29 @@ def read_csv(path: Path) -> list[Cell]:
             )
             for r in csv.DictReader(fh)
         ]
+
+
+def written_cell(campaign: Campaign, model: str, environment: str, repetition: int) -> Cell:
+    """One cell of the schedule the schedule step wrote (paths.SCHEDULE): what a cell step
+    (gate, run, cooldown) runs, at the position, block, sequence and lane planned there.
+    A missing schedule, or one without the cell, is an error naming the file and the fix."""
+    path = campaign.paths.schedule
+    fix = (f"run the workflow with Snakemake (its schedule step writes {path} before any "
+           f"cell, and again after a change of the config)")
+    try:
+        cells = read_csv(path)
+    except FileNotFoundError:
+        raise ConfigError(f"{path} does not exist: a cell step reads its cell from the "
+                          f"campaign's schedule; {fix}.") from None
+    except (OSError, KeyError, ValueError) as exc:
+        raise ConfigError(f"{path} is not a schedule this workflow wrote ({exc}); move it "
+                          f"aside and {fix}.") from None
+    for cell in cells:
+        if (cell.model, cell.environment, cell.repetition) == (model, environment, repetition):
+            return cell
+    raise ConfigError(f"{path} has no cell {model}/{environment}/rep{repetition} of campaign "
+                      f"{campaign.name}: the schedule is older than the config, or the cell is "
+                      f"not in it; {fix}.")
 
 
 def block_targets(campaign: Campaign, reps: set[int]) -> list[str]:

@@ -105,7 +105,7 @@ def failed_preflights(campaign: Campaign) -> dict[str, str]:
     failed = {}
     for env in campaign.environments:
         done = campaign.paths.preflight(env.id)
-        log = campaign.root / "logs" / "preflight" / f"{env.id}.log"
+        log = campaign.paths.preflight_log(env.id)
         if done.exists() or not log.exists():
             continue
         text = log.read_text(errors="replace")

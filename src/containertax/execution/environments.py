@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from containertax.campaign.config import Campaign, Environment
+from containertax.errors import ContainertaxError
 from containertax.execution import hostcpus, passthrough
 
 INSIDE = Path("/containertax")  # not under /opt: GPU hosts bind their /opt read-only
@@ -49,7 +50,7 @@ RLIMIT_NAMES = {
 }
 
 
-class EnvironmentFailure(RuntimeError):
+class EnvironmentFailure(ContainertaxError, RuntimeError):
     """An environment that cannot launch; the message names the config key to fix."""
 
 

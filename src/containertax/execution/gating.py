@@ -18,16 +18,17 @@ from typing import Any
 
 from containertax.campaign import lanes, schedule
 from containertax.campaign.config import Campaign
+from containertax.errors import ContainertaxError
 from containertax.execution import records, thermal
 
 log = logging.getLogger("containertax")
 
 
-class RunFailed(RuntimeError):
+class RunFailed(ContainertaxError, RuntimeError):
     """The process under test failed; the message holds the tail of its output."""
 
 
-class StorageFailure(RuntimeError):
+class StorageFailure(ContainertaxError, RuntimeError):
     """A cell's files could not be written (results folder full, read-only, ...)."""
 
 
@@ -43,10 +44,10 @@ def describe(exc: BaseException) -> str:
 
 
 def find_cell(campaign: Campaign, model: str, env: str, rep: str) -> schedule.Cell:
-    for cell in schedule.plan(campaign):
-        if cell.model == model and cell.environment == env and cell.repetition == int(rep):
-            return cell
-    raise KeyError(f"no cell {model}/{env}/rep{rep} in campaign {campaign.name}")
+    """The cell as the campaign's written schedule places it (schedule.written_cell): the
+    schedule step wrote it from the plan before any gate (it is the gate's input, and a
+    changed config writes it again), so a step does not plan the campaign again."""
+    return schedule.written_cell(campaign, model, env, int(rep))
 
 
 @contextmanager

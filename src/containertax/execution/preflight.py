@@ -16,10 +16,11 @@ from typing import Any
 
 from containertax import workloads
 from containertax.campaign.config import Campaign
+from containertax.errors import ContainertaxError
 from containertax.execution import environments, hostmemory, probing, provenance, records
 
 
-class PreflightError(RuntimeError):
+class PreflightError(ContainertaxError, RuntimeError):
     """The environment cannot run this campaign's workload; the message says why and how."""
 
 

@@ -11,7 +11,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[3]
+from containertax import packaged
+
+REPO = packaged.checkout()  # the checkout whose commit a record names
 PACKAGES = ["containertax", "snakemake", "docker", "numpy", "pandas", "nvidia-ml-py"]
 
 

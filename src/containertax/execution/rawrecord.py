@@ -17,16 +17,18 @@ from typing import Any
 
 import yaml
 
+from containertax import packaged
 from containertax.campaign.schedule import Cell
+from containertax.errors import ContainertaxError
 from containertax.execution import records
 from containertax.workloads.base import Metric
 
 SCHEMA_VERSION = 2
 OPTIONAL = ("lane",)  # fields a version-2 record may lack (written before lanes existed)
-SCHEMA_PATH = Path(__file__).resolve().parents[3] / "workflow" / "schemas" / "record.schema.yaml"
+SCHEMA_PATH = packaged.schema("record.schema.yaml")
 
 
-class RecordError(ValueError):
+class RecordError(ContainertaxError, ValueError):
     """A raw record that does not satisfy the schema; the message names file and key."""
 
 

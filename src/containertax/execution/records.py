@@ -22,9 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from containertax.campaign.paths import LEDGER
+from containertax.errors import ContainertaxError
 
 
-class RecordExistsError(FileExistsError):
+class RecordExistsError(ContainertaxError, FileExistsError):
     """Refusal to overwrite a raw record."""
 
 

@@ -14,11 +14,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+from containertax.errors import ContainertaxError
 from containertax.execution.gpu import nvml_handle
 from containertax.execution.records import LEDGER, read_ledger
 
 
-class GateTimeout(RuntimeError):
+class GateTimeout(ContainertaxError, RuntimeError):
     """The gate stayed closed for longer than its timeout."""
 
 
@@ -71,7 +72,7 @@ class CpuSensor:
         return {"sensor": self.name, "files": [str(f) for f in self.files]}
 
 
-class SensorError(RuntimeError):
+class SensorError(ContainertaxError, RuntimeError):
     """The thermal sensor cannot be read; the message says what failed and the way out."""
 
 

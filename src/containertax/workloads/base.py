@@ -13,10 +13,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from containertax.errors import ContainertaxError
+
 Probe = dict[str, Any]
 
 
-class WorkloadError(ValueError):
+class WorkloadError(ContainertaxError, ValueError):
     """A workload that cannot be built from the config, or output that cannot be read."""
 
 

@@ -38,6 +38,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from containertax.errors import ContainertaxError
 from containertax.workloads.base import (
     MEMORY_TOLERANCE,
     Metric,
@@ -174,7 +175,7 @@ def bench_by_dialect(p: dict[str, Any], dataset: str, report: str,
 
 # --- the synthetic dataset (host side, before any run) ---
 
-class DatasetError(ValueError):
+class DatasetError(ContainertaxError, ValueError):
     """The dataset cannot be made from this config and checkpoint; the message says why."""
 
 
