@@ -374,15 +374,16 @@ class CampaignPaths:
     def rehearsal_md(self) -> Path:
         return self.root / REHEARSAL_MD
 
-# --- the analysis's files inside the folders its rules are given (analysis/report.py; the
-# rules in workflow/rules/analysis.smk name the same files) ---------------------------------
-FIGURES_IN_PAPER = "figures"  # the figures rule's folder, as the paper's source names it
+
+# --- the analysis's files inside the folders its rules are given (analysis/report.py): the
+# same names as the campaign-relative constants above, never spelled twice ------------------
+FIGURES_IN_PAPER = Path(FIGURES_DIR).name  # the figures folder, as the paper's source names it
 
 
 def quality_files(out_dir: Path) -> dict[str, Path]:
     """The quality rule's outputs in its folder: the annotated and kept runs, quality.json."""
-    return {"annotated": out_dir / "annotated.csv", "kept": out_dir / "kept.csv",
-            "report": out_dir / "quality.json"}
+    return {"annotated": out_dir / Path(ANNOTATED).name, "kept": out_dir / Path(KEPT).name,
+            "report": out_dir / Path(QUALITY).name}
 
 
 def figure_file(out_dir: Path, name: str, number: int | None = None) -> Path:
@@ -398,4 +399,4 @@ def figure_in_paper(figure: Path) -> str:
 
 def table_file(out_dir: Path, name: str) -> Path:
     """A generated table's LaTeX file in the tables rule's folder."""
-    return out_dir / f"{name}.tex"
+    return out_dir / Path(TABLE.format(table=name)).name
