@@ -315,6 +315,9 @@ def run_figures(campaign: Campaign, kept_csv: Path, comparisons_csv: Path,
         if drawn:
             made.append(name)
 
+    from containertax.analysis import discussion  # paired figures, runs that compiled
+    paired_design = not campaign.is_import and "block" in runs and runs["block"].notna().any()
+    values["telemetry-min-samples"] = figures.TELEMETRY_MIN_SAMPLES
     heads = _headline_rows(campaign, results, runs) if results is not None else []
     panels = list(dict.fromkeys((h["model"], h["metric"]) for h in heads))
     panels_info = [(m, metric, reg.get(metric)) for m, metric in panels]
@@ -323,12 +326,25 @@ def run_figures(campaign: Campaign, kept_csv: Path, comparisons_csv: Path,
         labels = [f"{h['model']}, {h['environment']}: "
                   f"{tables.in_prose(reg.get(h['metric']), h['metric'])}"
                   for h in heads]
-        add("forest", figures.forest(rows, labels, campaign.analysis["equivalence_margin"],
-                                     out_dir / "forest.pdf"))
-        add("dist-headline", figures.distributions(runs, panels_info, envs,
-                                                   out_dir / "dist-headline.pdf"))
+        if paired_design:  # the per-block differences, never unpaired clouds
+            add("paired", figures.paired_differences(
+                discussion.paired_rows(campaign, runs, results, panels, True),
+                "Difference per block, container against reference (%)",
+                out_dir / "paired.pdf"))
+        else:
+            add("forest", figures.forest(rows, labels, campaign.analysis["equivalence_margin"],
+                                         out_dir / "forest.pdf"))
+            add("dist-headline", figures.distributions(runs, panels_info, envs,
+                                                       out_dir / "dist-headline.pdf"))
     for metric in ("startup_s", "process_wall_s"):
-        if metric in set(runs["metric"]):
+        if metric in set(runs["metric"]) and paired_design:
+            models = list(dict.fromkeys(runs.loc[runs.metric == metric, "model"]))
+            add(f"paired-{metric.replace('_', '-')}", figures.paired_differences(
+                discussion.paired_rows(campaign, runs, results,
+                                       [(m, metric) for m in models], False),
+                f"Difference per block, container against reference ({reg[metric].unit})",
+                out_dir / f"paired-{metric.replace('_', '-')}.pdf"))
+        elif metric in set(runs["metric"]):
             models = list(dict.fromkeys(runs.loc[runs.metric == metric, "model"]))
             add(f"dist-{metric.replace('_', '-')}", figures.distributions(
                 runs, [(m, metric, reg.get(metric)) for m in models], envs,
@@ -1010,6 +1026,8 @@ def run_numbers(campaign: Campaign, kept_csv: Path, comparisons_csv: Path,
         **calibration_macros(q.get("calibration") or {"status": "none"}, reg,
                              campaign.replicas),
     }
+    from containertax.analysis import discussion  # the paper's argument (discussion.tex)
+    v.update(discussion.values(campaign, runs, results))
     for (model, env, metric), g in runs.groupby(["model", "environment", "metric"]):
         mean = g["value"].mean()
         v[f"mean/{model}/{env}/{metric}"] = tables.num(mean) if not math.isnan(mean) else "--"

@@ -251,3 +251,8 @@ class CampaignPaths:
     def work(self, name: str) -> Path:
         """A scratch folder of one attempt (kept when it fails, for the post-mortem)."""
         return self.root / WORK / name
+
+
+# The prior results the discussion answers (analysis/discussion.py), relative to the
+# checkout's root (the Snakefile's folder)
+PRIOR_WORK = "resources/prior_work.yaml"
