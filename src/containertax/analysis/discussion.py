@@ -276,9 +276,9 @@ def util_values(runs: pd.DataFrame, reference: str) -> dict[str, Any]:
     others = [e for e in means.index if e != reference]
     if not others:
         return {"util-has": False}
-    return {"util-has": True, "util-ref": f"{means[reference]:.0f}",
-            "util-env": f"{means[others[0]]:.0f}",
-            "util-pp": f"${_signed(means[others[0]] - means[reference], 0)}$"}
+    return {"util-has": True, "util-ref": f"{means[reference]:.1f}",
+            "util-env": f"{means[others[0]]:.1f}",
+            "util-pp": f"${_signed(means[others[0]] - means[reference])}$"}
 
 
 def values(campaign: Campaign, runs: pd.DataFrame,
@@ -337,4 +337,26 @@ def paired_rows(campaign: Campaign, runs: pd.DataFrame, results: pd.DataFrame | 
                 name += " (A/A)"
             out.append({"label": name, "diffs": diffs, "compiled": compiled,
                         "est": est, "lo": lo, "hi": hi})
+    return out
+
+
+# What a verdict may say where the design supports no causal reading (an import whose runs
+# were not interleaved and whose set-ups differ): the direction, marked descriptive.
+DESCRIPTIVE = {"overhead": "slower in its session, descriptive",
+               "advantage": "faster in its session, descriptive",
+               "difference": "differs between sessions, descriptive"}
+
+
+def design_verdicts(campaign: Campaign, heads: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The headline rows with verdicts the design supports: unchanged for a campaign of
+    interleaved blocks; for an import, a difference is a descriptive one between sessions,
+    never a container 'overhead'."""
+    if not campaign.is_import:
+        return heads
+    out = []
+    for h in heads:
+        word, _, rest = str(h["verdict"]).partition(" (")
+        if word in DESCRIPTIVE:
+            h = {**h, "verdict": DESCRIPTIVE[word] + (f" ({rest}" if rest else "")}
+        out.append(h)
     return out

@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from containertax.analysis import facts, hostmarkers, importer, order, quality, tables
+from containertax.analysis import discussion, facts, hostmarkers, importer, order, quality, tables
 from containertax.analysis.metrics import MetricInfo, registry
 from containertax.campaign.config import Campaign
 from containertax.execution import records
@@ -315,7 +315,6 @@ def run_figures(campaign: Campaign, kept_csv: Path, comparisons_csv: Path,
         if drawn:
             made.append(name)
 
-    from containertax.analysis import discussion  # paired figures, runs that compiled
     paired_design = not campaign.is_import and "block" in runs and runs["block"].notna().any()
     values["telemetry-min-samples"] = figures.TELEMETRY_MIN_SAMPLES
     heads = _headline_rows(campaign, results, runs) if results is not None else []
@@ -523,7 +522,7 @@ def run_tables(campaign: Campaign, kept_csv: Path, comparisons_csv: Path, desc_c
              for h in _headline_rows(campaign, results, runs, q)]
     found = _record_facts(campaign)
     out = {
-        "headline": tables.headline_table(heads, reg),
+        "headline": tables.headline_table(discussion.design_verdicts(campaign, heads), reg),
         "estimates": tables.estimates_table(results, reg) if results is not None else "",
         "tests": tables.tests_table(results, reg) if results is not None else "",
         "descriptives": (tables.descriptives_table(desc, reg, metrics) if desc is not None
@@ -1026,8 +1025,7 @@ def run_numbers(campaign: Campaign, kept_csv: Path, comparisons_csv: Path,
         **calibration_macros(q.get("calibration") or {"status": "none"}, reg,
                              campaign.replicas),
     }
-    from containertax.analysis import discussion  # the paper's argument (discussion.tex)
-    v.update(discussion.values(campaign, runs, results))
+    v.update(discussion.values(campaign, runs, results))  # the paper's argument
     for (model, env, metric), g in runs.groupby(["model", "environment", "metric"]):
         mean = g["value"].mean()
         v[f"mean/{model}/{env}/{metric}"] = tables.num(mean) if not math.isnan(mean) else "--"
