@@ -258,6 +258,7 @@ def prior_values(campaign: Campaign, runs: pd.DataFrame, results: pd.DataFrame |
         v["sani-pct"] = f"{100 * gap / float(sani['reference_value']):.0f}"
         v["sani-compute"] = f"{flops / peak:.2f}"
         v["sani-peak"] = f"{peak / 1e12:.2f}"
+        v["sani-gap-compute"] = f"{gap / (flops / peak):.1f}"
         v["sani-compute-share"] = f"{100 * flops / peak / float(sani['reference_value']):.0f}"
         v["sani-startup-share"] = (f"{100 * start['startup-cost-maxv'] / gap:.0f}"
                                    if start["startup-cost-has"] else "--")
