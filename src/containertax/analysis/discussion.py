@@ -233,8 +233,11 @@ def prior_values(campaign: Campaign, runs: pd.DataFrame, results: pd.DataFrame |
     rows = []
     for i in ids:
         p = prior[i]
-        if campaign.is_import:
+        cited = (campaign.analysis.get("import_study") or {}).get("citation")
+        if campaign.is_import and p["cite"] == cited:
             answer = "this paper re-analyses these values (Section~\\ref{sec:discussion})"
+        elif campaign.is_import:
+            answer = "not measured in this re-analysis (an imported study)"
         elif p["answer"] == "startup" and start["startup-cost-has"]:
             lo, hi = start["startup-cost-min"], start["startup-cost-max"]
             answer = (f"start-up {lo if lo == hi else f'{lo}--{hi}'}\\,s a run; "
