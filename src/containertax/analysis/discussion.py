@@ -248,7 +248,7 @@ def prior_values(campaign: Campaign, runs: pd.DataFrame, results: pd.DataFrame |
             answer = "not measured here"
         rows.append(f"\\citet{{{p['cite']}}} & {_words(p['setting'])} & "
                     f"{_words(p['result'])} & {answer} \\\\")
-    v["prior-rows"] = "\n".join(rows) if rows else "--"
+    v["prior-rows"] = " ".join(rows) if rows else "--"  # one line: numbers.tex is read by line
     sani = prior.get("sani2025") if "sani2025" in ids else None
     v["has-sani"] = sani is not None
     if sani is not None:
