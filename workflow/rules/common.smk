@@ -263,6 +263,7 @@ ANALYSIS_CODE = sorted(
         str(PKG / "execution" / "rawrecord.py"),
         str(PKG / "campaign" / "paths.py"),
         str(Path(workflow.basedir) / "workflow" / "schemas" / "record.schema.yaml"),
+        str(Path(workflow.basedir) / R.PRIOR_WORK),
     ]
 )
 
