@@ -135,8 +135,11 @@ def test_a_label_cut_at_the_figure_edge_is_caught(tmp_path):
 
 
 def test_the_telemetry_figure_uses_registry_labels(tmp_path):
-    trace = pd.DataFrame({"t_s": [0.0, 0.1, 0.2], "cpu_util_pct": [10, 50, 40],
-                          "power_w": [100, 300, 250], "sm_clock_mhz": [1980, 1980, 1755]})
+    n = figures.TELEMETRY_MIN_SAMPLES  # a shorter trace draws no figure (test_referee.py)
+    trace = pd.DataFrame({"t_s": [0.1 * i for i in range(n)],
+                          "cpu_util_pct": ([10, 50, 40] * n)[:n],
+                          "power_w": ([100, 300, 250] * n)[:n],
+                          "sm_clock_mhz": ([1980, 1980, 1755] * n)[:n]})
     assert figures.telemetry_trace(trace, tmp_path / "telemetry.pdf")
     assert review.check_figure_labels([tmp_path / "telemetry.pdf"], NAMES) == []
     text = review.pdf_text(tmp_path / "telemetry.pdf")

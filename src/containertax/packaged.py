@@ -16,7 +16,7 @@ from pathlib import Path
 
 def share() -> Path:
     """The package's share/ folder (in a checkout: links to Snakefile, workflow/, paper/,
-    envs/ of the checkout)."""
+    envs/, resources/ of the checkout)."""
     return Path(str(files("containertax"))) / "share"
 
 
@@ -37,6 +37,12 @@ def schema(name: str) -> Path:
 def paper_dir() -> Path:
     """The paper's sources (main.tex, references.bib)."""
     return (share() / "paper").resolve()
+
+
+def resource(relative: str) -> Path:
+    """A data file of resources/ (e.g. the prior results the discussion answers), named by
+    its path relative to the checkout's root (campaign/paths.py spells it)."""
+    return (share() / relative).resolve()
 
 
 def checkout() -> Path:

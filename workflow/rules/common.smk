@@ -264,6 +264,7 @@ ANALYSIS_CODE = sorted(
         str(PKG / "execution" / "rawrecord.py"),
         str(PKG / "campaign" / "paths.py"),
         str(ct_packaged.schema("record.schema.yaml")),
+        str(Path(workflow.basedir) / R.PRIOR_WORK),
     ]
 )
 

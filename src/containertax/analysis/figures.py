@@ -157,10 +157,16 @@ def latency_cdf(requests: pd.DataFrame, envs: list[str], path: Path) -> bool:
     return True
 
 
+# A trace shorter than this (samples; 10 s at the 10 Hz of telemetry) shows launch and exit,
+# not the run: no telemetry figure is drawn from it (the demo's 0.75 s runs have 8 samples).
+TELEMETRY_MIN_SAMPLES = 100
+
+
 def telemetry_trace(trace: pd.DataFrame | None, path: Path) -> bool:
     """One panel per series, two columns, each named in a title over it (a rotated label
-    longer than a short panel would run into its neighbour's)."""
-    if trace is None or trace.empty:
+    longer than a short panel would run into its neighbour's); none for a trace of fewer
+    than TELEMETRY_MIN_SAMPLES samples."""
+    if trace is None or len(trace) < TELEMETRY_MIN_SAMPLES:
         return False
     cols = [c for c in TELEMETRY if c in trace and trace[c].notna().any()]
     if not cols:
@@ -217,5 +223,52 @@ def gate_waits(runs: pd.DataFrame, envs: list[str], path: Path) -> bool:
                   hue_order=envs, ax=ax, size=3, legend=False)
     ax.set_ylabel("Gate waiting time (s)")
     ax.set_xlabel("")
+    _save(fig, path)
+    return True
+
+
+def paired_differences(rows: list[dict], xlabel: str, path: Path) -> bool:
+    """Per-block paired differences, one row per comparison (rows[i]: label, diffs, compiled,
+    est, lo, hi): every block's difference as a dot (a block holding a run that compiled as
+    a cross), the estimate with its 95 % interval over them, on an axis scaled to the data
+    (zero drawn where it falls inside). The paired design's evidence, not two clouds of
+    unpaired values."""
+    rows = [r for r in rows if len(r["diffs"])]
+    if not rows:
+        return False
+    fig, ax = plt.subplots(figsize=(WIDTH, 0.42 * len(rows) + 0.95), layout="constrained")
+    ends: list[float] = []
+    for i, r in enumerate(rows):
+        y = len(rows) - 1 - i
+        d = np.asarray(r["diffs"], float)
+        comp = np.asarray(r["compiled"], bool)
+        jitter = np.linspace(-0.12, 0.12, len(d)) if len(d) > 1 else np.zeros(1)
+        ax.scatter(d[~comp], y + 0.18 + jitter[~comp], s=12, color="C0", alpha=0.8,
+                   label="block" if i == 0 else None, zorder=3)
+        if comp.any():
+            ax.scatter(d[comp], y + 0.18 + jitter[comp], s=22, marker="x", color="C3",
+                       label="block with a compiling run", zorder=3)
+        est, lo, hi = (float(r[k]) for k in ("est", "lo", "hi"))
+        if np.isfinite(est):
+            xerr = [[est - lo], [hi - est]] if np.isfinite(lo) and np.isfinite(hi) else None
+            ax.errorbar([est], [y - 0.15], xerr=xerr, fmt="D", ms=4, capsize=3, color="0.15",
+                        label="estimate, 95 % interval" if i == 0 else None, zorder=4)
+        ends += [x for x in (*d, est, lo, hi) if np.isfinite(x)]
+    lo_, hi_ = min(ends), max(ends)
+    span = max(hi_ - lo_, 1e-9 + 0.02 * max(abs(lo_), abs(hi_), 1e-9))
+    if lo_ - span <= 0 <= hi_ + span:  # zero near the data: show it, still data-scaled
+        lo_, hi_ = min(lo_, 0.0), max(hi_, 0.0)
+        span = hi_ - lo_
+    ax.set_xlim(lo_ - 0.1 * span, hi_ + 0.1 * span)
+    if lo_ <= 0 <= hi_:
+        ax.axvline(0, color="0.4", lw=0.8)
+    ax.set_yticks(range(len(rows))[::-1], [r["label"] for r in rows])
+    ax.set_ylim(-0.7, len(rows) - 0.3)
+    ax.set_xlabel(xlabel, loc="right")
+    handles, labels = ax.get_legend_handles_labels()
+    by = dict(zip(labels, handles, strict=False))
+    fig.set_figheight(fig.get_figheight() + 0.3)
+    fig.legend(list(by.values()), list(by.keys()), loc="outside lower center",
+               ncol=len(by), frameon=False)
     _save(fig, path)
     return True

@@ -48,8 +48,10 @@ _SHARED = [
                "mean of the 10 Hz samples"),
     # Imported results (Sani et al. 2025)
     MetricInfo("time_s", "s", "lower", "Run time", "reported run time of one run"),
+    # a sampled percentage (share of samples with the GPU busy), not a ratio scale: never
+    # compared as a log ratio; the discussion reports its difference in percentage points
     MetricInfo("gpu_util_pct", "%", "none", "GPU utilisation",
-               "mean GPU utilisation during the run (nvidia-smi)"),
+               "mean GPU utilisation during the run (nvidia-smi)", comparable=False),
     # device memory of the torch probes
     MetricInfo("peak_memory_gib", "GiB", "lower", "Peak memory",
                "peak device memory allocated by torch", "increasing", MEMORY_TOLERANCE),

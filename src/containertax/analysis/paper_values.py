@@ -12,7 +12,7 @@ from typing import Any
 
 import pandas as pd
 
-from containertax.analysis import decisions, design_values, facts, order, policy, tables
+from containertax.analysis import decisions, design_values, discussion, facts, order, policy, tables
 from containertax.analysis.metrics import MetricInfo
 from containertax.analysis.policy import (
     AnalysisError,
@@ -62,6 +62,7 @@ def numbers_values(campaign: Campaign, runs: pd.DataFrame, results: pd.DataFrame
         **calibration_macros(quality_report.get("calibration") or {"status": "none"}, reg,
                              campaign.replicas),
     }
+    values.update(discussion.values(campaign, runs, results))  # the paper's argument
     for (model, env, metric), group in runs.groupby(["model", "environment", "metric"]):
         mean = group["value"].mean()
         values[f"mean/{model}/{env}/{metric}"] = (tables.num(mean) if not math.isnan(mean)

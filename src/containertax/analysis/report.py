@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from containertax.analysis import (
+    discussion,
     facts,
     importer,
     order,
@@ -172,6 +173,8 @@ def run_figures(campaign: Campaign, kept_csv: Path, comparisons_csv: Path,
         if drawn:
             made.append(name)
 
+    paired_design = not campaign.is_import and "block" in runs and runs["block"].notna().any()
+    values["telemetry-min-samples"] = str(figures.TELEMETRY_MIN_SAMPLES)
     heads = policy.headline_rows(campaign, results, runs) if results is not None else []
     panels = list(dict.fromkeys((head["model"], head["metric"]) for head in heads))
     panels_info = [(model, metric, reg.get(metric)) for model, metric in panels]
@@ -180,12 +183,25 @@ def run_figures(campaign: Campaign, kept_csv: Path, comparisons_csv: Path,
         labels = [f"{head['model']}, {head['environment']}: "
                   f"{tables.in_prose(reg.get(head['metric']), head['metric'])}"
                   for head in heads]
-        add("forest", figures.forest(rows, labels, campaign.analysis["equivalence_margin"],
-                                     paths.figure_file(out_dir, "forest")))
-        add("dist-headline", figures.distributions(runs, panels_info, envs,
-                                                   paths.figure_file(out_dir, "dist-headline")))
+        if paired_design:  # the per-block differences, never unpaired clouds
+            add("paired", figures.paired_differences(
+                discussion.paired_rows(campaign, runs, results, panels, True),
+                "Difference per block, container against reference (%)",
+                paths.figure_file(out_dir, "paired")))
+        else:
+            add("forest", figures.forest(rows, labels, campaign.analysis["equivalence_margin"],
+                                         paths.figure_file(out_dir, "forest")))
+            add("dist-headline", figures.distributions(
+                runs, panels_info, envs, paths.figure_file(out_dir, "dist-headline")))
     for metric in ("startup_s", "process_wall_s"):
-        if metric in set(runs["metric"]):
+        if metric in set(runs["metric"]) and paired_design:
+            models = list(dict.fromkeys(runs.loc[runs.metric == metric, "model"]))
+            add(f"paired-{metric.replace('_', '-')}", figures.paired_differences(
+                discussion.paired_rows(campaign, runs, results,
+                                       [(m, metric) for m in models], False),
+                f"Difference per block, container against reference ({reg[metric].unit})",
+                paths.figure_file(out_dir, f"paired-{metric.replace('_', '-')}")))
+        elif metric in set(runs["metric"]):
             models = list(dict.fromkeys(runs.loc[runs.metric == metric, "model"]))
             add(f"dist-{metric.replace('_', '-')}", figures.distributions(
                 runs, [(model, metric, reg.get(metric)) for model in models], envs,
@@ -235,7 +251,7 @@ def run_tables(campaign: Campaign, kept_csv: Path, comparisons_csv: Path, desc_c
              for head in policy.headline_rows(campaign, results, runs, quality_report)]
     found = facts.record_facts(campaign)
     out = {
-        "headline": tables.headline_table(heads, reg),
+        "headline": tables.headline_table(discussion.design_verdicts(campaign, heads), reg),
         "estimates": tables.estimates_table(results, reg) if results is not None else "",
         "tests": tables.tests_table(results, reg) if results is not None else "",
         "descriptives": (tables.descriptives_table(desc, reg, metrics) if desc is not None

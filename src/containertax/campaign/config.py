@@ -147,7 +147,8 @@ class Campaign:
         # measure: a campaign may gain a GPU half-way, and each record names its lane), nor
         # the permissions extends_campaign and results_dir_absolute (issue #16)
         raw = {k: v for k, v in self.raw.items()
-               if k not in ("based_on", "lanes", "extends_campaign", "results_dir_absolute")}
+               if k not in ("based_on", "lanes", "extends_campaign", "results_dir_absolute",
+                            "paper")}  # the paper's metadata: words, not measurement
         text = json.dumps(_without_new_defaults(raw), default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 

@@ -400,3 +400,7 @@ def figure_in_paper(figure: Path) -> str:
 def table_file(out_dir: Path, name: str) -> Path:
     """A generated table's LaTeX file in the tables rule's folder."""
     return out_dir / Path(TABLE.format(table=name)).name
+
+# The prior results the discussion answers (analysis/discussion.py), relative to the
+# checkout's root (the Snakefile's folder)
+PRIOR_WORK = "resources/prior_work.yaml"

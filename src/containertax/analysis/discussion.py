@@ -1,0 +1,367 @@
+"""The paper as an argument: its metadata (title, authors, the question, dated by its data),
+the runs that compiled, and the discussion's values: each prior result a campaign answers
+(resources/prior_work.yaml, named by the config's paper.prior_work) next to this campaign's
+own answer on the same quantity, argued from its records (start-up against steady state,
+what the design removes). The words are in paper/discussion.tex; this module writes only
+values and conditions, merged into numbers.tex by paper_values.numbers_values.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import yaml
+
+from containertax import packaged
+from containertax.analysis import tables
+from containertax.campaign import paths
+from containertax.campaign.config import Campaign, ConfigError
+
+PRIOR_WORK = packaged.resource(paths.PRIOR_WORK)
+ANSWERS = ("headline", "startup", "none")
+# Metrics a compiling run distorts (its first run pays for torch.compile inside the process)
+STEADY_METRICS = ("process_wall_s", "gpu_energy_j")
+
+
+def read_prior_work(path: Path = PRIOR_WORK) -> dict[str, dict[str, Any]]:
+    """The prior results, checked: each names its citation, result, source and answer."""
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(f"{path}: cannot read the prior-work table ({exc}).") from None
+    for key, entry in data.items():
+        missing = [k for k in ("cite", "setting", "quantity", "result", "source", "answer")
+                   if not entry.get(k)]
+        if missing:
+            raise ConfigError(f"{path}: entry '{key}' lacks {', '.join(missing)}; every prior "
+                              "result states its number, setting and where it was read.")
+        if entry["answer"] not in ANSWERS:
+            raise ConfigError(f"{path}: entry '{key}': answer '{entry['answer']}' is not one "
+                              f"of {', '.join(ANSWERS)}.")
+    return data
+
+
+def _words(text: str) -> str:
+    return tables.tex(" ".join(str(text).split()))
+
+
+def metadata_values(campaign: Campaign) -> dict[str, Any]:
+    """Title, authors, the question and the introduction of this campaign (config paper:)."""
+    meta = campaign.raw.get("paper") or {}
+    authors = [str(a) for a in meta.get("authors") or []]
+    return {
+        "paper-title": _words(meta.get("title") or "Does the container cost performance?"),
+        "paper-has-authors": bool(authors),
+        "paper-authors": _words(", ".join(authors)),
+        "paper-affiliation": _words(meta.get("affiliation") or ""),
+        "paper-has-question": bool(meta.get("question")),
+        "paper-question": _words(meta.get("question") or ""),
+        "paper-has-intro": bool(meta.get("introduction")),
+        "paper-intro": _words(meta.get("introduction") or ""),
+        "paper-has-lead": bool(meta.get("abstract_lead")),
+        "paper-lead": _words(meta.get("abstract_lead") or ""),
+    }
+
+
+def date_values(campaign: Campaign, runs: pd.DataFrame) -> dict[str, Any]:
+    """The paper's date is its data's: the first and last run of the records, never the day
+    it was built. An import carries no run times: it is dated by its source."""
+    start = (pd.to_datetime(runs["started_utc"], utc=True, errors="coerce", format="ISO8601")
+             if "started_utc" in runs else pd.Series(dtype="datetime64[ns, UTC]")).dropna()
+    study = campaign.analysis.get("import_study") or {}
+    if start.empty:
+        return {"data-dated": False, "data-first": "--", "data-last": "--",
+                "data-one-day": False,
+                "data-source": _words(study.get("source") or "the imported table")}
+    first, last = start.min().strftime("%Y-%m-%d"), start.max().strftime("%Y-%m-%d")
+    return {"data-dated": True, "data-first": first, "data-last": last,
+            "data-one-day": first == last, "data-source": "--"}
+
+
+def _visit_ends(campaign: Campaign) -> list[pd.Timestamp]:
+    """The end of each visit to a machine: the stamps of raw/visits/<stamp>/ (the copies
+    each visit keeps of its ledger)."""
+    ends = []
+    for d in sorted(campaign.paths.root.glob("raw/visits/*")):
+        try:
+            ends.append(pd.Timestamp(datetime.strptime(d.name, "%Y%m%dT%H%M%SZ")
+                                     .replace(tzinfo=UTC)))
+        except ValueError:
+            continue
+    return ends
+
+
+def compiled_runs(campaign: Campaign, runs: pd.DataFrame) -> pd.DataFrame:
+    """The runs that compiled: the first run of each visit of a model whose workload
+    compiles with torch.compile (its cache is empty on a fresh machine; every later run of
+    the visit, in any environment, loads it). Columns model, environment, repetition."""
+    from containertax import workloads
+
+    cols = ["model", "environment", "repetition"]
+    if campaign.is_import or "started_utc" not in runs or runs.empty:
+        return pd.DataFrame(columns=cols)
+    cells = runs.drop_duplicates(cols).copy()
+    cells["t"] = pd.to_datetime(cells["started_utc"], utc=True, errors="coerce",
+                                format="ISO8601")
+    ends = _visit_ends(campaign)
+    cells["visit"] = [next((i for i, e in enumerate(ends) if t <= e), len(ends))
+                      for t in cells["t"]]
+    out = []
+    for model, g in cells.groupby("model"):
+        try:
+            compiles = workloads.uses_compile_cache(campaign.workload_kind(str(model)),
+                                                    campaign.workload_params(str(model)))
+        except (KeyError, ValueError):
+            compiles = False
+        if compiles:
+            out.append(g.sort_values("t").groupby("visit").head(1)[cols])
+    return pd.concat(out) if out else pd.DataFrame(columns=cols)
+
+
+def containers(campaign: Campaign, runs: pd.DataFrame) -> list[str]:
+    """The environments compared with the reference, A/A replicas left out."""
+    return [e for e in dict.fromkeys(runs["environment"])
+            if e != campaign.reference and e not in campaign.replicas]
+
+
+def paired(runs: pd.DataFrame, metric: str, env: str, reference: str,
+           drop: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Per-block differences env - reference of one metric (model, block, diff, rel),
+    without the blocks holding a run of `drop`."""
+    if "block" not in runs:
+        return pd.DataFrame(columns=["model", "block", "diff", "rel"])
+    d = runs[runs.metric == metric]
+    if drop is not None and not drop.empty:
+        key = d.set_index(["model", "environment", "repetition"]).index
+        bad = d[key.isin(drop.set_index(["model", "environment", "repetition"]).index)]
+        d = d[~d.set_index(["model", "block"]).index.isin(
+            bad.set_index(["model", "block"]).index)]
+    w = d.pivot_table(index=["model", "block"], columns="environment", values="value")
+    if env not in w or reference not in w:
+        return pd.DataFrame(columns=["model", "block", "diff", "rel"])
+    w = w[[env, reference]].dropna()
+    return pd.DataFrame({"diff": w[env] - w[reference],
+                         "rel": w[env] / w[reference] - 1}).reset_index()
+
+
+def _signed(x: float, digits: int = 1) -> str:
+    """'+0.3', '-1.2', and '0.0' where the sign would only say which side of zero a value
+    that rounds to zero fell."""
+    text = f"{x:+.{digits}f}"
+    return text[1:] if float(text) == 0 else text
+
+
+def _pct(x: float) -> str:
+    return "--" if math.isnan(x) else f"${_signed(100 * x)}$"
+
+
+def steady_values(campaign: Campaign, runs: pd.DataFrame) -> dict[str, Any]:
+    """Process time and energy with and without the blocks that hold a compiling run: the
+    primary statistics keep them (the design's blocks); the discussion says what they add."""
+    comp = compiled_runs(campaign, runs)
+    v: dict[str, Any] = {"compiled-runs": len(comp), "has-compiled": not comp.empty}
+    if comp.empty:
+        return v
+    wall = runs[runs.metric == "process_wall_s"].set_index(
+        ["model", "environment", "repetition"])["value"]
+    first = wall[wall.index.isin(comp.set_index(["model", "environment", "repetition"]).index)]
+    rest = wall[~wall.index.isin(first.index)]
+    v["compiled-wall"] = tables.num(first.max()) if not first.empty else "--"
+    v["others-wall-min"] = tables.num(rest.min()) if not rest.empty else "--"
+    v["others-wall-max"] = tables.num(rest.max()) if not rest.empty else "--"
+    v["compiled-envs"] = tables.tex(", ".join(dict.fromkeys(comp["environment"])))
+    envs = containers(campaign, runs)
+    env = envs[0] if envs else None
+    for metric in STEADY_METRICS:
+        key = metric.replace("_", "-")
+        if env is None or metric not in set(runs["metric"]):
+            v[f"steady/{key}/has"] = False
+            continue
+        every = paired(runs, metric, env, campaign.reference)
+        steady = paired(runs, metric, env, campaign.reference, drop=comp)
+        v[f"steady/{key}/has"] = not every.empty and not steady.empty
+        v[f"steady/{key}/all"] = _pct(every["rel"].mean()) if not every.empty else "--"
+        v[f"steady/{key}/steady"] = _pct(steady["rel"].mean()) if not steady.empty else "--"
+        v[f"steady/{key}/blocks"] = len(steady)
+    v["steady-env"] = tables.tex(env or "--")
+    return v
+
+
+def _answer_headline(results: pd.DataFrame | None, campaign: Campaign) -> str:
+    if results is None or results.empty:
+        return "no comparison"
+    rows = results[(results["family"] == "primary")
+                   & ~results["environment"].isin(list(campaign.replicas))]
+    parts = []
+    for _, r in rows.iterrows():
+        rel, lo, hi = (float(r.get(k, math.nan)) for k in
+                       ("rel_overhead", "rel_ci_low", "rel_ci_high"))
+        ci = "" if math.isnan(lo) else f" [{_pct(lo)}, {_pct(hi)}]"
+        parts.append(f"{tables.tex(r['model'])}, {tables.tex(r['environment'])}: "
+                     f"{_pct(rel)}\\,\\%{ci}")
+    return "; ".join(parts) if parts else "no comparison"
+
+
+def startup_values(campaign: Campaign, runs: pd.DataFrame) -> dict[str, Any]:
+    """The paired start-up cost per run of each container environment (s)."""
+    diffs = [paired(runs, "startup_s", e, campaign.reference)["diff"]
+             for e in containers(campaign, runs)] if "startup_s" in set(runs["metric"]) else []
+    per = [float(d.mean()) for d in diffs if not d.empty]
+    if not per:
+        return {"startup-cost-has": False, "startup-cost-min": "--", "startup-cost-max": "--"}
+    return {"startup-cost-has": True, "startup-cost-min": f"{min(per):.2f}",
+            "startup-cost-max": f"{max(per):.2f}", "startup-cost-maxv": max(per)}
+
+
+def prior_values(campaign: Campaign, runs: pd.DataFrame, results: pd.DataFrame | None,
+                 prior: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The prior-work table (a LaTeX tabular body) and the Sani arithmetic: the start-up
+    cost's share of its gap, and the compute a 10k product needs on its GPU."""
+    prior = read_prior_work() if prior is None else prior
+    ids = list((campaign.raw.get("paper") or {}).get("prior_work") or [])
+    unknown = [i for i in ids if i not in prior]
+    if unknown:
+        raise ConfigError(f"{campaign.source}: key 'paper.prior_work': {', '.join(unknown)} "
+                          f"not in {PRIOR_WORK.name}; add the result there (with its source) "
+                          "or remove the id.")
+    start = startup_values(campaign, runs)
+    v: dict[str, Any] = {"prior-count": len(ids), **start}
+    head = _answer_headline(results, campaign)
+    rows = []
+    for i in ids:
+        p = prior[i]
+        cited = (campaign.analysis.get("import_study") or {}).get("citation")
+        if campaign.is_import and p["cite"] == cited:
+            answer = "this paper re-analyses these values (Section~\\ref{sec:discussion})"
+        elif campaign.is_import:
+            answer = "not measured in this re-analysis (an imported study)"
+        elif p["answer"] == "startup" and start["startup-cost-has"]:
+            lo, hi = start["startup-cost-min"], start["startup-cost-max"]
+            answer = (f"start-up {lo if lo == hi else f'{lo}--{hi}'}\\,s a run; "
+                      f"steady state {head}")
+        elif p["answer"] in ("headline", "startup"):
+            answer = f"steady state {head}"
+        else:
+            answer = "not measured here"
+        rows.append(f"\\citet{{{p['cite']}}} & {_words(p['setting'])} & "
+                    f"{_words(p['result'])} & {answer} \\\\")
+    v["prior-rows"] = " ".join(rows) if rows else "--"  # one line: numbers.tex is read by line
+    sani = prior.get("sani2025") if "sani2025" in ids else None
+    v["has-sani"] = sani is not None
+    if sani is not None:
+        gap = float(sani["container_value"]) - float(sani["reference_value"])
+        flops = 2 * float(sani["matmul_n"]) ** 3
+        peak = 2 * float(sani["gpu_fp32_lanes"]) * float(sani["gpu_boost_ghz"]) * 1e9
+        v["sani-gap"] = f"{gap:.2f}"
+        v["sani-native"] = f"{float(sani['reference_value']):.2f}"
+        v["sani-docker"] = f"{float(sani['container_value']):.2f}"
+        v["sani-pct"] = f"{100 * gap / float(sani['reference_value']):.0f}"
+        v["sani-compute"] = f"{flops / peak:.2f}"
+        v["sani-peak"] = f"{peak / 1e12:.2f}"
+        v["sani-gap-compute"] = f"{gap / (flops / peak):.1f}"
+        v["sani-compute-share"] = f"{100 * flops / peak / float(sani['reference_value']):.0f}"
+        v["sani-startup-share"] = (f"{100 * start['startup-cost-maxv'] / gap:.0f}"
+                                   if start["startup-cost-has"] else "--")
+    start.pop("startup-cost-maxv", None)
+    v.pop("startup-cost-maxv", None)
+    return v
+
+
+def util_values(runs: pd.DataFrame, reference: str) -> dict[str, Any]:
+    """A sampled utilisation (a percentage of time the GPU was busy) as a difference in
+    percentage points of the means, descriptive: never a log ratio."""
+    d = runs[runs.metric == "gpu_util_pct"]
+    if d.empty or reference not in set(d.environment):
+        return {"util-has": False}
+    means = d.groupby("environment")["value"].mean()
+    others = [e for e in means.index if e != reference]
+    if not others:
+        return {"util-has": False}
+    return {"util-has": True, "util-ref": f"{means[reference]:.1f}",
+            "util-env": f"{means[others[0]]:.1f}",
+            "util-pp": f"${_signed(means[others[0]] - means[reference])}$"}
+
+
+def values(campaign: Campaign, runs: pd.DataFrame,
+           results: pd.DataFrame | None) -> dict[str, Any]:
+    """Every value and condition of the title page and paper/discussion.tex."""
+    return {
+        **metadata_values(campaign),
+        **date_values(campaign, runs),
+        "causal-design": not campaign.is_import,
+        **steady_values(campaign, runs),
+        **prior_values(campaign, runs, results),
+        **util_values(runs, campaign.reference),
+    }
+
+
+def paired_rows(campaign: Campaign, runs: pd.DataFrame, results: pd.DataFrame | None,
+                pairs: list[tuple[str, str]], relative: bool,
+                label: Any = None) -> list[dict[str, Any]]:
+    """The rows of figures.paired_differences for (model, metric) pairs: each environment
+    against the reference, per block. Relative: per-block ratio minus one (%), with the
+    comparison's own estimate and interval (comparisons.csv); absolute: the difference in the
+    metric's unit, with its mean and 95 % t interval. Blocks holding a compiling run are
+    marked."""
+    from scipy import stats
+
+    comp = compiled_runs(campaign, runs)
+    comp_blocks: set[tuple[str, Any]] = set()
+    if not comp.empty:
+        m = runs.merge(comp, on=["model", "environment", "repetition"])
+        comp_blocks = set(zip(m["model"], m["block"], strict=False))
+    out = []
+    for model, metric in pairs:
+        envs = [e for e in dict.fromkeys(runs.loc[runs.model == model, "environment"])
+                if e != campaign.reference]
+        for env in envs:
+            d = paired(runs[runs.model == model], metric, env, campaign.reference)
+            if d.empty:
+                continue
+            compiled = [(model, b) in comp_blocks for b in d["block"]]
+            if relative:
+                diffs = 100 * d["rel"].to_numpy(float)
+                r = pd.DataFrame() if results is None else results[
+                    (results.model == model) & (results.metric == metric)
+                    & (results.environment == env)]
+                est, lo, hi = ((100 * float(r.iloc[0][k]) for k in
+                                ("rel_overhead", "rel_ci_low", "rel_ci_high"))
+                               if not r.empty else (math.nan,) * 3)
+            else:
+                diffs = d["diff"].to_numpy(float)
+                est = float(diffs.mean())
+                half = (stats.t.ppf(0.975, len(diffs) - 1) * diffs.std(ddof=1)
+                        / math.sqrt(len(diffs))) if len(diffs) > 1 else math.nan
+                lo, hi = est - half, est + half
+            name = f"{model}, {env}" if label is None else label(model, env, metric)
+            if env in campaign.replicas:
+                name += " (A/A)"
+            out.append({"label": name, "diffs": diffs, "compiled": compiled,
+                        "est": est, "lo": lo, "hi": hi})
+    return out
+
+
+# What a verdict may say where the design supports no causal reading (an import whose runs
+# were not interleaved and whose set-ups differ): the direction, marked descriptive.
+DESCRIPTIVE = {"overhead": "slower in its session, descriptive",
+               "advantage": "faster in its session, descriptive",
+               "difference": "differs between sessions, descriptive"}
+
+
+def design_verdicts(campaign: Campaign, heads: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The headline rows with verdicts the design supports: unchanged for a campaign of
+    interleaved blocks; for an import, a difference is a descriptive one between sessions,
+    never a container 'overhead'."""
+    if not campaign.is_import:
+        return heads
+    out = []
+    for h in heads:
+        word, _, rest = str(h["verdict"]).partition(" (")
+        if word in DESCRIPTIVE:
+            h = {**h, "verdict": DESCRIPTIVE[word] + (f" ({rest}" if rest else "")}
+        out.append(h)
+    return out
