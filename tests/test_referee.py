@@ -23,7 +23,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from containertax.analysis import discussion, figures, report
+from containertax.analysis import discussion, figures, policy, report
 from containertax.analysis.metrics import registry
 from containertax.campaign import config
 from tests.conftest import REPO, demo_config
@@ -372,7 +372,7 @@ def test_a_sampled_percentage_is_not_a_log_ratio():
     runs = pd.read_csv(REPO / "resources" / "sani2025" / "runs.csv", comment="#")
     cfg = yaml.safe_load((REPO / "config" / "sani2025.yaml").read_text())
     sani = config.load_campaign(cfg, "sani2025.yaml", REPO)
-    assert "gpu_util_pct" not in report.analysed_metrics(sani, runs)
+    assert "gpu_util_pct" not in policy.analysed_metrics(sani, runs)
     v = discussion.util_values(runs, "native")
     assert v["util-has"] and v["util-pp"] == "$+40.6$"  # a difference in points, described
     planted = st.analyse(runs, st.Settings.from_config(sani.analysis, "native"),
