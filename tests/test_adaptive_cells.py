@@ -10,7 +10,8 @@ import json
 import pytest
 
 from containertax.campaign import config
-from containertax.execution import cells, gating, records
+from containertax.core import records
+from containertax.execution import cells, gating
 
 
 class FakeSensor:

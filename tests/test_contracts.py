@@ -16,7 +16,7 @@ import yaml
 from containertax import workloads
 from containertax.campaign import config
 from containertax.campaign.paths import CampaignPaths
-from containertax.execution import rawrecord
+from containertax.core import rawrecord
 from tests.conftest import REPO
 
 COMMITTED = sorted(p.parent for p in (REPO / "results").glob("*/raw"))

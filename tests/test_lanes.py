@@ -11,7 +11,8 @@ from datetime import datetime
 import pytest
 
 from containertax.campaign import config, lanes, schedule, status
-from containertax.execution import cells, environments, passthrough, records, thermal
+from containertax.core import records
+from containertax.execution import cells, environments, passthrough, thermal
 from tests.conftest import REPO
 
 
@@ -290,7 +291,7 @@ def test_records_carry_the_lane_and_older_ones_still_read(tmp_path):
     from dataclasses import replace
 
     from containertax.analysis import aggregate
-    from containertax.execution import rawrecord
+    from containertax.core import rawrecord
 
     committed = REPO / "results" / "h100-variants"
     frame = aggregate.tidy(committed)

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from containertax.campaign import config, paths, schedule
-from containertax.execution import records
+from containertax.core import records
 
 # Failures that print one line, by module. Each step imports only the modules it uses (a
 # gate or cooldown starts in about half the time of one importing every step's machinery;
@@ -25,8 +25,8 @@ KNOWN = {
     "containertax.execution.thermal": ("GateTimeout", "SensorError"),
     "containertax.execution.gating": ("RunFailed", "StorageFailure"),
     "containertax.execution.environments": ("EnvironmentFailure",),
-    "containertax.execution.records": ("RecordExistsError",),
-    "containertax.execution.rawrecord": ("RecordError",),
+    "containertax.core.records": ("RecordExistsError",),
+    "containertax.core.rawrecord": ("RecordError",),
     "containertax.workloads.base": ("WorkloadError",),
     "containertax.workloads.trtllm": ("DatasetError",),
     "containertax.analysis.importer": ("ImportError_",),

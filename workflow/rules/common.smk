@@ -259,8 +259,8 @@ ANALYSIS_CODE = sorted(
     [str(p) for p in (PKG / "analysis").glob("*.py")]
     + [str(p) for p in (PKG / "workloads").glob("*.py")]
     + [
-        str(PKG / "execution" / "records.py"),
-        str(PKG / "execution" / "rawrecord.py"),
+        str(PKG / "core" / "records.py"),
+        str(PKG / "core" / "rawrecord.py"),
         str(PKG / "campaign" / "paths.py"),
         str(Path(workflow.basedir) / "workflow" / "schemas" / "record.schema.yaml"),
     ]

@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 from containertax.analysis import review
-from containertax.execution import records
+from containertax.core import records
 
 log_ = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ import pandas as pd
 from containertax.analysis import facts, hostmarkers, importer, order, quality, tables
 from containertax.analysis.metrics import MetricInfo, registry
 from containertax.campaign.config import Campaign
-from containertax.execution import records
+from containertax.core import records
 
 
 class AnalysisError(RuntimeError):

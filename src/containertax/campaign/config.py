@@ -699,7 +699,7 @@ def digest(cfg: dict[str, Any]) -> str:
 def write_resolved(campaign: Campaign, path: Path) -> None:
     """The validated config the steps read, with its digest; rewritten only when it
     changes."""
-    from containertax.execution.records import atomic_write_text
+    from containertax.core.records import atomic_write_text
 
     # key order is meaningful (environment order feeds the schedule): never sort keys
     cfg = json.loads(json.dumps(campaign.raw, default=str))

@@ -24,7 +24,7 @@ import yaml
 from containertax import workloads
 from containertax.campaign import schedule
 from containertax.campaign.config import Campaign, load_campaign
-from containertax.execution import records
+from containertax.core import records
 from containertax.workloads import trtllm
 
 SNAKEFILE = Path(__file__).resolve().parents[3] / "Snakefile"

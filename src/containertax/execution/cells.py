@@ -20,18 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from containertax import workloads
-from containertax.campaign import lanes, schedule
+from containertax.campaign import lanes
 from containertax.campaign.config import Campaign
 from containertax.campaign.paths import ORPHANED, CellPaths
-from containertax.execution import (
-    environments,
-    hostmemory,
-    probing,
-    provenance,
-    rawrecord,
-    records,
-    thermal,
-)
+from containertax.core import rawrecord, records
+from containertax.core.cell import Cell
+from containertax.core.metric import Metric
+from containertax.execution import environments, hostmemory, probing, provenance, thermal
 from containertax.execution.gating import (  # noqa: F401 (the cell steps' one namespace)
     RunFailed,
     StorageFailure,
@@ -51,7 +46,6 @@ from containertax.execution.gating import (  # noqa: F401 (the cell steps' one n
 from containertax.execution.gpu import NvmlGpu
 from containertax.execution.telemetry import Sampler
 from containertax.workloads import transformers
-from containertax.workloads.base import Metric
 
 log = logging.getLogger("containertax")
 
@@ -118,7 +112,7 @@ def run(campaign: Campaign, model: str, env: str, rep: str, gate_path: Path,
         raise
 
 
-def _already_recorded(campaign: Campaign, cell: schedule.Cell, paths: CellPaths) -> bool:
+def _already_recorded(campaign: Campaign, cell: Cell, paths: CellPaths) -> bool:
     """The record exists (written by an earlier or orphaned attempt): say so in the ledger
     and leave it as it is."""
     if not paths.raw.exists():
@@ -148,7 +142,7 @@ def _set_aside_orphans(campaign: Campaign, paths: CellPaths, info: dict[str, Any
         info["ledger"] = {**info.get("ledger", {}), "moved_aside": [str(p) for p in moved]}
 
 
-def _run_locked(campaign: Campaign, cell: schedule.Cell, paths: CellPaths, gate_path: Path,
+def _run_locked(campaign: Campaign, cell: Cell, paths: CellPaths, gate_path: Path,
                 log_path: Path | None, info: dict[str, Any]) -> None:
     started = records.utc_now()
     _set_aside_orphans(campaign, paths, info)

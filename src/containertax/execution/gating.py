@@ -18,7 +18,9 @@ from typing import Any
 
 from containertax.campaign import lanes, schedule
 from containertax.campaign.config import Campaign
-from containertax.execution import records, thermal
+from containertax.core import records
+from containertax.core.cell import Cell
+from containertax.execution import thermal
 
 log = logging.getLogger("containertax")
 
@@ -42,7 +44,7 @@ def describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
-def find_cell(campaign: Campaign, model: str, env: str, rep: str) -> schedule.Cell:
+def find_cell(campaign: Campaign, model: str, env: str, rep: str) -> Cell:
     for cell in schedule.plan(campaign):
         if cell.model == model and cell.environment == env and cell.repetition == int(rep):
             return cell
@@ -50,7 +52,7 @@ def find_cell(campaign: Campaign, model: str, env: str, rep: str) -> schedule.Ce
 
 
 @contextmanager
-def ledgered(campaign: Campaign, step: str, cell: schedule.Cell) -> Iterator[dict[str, Any]]:
+def ledgered(campaign: Campaign, step: str, cell: Cell) -> Iterator[dict[str, Any]]:
     """Append start and end (ok or failed, with the error) of one attempt at a step."""
     attempt = records.new_attempt_id()
     base = {"step": step, "attempt": attempt, **asdict(cell)}
@@ -85,7 +87,7 @@ def ledgered(campaign: Campaign, step: str, cell: schedule.Cell) -> Iterator[dic
         log.error("the ledger could not record this success: %s", describe(exc))
 
 
-def lane_of(campaign: Campaign, cell: schedule.Cell) -> lanes.Lane:
+def lane_of(campaign: Campaign, cell: Cell) -> lanes.Lane:
     return lanes.lane_by_id(campaign, cell.lane) if cell.lane else lanes.lanes(campaign)[0]
 
 

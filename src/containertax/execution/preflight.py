@@ -16,7 +16,8 @@ from typing import Any
 
 from containertax import workloads
 from containertax.campaign.config import Campaign
-from containertax.execution import environments, hostmemory, probing, provenance, records
+from containertax.core import records
+from containertax.execution import environments, hostmemory, probing, provenance
 
 
 class PreflightError(RuntimeError):

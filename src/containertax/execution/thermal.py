@@ -14,8 +14,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+from containertax.core.records import LEDGER, read_ledger
 from containertax.execution.gpu import nvml_handle
-from containertax.execution.records import LEDGER, read_ledger
 
 
 class GateTimeout(RuntimeError):

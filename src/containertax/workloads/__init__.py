@@ -13,9 +13,9 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from containertax.core.metric import Metric
 from containertax.workloads import matmul, microbench, transformers, trtllm
 from containertax.workloads.base import (
-    Metric,
     MetricInfo,
     Where,
     Workload,
@@ -23,7 +23,7 @@ from containertax.workloads.base import (
     thread_env,
 )
 
-__all__ = ["KINDS", "PROBE_DIR", "REGISTRY", "Metric", "MetricInfo", "Where", "Workload",
+__all__ = ["KINDS", "PROBE_DIR", "REGISTRY", "MetricInfo", "Where", "Workload",
            "WorkloadError", "build", "detail", "get", "metrics", "problems", "requests_rows"]
 
 PROBE_DIR = Path(__file__).resolve().parent / "probe"

@@ -13,18 +13,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from containertax.core.metric import Metric
+
 Probe = dict[str, Any]
 
 
 class WorkloadError(ValueError):
     """A workload that cannot be built from the config, or output that cannot be read."""
-
-
-@dataclass(frozen=True)
-class Metric:
-    name: str
-    value: float
-    unit: str
 
 
 @dataclass(frozen=True)

@@ -6,9 +6,9 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from containertax.core.metric import Metric
 from containertax.workloads.base import (
     TORCH_DEVICES,
-    Metric,
     MetricInfo,
     Probe,
     Where,

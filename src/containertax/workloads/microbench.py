@@ -6,8 +6,8 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from containertax.core.metric import Metric
 from containertax.workloads.base import (
-    Metric,
     MetricInfo,
     Probe,
     Workload,

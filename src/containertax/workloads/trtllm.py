@@ -38,9 +38,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from containertax.core.metric import Metric
 from containertax.workloads.base import (
     MEMORY_TOLERANCE,
-    Metric,
     MetricInfo,
     Probe,
     Where,

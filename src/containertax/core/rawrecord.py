@@ -17,9 +17,9 @@ from typing import Any
 
 import yaml
 
-from containertax.campaign.schedule import Cell
-from containertax.execution import records
-from containertax.workloads.base import Metric
+from containertax.core import records
+from containertax.core.cell import Cell
+from containertax.core.metric import Metric
 
 SCHEMA_VERSION = 2
 OPTIONAL = ("lane",)  # fields a version-2 record may lack (written before lanes existed)
