@@ -200,7 +200,7 @@ def _check(path: str, directory: str | None = None) -> int:
     if campaign.is_import:
         # the import rule's own check (campaign/ is below analysis/: it is called here)
         from containertax.analysis import importer
-        from containertax.analysis.metrics import registry
+        from containertax.workloads.metric_registry import registry
 
         try:
             frame = importer.read_checked(campaign.import_path,

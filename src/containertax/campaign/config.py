@@ -321,9 +321,7 @@ def _semantic_checks(data: dict[str, Any], source: str) -> None:
         "poll_s"
     ]:
         problems.append("key 'thermal.timeout_s' must be at least 'thermal.poll_s'.")
-    from containertax.campaign import lanes  # late: lanes imports this module
-
-    problems += lanes.check(data, source)
+    problems += _lanes_problems(data)
     adaptive = data["thermal"]["adaptive"]
     if adaptive["min_s"] > adaptive["max_s"]:
         problems.append("key 'thermal.adaptive.min_s' must not exceed 'thermal.adaptive.max_s' "
@@ -356,6 +354,27 @@ def _import_study_problems(analysis: dict[str, Any]) -> list[str]:
     return []
 
 
+def _lanes_problems(data: dict[str, Any]) -> list[str]:
+    """Semantic problems of the `lanes` key (the schema checks the shapes; campaign.lanes
+    reads the checked lanes)."""
+    problems: list[str] = []
+    configured = data.get("lanes") or []
+    ids = [str(lane.get("id")) for lane in configured]
+    dupes = sorted({i for i in ids if ids.count(i) > 1})
+    if dupes:
+        problems.append(f"key 'lanes': duplicate id(s) {dupes}; every lane id must be unique.")
+    places = [(lane.get("host"), str(lane.get("gpu"))) for lane in configured]
+    twice = sorted({f"{h or 'this host'}:{g}" for h, g in places if places.count((h, g)) > 1})
+    if twice:
+        problems.append(f"key 'lanes': GPU(s) {twice} named by more than one lane; two lanes on "
+                        "one GPU would measure each other's load. Give each lane its own GPU.")
+    reps = data.get("repetitions", 0)
+    if configured and reps < len(configured):
+        problems.append(f"key 'lanes': {len(configured)} lanes but only {reps} repetitions; "
+                        "a lane runs whole repetitions, so give at least one per lane.")
+    return problems
+
+
 def _results_dir_problems(data: dict[str, Any]) -> list[str]:
     """results_dir stays inside the working directory (the checkout), unless the config
     opts into an absolute folder with results_dir_absolute: true."""
@@ -376,7 +395,7 @@ def _results_dir_problems(data: dict[str, Any]) -> list[str]:
 def _metric_problems(analysis: dict[str, Any]) -> list[str]:
     """Metrics and the headline metric must be known: an unknown one silently analysed
     nothing (a paper of '0 primary tests') or was replaced by another."""
-    from containertax.analysis import metrics as registry  # pure data, no analysis stack
+    from containertax.workloads import metric_registry as registry
 
     known = registry.registry(analysis.get("define_metrics"))
     problems = []
@@ -591,7 +610,7 @@ def resolve_replicas(envs: dict[str, Any], source: str) -> dict[str, Any]:
 def _check_metric_names(data: dict[str, Any], source: str) -> None:
     """Metric names in the analysis section must be known: a misspelt name would silently
     analyse nothing."""
-    from containertax.analysis.metrics import registry
+    from containertax.workloads.metric_registry import registry
 
     analysis = data.get("analysis", {})
     known = registry(analysis.get("define_metrics"))

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from containertax.analysis.metrics import registry
 from containertax.campaign.config import Campaign
+from containertax.workloads.metric_registry import registry
 
 if TYPE_CHECKING:
     import pandas as pd

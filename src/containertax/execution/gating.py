@@ -122,7 +122,7 @@ def gate(campaign: Campaign, model: str, env: str, rep: str, out: Path) -> None:
     cell = find_cell(campaign, model, env, rep)
     with ledgered(campaign, "gate", cell) as info:
         check_host(lane_of(campaign, cell))
-        outcome = _wait_gate(campaign, lane_of(campaign, cell))
+        outcome = wait_gate(campaign, lane_of(campaign, cell))
         waited = outcome["waited_s"]
         log.info("gate open after %.1f s (%s, %s C)", waited, outcome["sensor"],
                  outcome["temperature_c"])
@@ -168,7 +168,7 @@ def idle_baseline(campaign: Campaign, sensor: thermal.Sensor, lane: lanes.Lane,
     return {**baseline, "measured_here_s": time.monotonic() - t0}
 
 
-def _wait_gate(campaign: Campaign, lane: lanes.Lane) -> dict[str, Any]:
+def wait_gate(campaign: Campaign, lane: lanes.Lane) -> dict[str, Any]:
     sensor = sensor_for(campaign, lane)
     settings = thermal.GateSettings.from_config(campaign.thermal)
     outcome = thermal.wait_gate(sensor, settings,
