@@ -96,14 +96,16 @@ def test_raising_repetitions_keeps_committed_records(tmp_path):
                 "rep001.json").exists()
 
 
-def test_config_kind_enum_is_the_workload_registry():
+def test_config_kinds_are_the_workload_registry(config_dict):
+    """The registry is the one list of kinds: the schema names none, and a kind it lacks
+    is refused naming the key (planted: 'bogus', and a model-level 'matmull')."""
     schema = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())
-    enums = []
+    enums: list[list[str]] = []
 
     def walk(node: object) -> None:
         if isinstance(node, dict):
-            if node.get("kind", {}).get("enum") and "matmul" in node["kind"]["enum"]:
-                enums.append(node["kind"]["enum"])
+            enums.extend(v["enum"] for v in node.values() if isinstance(v, dict)
+                         and set(v.get("enum") or []) & set(workloads.KINDS))
             for value in node.values():
                 walk(value)
         elif isinstance(node, list):
@@ -111,8 +113,13 @@ def test_config_kind_enum_is_the_workload_registry():
                 walk(value)
 
     walk(schema)
-    assert len(enums) == 2  # workload.kind and models[].kind
-    assert all(sorted(e) == sorted(workloads.KINDS) for e in enums)
+    assert enums == []  # a second list of kinds would go stale with the next kind
+    config_dict["workload"]["kind"] = "bogus"
+    config_dict["models"][0]["kind"] = "matmull"
+    with pytest.raises(config.ConfigError) as err:
+        config.load_campaign(config_dict, "c.yaml")
+    assert "key 'workload.kind': unknown workload kind 'bogus'" in str(err.value)
+    assert "key 'models[0].kind': unknown workload kind 'matmull'" in str(err.value)
 
 
 def probe_defaults(script: Path) -> dict[str, object]:

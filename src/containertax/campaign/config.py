@@ -272,8 +272,20 @@ def validate_schema(data: dict[str, Any], source: str) -> dict[str, Any]:
     return data
 
 
+def _kind_problems(data: dict[str, Any]) -> list[str]:
+    """Workload kinds the registry lacks (the schema takes any name: the registry is the
+    one list of kinds)."""
+    named = [("workload.kind", (data.get("workload") or {}).get("kind"))]
+    named += [(f"models[{i}].kind", m.get("kind")) for i, m in enumerate(data.get("models") or [])
+              if isinstance(m, dict)]
+    return [f"key '{key}': unknown workload kind {kind!r}; choose one of "
+            f"{sorted(workloads.KINDS)} (a new kind: a module in containertax/workloads/ and "
+            "its line in workloads.REGISTRY)." for key, kind in named
+            if kind is not None and kind not in workloads.REGISTRY]
+
+
 def _semantic_checks(data: dict[str, Any], source: str) -> None:
-    problems: list[str] = []
+    problems: list[str] = _kind_problems(data)
     envs = data.get("environments", {})
     for env_id, env in envs.items():
         if env["kind"] in ("chroot", "docker") and not env.get("image"):
@@ -683,7 +695,7 @@ def _workload_checks(campaign: Campaign) -> None:
     problems: list[str] = []
     for i, model in enumerate(campaign.models):
         kind = campaign.workload_kind(model.id)
-        if kind in workloads.REGISTRY:  # else the schema's enum has already refused it
+        if kind in workloads.REGISTRY:  # else _kind_problems has already refused it
             problems += workloads.problems(kind, campaign.workload_params(model.id),
                                            workloads.Where(campaign.source, i, model.id))
             unknown = sorted(set(model.params) - workloads.known_keys(kind))
