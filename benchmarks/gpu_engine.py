@@ -29,7 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from containertax import workloads  # noqa: E402
 from containertax.campaign import config  # noqa: E402
-from containertax.execution import environments, records, thermal  # noqa: E402
+from containertax.core import records  # noqa: E402
+from containertax.execution import environments, thermal  # noqa: E402
 from containertax.execution.gpu import NvmlGpu  # noqa: E402
 from containertax.execution.telemetry import Sampler  # noqa: E402
 from containertax.workloads import transformers  # noqa: E402

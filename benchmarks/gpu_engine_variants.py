@@ -25,7 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from gpu_engine import run_probe  # noqa: E402
 
 from containertax.campaign import config  # noqa: E402
-from containertax.execution import records, thermal  # noqa: E402
+from containertax.core import records  # noqa: E402
+from containertax.execution import thermal  # noqa: E402
 from containertax.execution.gpu import NvmlGpu  # noqa: E402
 
 RO = {"compile_mode": "reduce-overhead", "coordinate_descent": False}

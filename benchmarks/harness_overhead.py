@@ -49,7 +49,7 @@ from typing import Any
 
 import yaml
 
-from containertax.execution.records import read_ledger
+from containertax.core.records import read_ledger
 
 REPO = Path(__file__).resolve().parents[1]
 STEPS = ("gate", "run", "cooldown")

@@ -10,7 +10,8 @@ import json
 import pytest
 
 from containertax.campaign import config
-from containertax.execution import cells, gating, records
+from containertax.core import records
+from containertax.execution import gating
 
 
 class FakeSensor:
@@ -41,7 +42,7 @@ def test_first_gate_measures_the_baseline_and_the_cooldown_uses_it(campaign, tmp
                                                                     monkeypatch):
     sensor = FakeSensor(39.0)
     monkeypatch.setattr(gating, "sensor_for", lambda c, lane=None: sensor)
-    cells.gate(campaign, "n256", "native", "01", tmp_path / "g1.json")
+    gating.gate(campaign, "n256", "native", "01", tmp_path / "g1.json")
     baseline = records.read_json(campaign.paths.baseline)
     assert baseline["baseline_c"] == 39.0 and baseline["identity"]["gpu_uuid"] == "GPU-a"
     gate_end = [e for e in records.read_ledger(campaign.root, step="gate", event="end")][-1]
@@ -49,7 +50,7 @@ def test_first_gate_measures_the_baseline_and_the_cooldown_uses_it(campaign, tmp
 
     sensor.temp = 40.0  # within band_c of the baseline, not falling: settles
     out = tmp_path / "c1.json"
-    cells.cool(campaign, "n256", "native", "01", out)
+    gating.cool(campaign, "n256", "native", "01", out)
     cool = json.loads(out.read_text())
     assert cool["mode"] == "adaptive" and cool["ended_by"] == "settled"
     assert cool["baseline"]["baseline_c"] == 39.0 and cool["trace"]
@@ -60,15 +61,15 @@ def test_another_gpu_is_measured_again_and_a_cooldown_never_measures(campaign, t
                                                                      monkeypatch):
     first = FakeSensor(39.0, "GPU-a")
     monkeypatch.setattr(gating, "sensor_for", lambda c, lane=None: first)
-    cells.gate(campaign, "n256", "native", "01", tmp_path / "g1.json")
+    gating.gate(campaign, "n256", "native", "01", tmp_path / "g1.json")
     other = FakeSensor(30.0, "GPU-b")
     monkeypatch.setattr(gating, "sensor_for", lambda c, lane=None: other)
     # the cooldown on a machine without its baseline waits max_s rather than take a hot
     # chip's temperature as idle
     out = tmp_path / "c.json"
-    cells.cool(campaign, "n256", "native", "01", out)
+    gating.cool(campaign, "n256", "native", "01", out)
     cool = json.loads(out.read_text())
     assert cool["ended_by"] == "max_s" and cool["baseline"] is None
     assert records.read_json(campaign.paths.baseline)["baseline_c"] == 39.0
-    cells.gate(campaign, "n256", "native", "02", tmp_path / "g2.json")
+    gating.gate(campaign, "n256", "native", "02", tmp_path / "g2.json")
     assert records.read_json(campaign.paths.baseline)["baseline_c"] == 30.0

@@ -43,7 +43,7 @@ def test_editing_any_analysis_module_rebuilds_the_paper(tmp_path):
     assert "Nothing to be done" in run(tree, work, "-n").stdout
     pkg = tree / "src" / "containertax"
     code = sorted(pkg.glob("analysis/*.py")) + [
-        pkg / "execution" / "rawrecord.py", pkg / "campaign" / "paths.py",
+        pkg / "core" / "rawrecord.py", pkg / "campaign" / "paths.py",
         pkg / "workloads" / "matmul.py", tree / "workflow" / "schemas" / "record.schema.yaml"]
     for path in code:
         text = path.read_text()

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from containertax import cli, errors
-from containertax.errors import ContainertaxError
+from containertax import cli
+from containertax.core import errors
+from containertax.core.errors import ContainertaxError
 
 KNOWN = {
     "containertax.campaign.config": ("ConfigError",),
@@ -19,8 +20,8 @@ KNOWN = {
     "containertax.execution.thermal": ("GateTimeout", "SensorError"),
     "containertax.execution.gating": ("RunFailed", "StorageFailure"),
     "containertax.execution.environments": ("EnvironmentFailure",),
-    "containertax.execution.records": ("RecordExistsError",),
-    "containertax.execution.rawrecord": ("RecordError",),
+    "containertax.core.records": ("RecordExistsError",),
+    "containertax.core.rawrecord": ("RecordError",),
     "containertax.workloads.base": ("WorkloadError",),
     "containertax.workloads.trtllm": ("DatasetError",),
     "containertax.analysis.importer": ("ImportFailure",),

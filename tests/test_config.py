@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from containertax.campaign import config
-from containertax.execution import records
+from containertax.core import records
 from tests.conftest import REPO
 
 

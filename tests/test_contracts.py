@@ -16,7 +16,7 @@ import yaml
 from containertax import workloads
 from containertax.campaign import config
 from containertax.campaign.paths import CampaignPaths
-from containertax.execution import rawrecord
+from containertax.core import rawrecord
 from tests.conftest import REPO
 
 COMMITTED = sorted(p.parent for p in (REPO / "results").glob("*/raw"))
@@ -96,14 +96,16 @@ def test_raising_repetitions_keeps_committed_records(tmp_path):
                 "rep001.json").exists()
 
 
-def test_config_kind_enum_is_the_workload_registry():
+def test_config_kinds_are_the_workload_registry(config_dict):
+    """The registry is the one list of kinds: the schema names none, and a kind it lacks
+    is refused naming the key (planted: 'bogus', and a model-level 'matmull')."""
     schema = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())
-    enums = []
+    enums: list[list[str]] = []
 
     def walk(node: object) -> None:
         if isinstance(node, dict):
-            if node.get("kind", {}).get("enum") and "matmul" in node["kind"]["enum"]:
-                enums.append(node["kind"]["enum"])
+            enums.extend(v["enum"] for v in node.values() if isinstance(v, dict)
+                         and set(v.get("enum") or []) & set(workloads.KINDS))
             for value in node.values():
                 walk(value)
         elif isinstance(node, list):
@@ -111,8 +113,13 @@ def test_config_kind_enum_is_the_workload_registry():
                 walk(value)
 
     walk(schema)
-    assert len(enums) == 2  # workload.kind and models[].kind
-    assert all(sorted(e) == sorted(workloads.KINDS) for e in enums)
+    assert enums == []  # a second list of kinds would go stale with the next kind
+    config_dict["workload"]["kind"] = "bogus"
+    config_dict["models"][0]["kind"] = "matmull"
+    with pytest.raises(config.ConfigError) as err:
+        config.load_campaign(config_dict, "c.yaml")
+    assert "key 'workload.kind': unknown workload kind 'bogus'" in str(err.value)
+    assert "key 'models[0].kind': unknown workload kind 'matmull'" in str(err.value)
 
 
 def probe_defaults(script: Path) -> dict[str, object]:
@@ -138,7 +145,7 @@ def test_probe_defaults_agree_with_the_workload_module(kind):
 
 
 def test_every_metric_a_workload_can_report_is_in_the_registry():
-    from containertax.analysis.metrics import REGISTRY
+    from containertax.workloads.metric_registry import REGISTRY
 
     declared = [m.name for m in workloads.metric_info()]
     assert len(declared) == len(set(declared))
@@ -192,7 +199,7 @@ def test_gate_and_cooldown_do_not_import_the_run_machinery():
 def test_the_run_step_raises_the_cli_s_known_failure():
     """The CLI catches errors.ContainertaxError (tests/test_cli_errors.py lists every known
     failure): the run step's RunFailed, re-exported by cells, is that class."""
-    from containertax.errors import ContainertaxError
+    from containertax.core.errors import ContainertaxError
     from containertax.execution import cells, gating
 
     assert cells.RunFailed is gating.RunFailed
@@ -219,7 +226,7 @@ def test_common_smk_imports_only_the_planning_modules():
                 if line.startswith(("from containertax", "import containertax"))}
     # packaged: where the workflow's files are (standard library only)
     assert imported <= {"containertax.campaign", "containertax.execution.environments",
-                        "containertax.packaged"}
+                        "containertax.core.packaged"}
 
 
 @pytest.mark.parametrize("flag", ["-n", "--lint"])

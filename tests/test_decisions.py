@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 from containertax.analysis import decisions, facts, paper_values, quality, report
-from containertax.analysis.metrics import REGISTRY
 from containertax.campaign import config
+from containertax.workloads.metric_registry import REGISTRY
 from tests.conftest import REPO, demo_config
 
 ALPHA = 0.05

@@ -59,7 +59,7 @@ def _run(python: Path, args: list[str], cwd: Path) -> subprocess.CompletedProces
 
 def test_the_installed_package_holds_its_data(installed, tmp_path):
     python, site = installed
-    out = _run(python, ["-c", "import containertax, containertax.packaged as p; "
+    out = _run(python, ["-c", "import containertax, containertax.core.packaged as p; "
                         "print(containertax.__file__); print(p.schema('config.schema.yaml'));"
                         "print(p.snakefile())"], tmp_path)
     lines = out.stdout.split()

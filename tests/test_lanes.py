@@ -11,7 +11,8 @@ from datetime import datetime
 import pytest
 
 from containertax.campaign import config, lanes, schedule, status
-from containertax.execution import cells, environments, passthrough, records, thermal
+from containertax.core import records
+from containertax.execution import environments, gating, passthrough, thermal
 from tests.conftest import REPO
 
 
@@ -123,13 +124,13 @@ def test_each_lane_its_own_ledger_and_minimum_interval(tmp_path, config_dict):
     plan = schedule.plan(campaign)
     a = next(c for c in plan if c.lane == "a")
     b = next(c for c in plan if c.lane == "b")
-    with cells.ledgered(campaign, "run", a):
+    with gating.ledgered(campaign, "run", a):
         pass
     assert (campaign.root / "ledger.a.jsonl").exists()
     assert not (campaign.root / "ledger.b.jsonl").exists()
     assert thermal.last_run_end(campaign.root, "ledger.b.jsonl") is None  # b need not wait
     end_a = thermal.last_run_end(campaign.root, "ledger.a.jsonl")
-    with cells.ledgered(campaign, "gate", b):
+    with gating.ledgered(campaign, "gate", b):
         pass
     merged = records.read_ledger(campaign.root)  # every lane, in time order
     assert [(e["lane"], e["step"]) for e in merged] == [("a", "run")] * 2 + [("b", "gate")] * 2
@@ -138,9 +139,9 @@ def test_each_lane_its_own_ledger_and_minimum_interval(tmp_path, config_dict):
 
 def test_lane_bound_to_another_host_fails_its_gate(config_dict):
     campaign = two_lanes(config_dict, host="no-such-host")
-    with pytest.raises(cells.RunFailed, match="bound to host no-such-host"):
-        cells.check_host(lanes.lanes(campaign)[0])
-    cells.check_host(lanes.lanes(campaign)[1])  # no host: anywhere
+    with pytest.raises(gating.RunFailed, match="bound to host no-such-host"):
+        gating.check_host(lanes.lanes(campaign)[0])
+    gating.check_host(lanes.lanes(campaign)[1])  # no host: anywhere
 
 
 class FakeNvml:
@@ -176,11 +177,11 @@ def test_lane_gpu_by_uuid_or_index():
     by_uuid = thermal.NvmlSensor("GPU-bbbb-1111", nvml=nvml)
     assert by_uuid.temperature_c() == 31.0
     lane = lanes.Lane("b", "GPU-bbbb-1111")
-    assert cells.lane_gpu(lane, by_uuid) == {"visible": "GPU-bbbb-1111",
+    assert gating.lane_gpu(lane, by_uuid) == {"visible": "GPU-bbbb-1111",
                                               "uuid": "GPU-bbbb-1111", "minor": 1}
     by_index = thermal.NvmlSensor(1, nvml=nvml)
-    assert cells.lane_gpu(lanes.Lane("b", 1), by_index)["visible"] == "GPU-bbbb-1111"
-    assert cells.lane_gpu(lanes.Lane("b", 1), thermal.NoSensor()) == {
+    assert gating.lane_gpu(lanes.Lane("b", 1), by_index)["visible"] == "GPU-bbbb-1111"
+    assert gating.lane_gpu(lanes.Lane("b", 1), thermal.NoSensor()) == {
         "visible": "1", "uuid": None, "minor": None}
 
 
@@ -240,7 +241,7 @@ def test_status_per_lane(tmp_path, config_dict):
     plan = schedule.plan(campaign)
     first_a = next(c for c in plan if c.lane == "a")
     for step in ("gate", "run", "cooldown"):
-        with cells.ledgered(campaign, step, first_a):
+        with gating.ledgered(campaign, step, first_a):
             pass
     raw = campaign.paths.cell(first_a.model, first_a.environment, first_a.repetition).raw
     records.write_json(raw, {"planted": True})
@@ -290,7 +291,7 @@ def test_records_carry_the_lane_and_older_ones_still_read(tmp_path):
     from dataclasses import replace
 
     from containertax.analysis import aggregate
-    from containertax.execution import rawrecord
+    from containertax.core import rawrecord
 
     committed = REPO / "results" / "h100-variants"
     frame = aggregate.tidy(committed)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from containertax.execution import records
+from containertax.core import records
 from tests.conftest import needs_docker
 from tests.test_workflow import make_campaign, raw_records, schedule_order, snakemake
 

@@ -17,7 +17,7 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
 from containertax.analysis import facts, figures, review  # noqa: E402
-from containertax.analysis.metrics import REGISTRY, TELEMETRY, axis_label  # noqa: E402
+from containertax.workloads.metric_registry import REGISTRY, TELEMETRY, axis_label  # noqa: E402
 from tests.conftest import REPO  # noqa: E402
 
 pytestmark = pytest.mark.skipif(shutil.which("latexmk") is None, reason="needs TeX Live")

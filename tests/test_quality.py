@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 
 from containertax.analysis import quality
-from containertax.analysis.metrics import REGISTRY
+from containertax.workloads.metric_registry import REGISTRY
 
 
 def frame(n=30, seed=0, **extra):

@@ -13,7 +13,7 @@ import subprocess
 import pytest
 
 from containertax.analysis import quality_section, tables
-from containertax.analysis.metrics import registry
+from containertax.workloads.metric_registry import registry
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.skipif(shutil.which("latexmk") is None or shutil.which(

@@ -8,7 +8,7 @@ import multiprocessing
 
 import pytest
 
-from containertax.execution import records
+from containertax.core import records
 
 
 def test_atomic_write_refuses_to_overwrite(tmp_path):

@@ -24,8 +24,8 @@ import pytest
 import yaml
 
 from containertax.analysis import discussion, figures, policy, report
-from containertax.analysis.metrics import registry
 from containertax.campaign import config
+from containertax.workloads.metric_registry import registry
 from tests.conftest import REPO, demo_config
 
 MAIN = REPO / "paper" / "main.tex"

@@ -16,7 +16,7 @@ import pytest
 
 from containertax.analysis import comparisons as st
 from containertax.analysis import quality
-from containertax.analysis.metrics import REGISTRY
+from containertax.workloads.metric_registry import REGISTRY
 
 ALPHA = 0.05
 

@@ -4,7 +4,7 @@ and failed cells (the latest failed step, with its error), issue #16."""
 from __future__ import annotations
 
 from containertax.campaign import config, schedule, status
-from containertax.execution import records
+from containertax.core import records
 
 
 def test_failed_preflight_and_failed_cells_with_their_reasons(config_dict, tmp_path):

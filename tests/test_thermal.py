@@ -167,7 +167,7 @@ def test_nvml_sensor_through_fake_nvml():
 
 
 def test_last_run_end_reads_the_ledger(tmp_path):
-    from containertax.execution import records
+    from containertax.core import records
 
     assert thermal.last_run_end(tmp_path) is None
     records.append_ledger(tmp_path, {"step": "run", "event": "start"})

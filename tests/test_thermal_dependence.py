@@ -63,7 +63,7 @@ def test_a_hotter_slower_environment_is_not_a_temperature_effect():
 
 
 def test_check_reports_it_and_older_tables_without_the_columns_are_fine():
-    from containertax.analysis.metrics import REGISTRY
+    from containertax.workloads.metric_registry import REGISTRY
 
     found = quality.check(runs(per_degree=0.005), REGISTRY)
     assert any(f.check == "thermal_dependence" and f.severity == "warning" for f in found)

@@ -14,7 +14,7 @@ import pytest
 
 from containertax import workloads
 from containertax.campaign.paths import CampaignPaths
-from containertax.execution import rawrecord
+from containertax.core import rawrecord
 from containertax.workloads import trtllm
 
 DATA = Path(__file__).parent / "data" / "trtllm"

@@ -20,7 +20,8 @@ import pytest
 import yaml
 
 from containertax.campaign.paths import CampaignPaths
-from containertax.execution import environments, rawrecord
+from containertax.core import rawrecord
+from containertax.execution import environments
 from tests.conftest import DEMO_IMAGE, REPO, demo_config, needs_docker
 
 pytestmark = [needs_docker, pytest.mark.docker, pytest.mark.slow]

@@ -1,6 +1,6 @@
 """Command line: the steps the Snakefile's rules call, and `status` for people.
 
-Known failures (containertax.errors.ContainertaxError) print one clear message and exit 1,
+Known failures (containertax.core.errors.ContainertaxError) print one clear message and exit 1,
 without a traceback.
 """
 
@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from containertax.campaign import config, paths, schedule
-from containertax.errors import ContainertaxError
-from containertax.execution import records
+from containertax.core import records
+from containertax.core.errors import ContainertaxError
 
 
 def load(path: str) -> config.Campaign:
@@ -177,7 +177,7 @@ def _check_cmd(a: argparse.Namespace) -> int:
 
 
 def _snakefile(a: argparse.Namespace) -> int:
-    from containertax import packaged
+    from containertax.core import packaged
 
     print(packaged.snakefile())
     return 0
@@ -382,7 +382,7 @@ def _check(path: str, directory: str | None = None) -> int:
     if campaign.is_import:
         # the import rule's own check (campaign/ is below analysis/: it is called here)
         from containertax.analysis import importer
-        from containertax.analysis.metrics import registry
+        from containertax.workloads.metric_registry import registry
 
         try:
             frame = importer.read_checked(campaign.import_path,

@@ -42,13 +42,19 @@ def run_once(campaign: config.Campaign, model: str, env: str,
         return row
     row["metrics"] = {m.name: m.value for m in
                       workloads.metrics(kind, probe, out.launched_unix, out.wall_s)}
-    if kind == "transformers":
-        lat = [r["latency_s"] for r in probe["requests"] if not r["warmup"]]
-        row["request_latency_cv"] = statistics.stdev(lat) / statistics.fmean(lat) \
-            if len(lat) > 1 else None
-        row["warmup_latency_s"] = [r["latency_s"] for r in probe["requests"] if r["warmup"]]
+    # the spread of the measured requests, from the kind's own per-request rows (any kind
+    # whose rows have a latency), and what the probe says of its model and software
+    lat = [float(r["latency_s"]) for r in workloads.requests_rows(kind, probe)
+           if r.get("latency_s") not in (None, "")]
+    if len(lat) > 1:
+        row["request_latency_cv"] = statistics.stdev(lat) / statistics.fmean(lat)
+    requests = probe.get("requests")
+    if isinstance(requests, list) and requests and isinstance(requests[0], dict):
+        row["warmup_latency_s"] = [r.get("latency_s") for r in requests if r.get("warmup")]
+    if isinstance(probe.get("model"), dict) and "parameters" in probe["model"]:
         row["parameters"] = probe["model"]["parameters"]
-        row["software"] = probe.get("software")
+    if "software" in probe:
+        row["software"] = probe["software"]
     shutil.rmtree(work, ignore_errors=True)
     return row
 

@@ -7,7 +7,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 
 # Planning needs only the campaign layer (config, schedule, paths): no analysis stack.
-import containertax.packaged as ct_packaged
+import containertax.core.packaged as ct_packaged
 from containertax.campaign import config as ct_config
 from containertax.campaign import paths as R
 from containertax.campaign import schedule as ct_schedule
@@ -260,8 +260,8 @@ ANALYSIS_CODE = sorted(
     [str(p) for p in (PKG / "analysis").glob("*.py")]
     + [str(p) for p in (PKG / "workloads").glob("*.py")]
     + [
-        str(PKG / "execution" / "records.py"),
-        str(PKG / "execution" / "rawrecord.py"),
+        str(PKG / "core" / "records.py"),
+        str(PKG / "core" / "rawrecord.py"),
         str(PKG / "campaign" / "paths.py"),
         str(ct_packaged.schema("record.schema.yaml")),
         str(Path(workflow.basedir) / R.PRIOR_WORK),

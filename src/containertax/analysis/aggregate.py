@@ -12,8 +12,8 @@ import pandas as pd
 
 from containertax.analysis import clocks
 from containertax.campaign.paths import CampaignPaths
-from containertax.execution import records
-from containertax.execution.rawrecord import RawRecord, read_record
+from containertax.core import records
+from containertax.core.rawrecord import RawRecord, read_record
 
 COLUMNS = [
     "campaign", "model", "environment", "repetition", "block", "position", "sequence",
@@ -39,7 +39,7 @@ def page_cache_of(rec: RawRecord) -> str:
 
 
 def read_records(root: Path) -> list[tuple[Path, RawRecord]]:
-    """Every raw record of a campaign, validated (containertax.execution.rawrecord)."""
+    """Every raw record of a campaign, validated (containertax.core.rawrecord)."""
     return [(path, read_record(path)) for path in CampaignPaths(root).raw_records()]
 
 

@@ -19,8 +19,8 @@ from typing import Any
 
 import pandas as pd
 
+from containertax.core.rawrecord import RawRecord
 from containertax.execution.gpu import THROTTLE_REASONS
-from containertax.execution.rawrecord import RawRecord
 
 # the reasons as the paper names them
 WORDS = {"sw_power_cap": "software power cap", "hw_slowdown": "hardware slowdown",

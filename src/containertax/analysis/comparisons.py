@@ -70,8 +70,6 @@ from statsmodels.stats.power import TTestIndPower, TTestPower
 from containertax.analysis.correction import correct
 from containertax.analysis.quality import duplicate_mask
 
-pg.options["round"] = None
-
 EXACT_UP_TO = 16  # blocks: enumerate all 2^n sign patterns up to here
 MONTE_CARLO = 19_999
 
@@ -466,6 +464,8 @@ def secondary(x: np.ndarray, y: np.ndarray, paired: tuple[np.ndarray, np.ndarray
             out["effect_size_kind"] = "Hedges' g (independent)"
             pooled = _pooled_sd(a, b)
             if pooled > 0 and math.isfinite(pooled):
+                # compute_effsize returns an unrounded float (pingouin's display option
+                # 'round' touches only its DataFrame outputs, none used here)
                 out["cohen_d"] = float(pg.compute_effsize(a, b, eftype="cohen"))  # signed
                 out["hedges_g"] = float(pg.compute_effsize(a, b, eftype="hedges"))
             out["effect_size"] = out["hedges_g"]

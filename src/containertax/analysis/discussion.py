@@ -16,10 +16,10 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from containertax import packaged
 from containertax.analysis import tables
 from containertax.campaign import paths
 from containertax.campaign.config import Campaign, ConfigError
+from containertax.core import packaged
 
 PRIOR_WORK = packaged.resource(paths.PRIOR_WORK)
 ANSWERS = ("headline", "startup", "none")

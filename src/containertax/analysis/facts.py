@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from containertax.analysis import decisions
-from containertax.analysis.metrics import MetricInfo
+from containertax.workloads.metric_registry import MetricInfo
 
 if TYPE_CHECKING:
     from containertax.campaign.config import Campaign
@@ -166,10 +166,6 @@ _PARAM_WORDS = {"batch_size": "batch", "input_len": "input tokens", "output_len"
 _VALUE_WORDS = {"sdpa": "PyTorch SDPA", "sdpa_gqa": "PyTorch SDPA (grouped-query)",
                 "eager": "eager", "flash_attention_2": "FlashAttention-2"}
 _SKIP_PARAMS = {"timeout_s", "model_config", "seed", "device"}
-WORKLOAD_WORDS = {"matmul": "square matrix product",
-                  "transformers": "LLM inference (transformers)",
-                  "microbench": "GPU microbenchmarks (copies, convolutions)",
-                  "trtllm": "LLM inference (TensorRT-LLM)"}
 
 
 def _value_words(value: str | int | float) -> str:
@@ -200,7 +196,8 @@ def workload_row(rec: dict[str, Any]) -> dict[str, str]:
                         f"{cfg.get('num_hidden_layers', '?')} layers, hidden size "
                         f"{cfg.get('hidden_size', '?')}"
                      + (f", {n / 1e9:.2f}\u00a0B parameters" if n else ""))
-    return {"model": rec["cell"]["model"], "kind": WORKLOAD_WORDS.get(w["kind"], w["kind"]),
+    kind = workloads.REGISTRY.get(w["kind"])  # its words as the kind declares them
+    return {"model": rec["cell"]["model"], "kind": kind.words if kind and kind.words else w["kind"],
             "params": "; ".join(parts) or "defaults",
             "random_weights": model.get("source") == "config"}
 

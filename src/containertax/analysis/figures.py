@@ -19,7 +19,7 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
-from containertax.analysis.metrics import TELEMETRY, MetricInfo, axis_label  # noqa: E402
+from containertax.workloads.metric_registry import TELEMETRY, MetricInfo, axis_label  # noqa: E402
 
 # Inches: the text width of paper/main.tex (A4, 2.5 cm margins). Figures are included
 # unscaled, so the point sizes below are the sizes on the page (8 pt is the floor a reviewer

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from containertax.analysis import tables
-from containertax.execution.rawrecord import RawRecord
+from containertax.core.rawrecord import RawRecord
 
 
 def _cgroup_paths(lines: Iterable[str] | str | None) -> list[str]:

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from containertax.errors import ContainertaxError
+from containertax.core.errors import ContainertaxError
 
 REQUIRED = ["model", "environment", "repetition", "metric", "value", "unit"]
 

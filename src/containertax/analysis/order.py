@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from containertax.campaign.paths import CampaignPaths
-from containertax.execution import records
+from containertax.core import records
 
 COLUMNS = ["model", "block", "environment", "repetition", "position", "predecessor",
            "planned", "source"]

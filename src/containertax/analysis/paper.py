@@ -9,8 +9,8 @@ import subprocess
 from pathlib import Path
 
 from containertax.analysis import review
-from containertax.errors import ContainertaxError
-from containertax.execution import records
+from containertax.core import records
+from containertax.core.errors import ContainertaxError
 
 log_ = logging.getLogger(__name__)
 

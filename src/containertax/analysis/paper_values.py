@@ -13,7 +13,6 @@ from typing import Any
 import pandas as pd
 
 from containertax.analysis import decisions, design_values, discussion, facts, order, policy, tables
-from containertax.analysis.metrics import MetricInfo
 from containertax.analysis.policy import (
     AnalysisError,
     analysed_metrics,
@@ -24,6 +23,7 @@ from containertax.analysis.policy import (
     resolution,
 )
 from containertax.campaign.config import Campaign
+from containertax.workloads.metric_registry import MetricInfo
 
 
 def numbers_values(campaign: Campaign, runs: pd.DataFrame, results: pd.DataFrame | None,

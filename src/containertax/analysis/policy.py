@@ -14,10 +14,10 @@ from typing import Any
 import pandas as pd
 
 from containertax.analysis import facts, order, quality
-from containertax.analysis.metrics import MetricInfo, registry
 from containertax.analysis.tables import AA_FAMILIES
 from containertax.campaign.config import Campaign
-from containertax.errors import ContainertaxError
+from containertax.core.errors import ContainertaxError
+from containertax.workloads.metric_registry import MetricInfo, registry
 
 
 class AnalysisError(ContainertaxError, RuntimeError):
@@ -31,7 +31,7 @@ def metric_registry(campaign: Campaign) -> dict[str, MetricInfo]:
 def label_names(campaign: Campaign) -> list[str]:
     """Column and metric names that must never appear raw as a figure's label."""
     from containertax.analysis.aggregate import COLUMNS
-    from containertax.analysis.metrics import TELEMETRY
+    from containertax.workloads.metric_registry import TELEMETRY
 
     return sorted(set(metric_registry(campaign)) | set(TELEMETRY) | set(COLUMNS))
 
@@ -61,7 +61,7 @@ def analysed_metrics(campaign: Campaign, runs: pd.DataFrame) -> list[str]:
 def primary_metrics(campaign: Campaign, runs: pd.DataFrame) -> dict[str, list[str]]:
     """Per model, the metrics of the primary family (fixed by the config, not the data:
     analysis.primary_metrics, else the workload kind's default, else the headline)."""
-    from containertax.analysis.metrics import PRIMARY_BY_KIND
+    from containertax.workloads.metric_registry import PRIMARY_BY_KIND
 
     analysed = analysed_metrics(campaign, runs)
     wanted = campaign.analysis.get("primary_metrics")

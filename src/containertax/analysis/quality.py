@@ -18,7 +18,7 @@ from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
 
 from containertax.analysis import clocks
-from containertax.analysis.metrics import MetricInfo
+from containertax.workloads.metric_registry import MetricInfo
 
 KEY = ["model", "environment", "repetition", "metric"]
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from containertax.analysis import tables
-from containertax.analysis.metrics import MetricInfo
+from containertax.workloads.metric_registry import MetricInfo
 
 # excluded values listed one by one; the rest are counted (all are in quality.json)
 LISTED_EXCLUSIONS = 40

@@ -30,7 +30,7 @@ from containertax.analysis import (
 from containertax.analysis.policy import AnalysisError, label_names
 from containertax.campaign import paths
 from containertax.campaign.config import Campaign
-from containertax.execution import records
+from containertax.core import records
 
 __all__ = ["AnalysisError", "label_names"]  # the CLI's names, kept where it looks for them
 

@@ -365,7 +365,7 @@ def raw_names(names: list[str]) -> list[str]:
     """Column names as a careless label shows them: 'cpu_util_pct' and 'cpu util pct'
     (the spaced form only where it is not also the registry's own label, e.g. 'token
     throughput')."""
-    from containertax.analysis.metrics import REGISTRY, TELEMETRY
+    from containertax.workloads.metric_registry import REGISTRY, TELEMETRY
 
     labels = {m.label.lower() for m in [*REGISTRY.values(), *TELEMETRY.values()]}
     forms = set()

@@ -13,7 +13,7 @@ from typing import Any
 
 import pandas as pd
 
-from containertax.analysis.metrics import MetricInfo, display_unit
+from containertax.workloads.metric_registry import MetricInfo, display_unit
 
 # an underscore may break the line after it: ids such as docker_shm_8g are long words
 _TEX = {"&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_\allowbreak{}", "{": r"\{",

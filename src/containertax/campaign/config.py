@@ -18,9 +18,10 @@ from typing import Any
 
 import yaml
 
-from containertax import packaged, workloads
+from containertax import workloads
 from containertax.campaign.paths import CampaignPaths
-from containertax.errors import ContainertaxError
+from containertax.core import packaged
+from containertax.core.errors import ContainertaxError
 
 SCHEMA_PATH = packaged.schema("config.schema.yaml")
 
@@ -274,8 +275,20 @@ def validate_schema(data: dict[str, Any], source: str) -> dict[str, Any]:
     return data
 
 
+def _kind_problems(data: dict[str, Any]) -> list[str]:
+    """Workload kinds the registry lacks (the schema takes any name: the registry is the
+    one list of kinds)."""
+    named = [("workload.kind", (data.get("workload") or {}).get("kind"))]
+    named += [(f"models[{i}].kind", m.get("kind")) for i, m in enumerate(data.get("models") or [])
+              if isinstance(m, dict)]
+    return [f"key '{key}': unknown workload kind {kind!r}; choose one of "
+            f"{sorted(workloads.KINDS)} (a new kind: a module in containertax/workloads/ and "
+            "its line in workloads.REGISTRY)." for key, kind in named
+            if kind is not None and kind not in workloads.REGISTRY]
+
+
 def _semantic_checks(data: dict[str, Any], source: str) -> None:
-    problems: list[str] = []
+    problems: list[str] = _kind_problems(data)
     envs = data.get("environments", {})
     for env_id, env in envs.items():
         if env["kind"] in ("chroot", "docker") and not env.get("image"):
@@ -323,9 +336,7 @@ def _semantic_checks(data: dict[str, Any], source: str) -> None:
         "poll_s"
     ]:
         problems.append("key 'thermal.timeout_s' must be at least 'thermal.poll_s'.")
-    from containertax.campaign import lanes  # late: lanes imports this module
-
-    problems += lanes.check(data, source)
+    problems += _lanes_problems(data)
     adaptive = data["thermal"]["adaptive"]
     if adaptive["min_s"] > adaptive["max_s"]:
         problems.append("key 'thermal.adaptive.min_s' must not exceed 'thermal.adaptive.max_s' "
@@ -358,6 +369,27 @@ def _import_study_problems(analysis: dict[str, Any]) -> list[str]:
     return []
 
 
+def _lanes_problems(data: dict[str, Any]) -> list[str]:
+    """Semantic problems of the `lanes` key (the schema checks the shapes; campaign.lanes
+    reads the checked lanes)."""
+    problems: list[str] = []
+    configured = data.get("lanes") or []
+    ids = [str(lane.get("id")) for lane in configured]
+    dupes = sorted({i for i in ids if ids.count(i) > 1})
+    if dupes:
+        problems.append(f"key 'lanes': duplicate id(s) {dupes}; every lane id must be unique.")
+    places = [(lane.get("host"), str(lane.get("gpu"))) for lane in configured]
+    twice = sorted({f"{h or 'this host'}:{g}" for h, g in places if places.count((h, g)) > 1})
+    if twice:
+        problems.append(f"key 'lanes': GPU(s) {twice} named by more than one lane; two lanes on "
+                        "one GPU would measure each other's load. Give each lane its own GPU.")
+    reps = data.get("repetitions", 0)
+    if configured and reps < len(configured):
+        problems.append(f"key 'lanes': {len(configured)} lanes but only {reps} repetitions; "
+                        "a lane runs whole repetitions, so give at least one per lane.")
+    return problems
+
+
 def _results_dir_problems(data: dict[str, Any]) -> list[str]:
     """results_dir stays inside the working directory (the checkout), unless the config
     opts into an absolute folder with results_dir_absolute: true."""
@@ -378,7 +410,7 @@ def _results_dir_problems(data: dict[str, Any]) -> list[str]:
 def _metric_problems(analysis: dict[str, Any]) -> list[str]:
     """Metrics and the headline metric must be known: an unknown one silently analysed
     nothing (a paper of '0 primary tests') or was replaced by another."""
-    from containertax.analysis import metrics as registry  # pure data, no analysis stack
+    from containertax.workloads import metric_registry as registry
 
     known = registry.registry(analysis.get("define_metrics"))
     problems = []
@@ -593,7 +625,7 @@ def resolve_replicas(envs: dict[str, Any], source: str) -> dict[str, Any]:
 def _check_metric_names(data: dict[str, Any], source: str) -> None:
     """Metric names in the analysis section must be known: a misspelt name would silently
     analyse nothing."""
-    from containertax.analysis.metrics import registry
+    from containertax.workloads.metric_registry import registry
 
     analysis = data.get("analysis", {})
     known = registry(analysis.get("define_metrics"))
@@ -666,7 +698,7 @@ def _workload_checks(campaign: Campaign) -> None:
     problems: list[str] = []
     for i, model in enumerate(campaign.models):
         kind = campaign.workload_kind(model.id)
-        if kind in workloads.REGISTRY:  # else the schema's enum has already refused it
+        if kind in workloads.REGISTRY:  # else _kind_problems has already refused it
             problems += workloads.problems(kind, campaign.workload_params(model.id),
                                            workloads.Where(campaign.source, i, model.id))
             unknown = sorted(set(model.params) - workloads.known_keys(kind))
@@ -701,7 +733,7 @@ def digest(cfg: dict[str, Any]) -> str:
 def write_resolved(campaign: Campaign, path: Path) -> None:
     """The validated config the steps read, with its digest; rewritten only when it
     changes."""
-    from containertax.execution.records import atomic_write_text
+    from containertax.core.records import atomic_write_text
 
     # key order is meaningful (environment order feeds the schedule): never sort keys
     cfg = json.loads(json.dumps(campaign.raw, default=str))

@@ -91,26 +91,6 @@ def slurm_resources(lane: Lane) -> dict[str, str]:
             "gres": s.get("gres", ""), "slurm_extra": extra}
 
 
-def check(data: dict[str, Any], source: str) -> list[str]:
-    """Semantic problems of the `lanes` key (the schema checks the shapes)."""
-    problems: list[str] = []
-    configured = data.get("lanes") or []
-    ids = [str(lane.get("id")) for lane in configured]
-    dupes = sorted({i for i in ids if ids.count(i) > 1})
-    if dupes:
-        problems.append(f"key 'lanes': duplicate id(s) {dupes}; every lane id must be unique.")
-    places = [(lane.get("host"), str(lane.get("gpu"))) for lane in configured]
-    twice = sorted({f"{h or 'this host'}:{g}" for h, g in places if places.count((h, g)) > 1})
-    if twice:
-        problems.append(f"key 'lanes': GPU(s) {twice} named by more than one lane; two lanes on "
-                        "one GPU would measure each other's load. Give each lane its own GPU.")
-    reps = data.get("repetitions", 0)
-    if configured and reps < len(configured):
-        problems.append(f"key 'lanes': {len(configured)} lanes but only {reps} repetitions; "
-                        "a lane runs whole repetitions, so give at least one per lane.")
-    return problems
-
-
 def estimated_wall_s(campaign: Campaign, per_cell_s: float, n_lanes: int) -> float:
     """The campaign's wall time on n lanes, from a cell's time (gate + run + cooldown):
     whole repetitions are dealt to lanes, so the busiest lane has ceil(reps / n) of them."""

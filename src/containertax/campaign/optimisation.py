@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from containertax.analysis.metrics import registry
 from containertax.campaign.config import Campaign
-from containertax.errors import ContainertaxError
+from containertax.core.errors import ContainertaxError
+from containertax.workloads.metric_registry import registry
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -6,13 +6,16 @@ campaign's repetitions renames nothing. Records written before that (rep01, rep1
 once followed the repetition count) are still found: a cell whose raw record or cooldown
 exists under an older name keeps that name, and committed records are never renamed.
 
-Standard library only: the Snakefile imports this when it plans the workflow.
+Standard library (and core.records, itself standard library only): the Snakefile imports
+this when it plans the workflow.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+
+from containertax.core.records import LEDGER  # the ledger's name; core cannot import up
 
 REP_WIDTH = 3
 
@@ -35,7 +38,6 @@ ORPHANED = "orphaned"
 RAN = "cells/{model}/{environment}/rep{rep}.ran.json"
 DONE = "cells/{model}/{environment}/rep{rep}.done.json"
 LOG = "logs/{step}/{model}/{environment}/rep{rep}.log"
-LEDGER = "ledger.jsonl"
 # Raw records found whole when the workflow was last planned, by (size, mtime_ns, inode):
 # a record is parsed again only when one of those changes (campaign.integrity)
 VERIFIED = ".raw-verified.json"

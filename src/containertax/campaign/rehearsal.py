@@ -21,17 +21,13 @@ from typing import Any
 
 import yaml
 
-from containertax import packaged, workloads
-from containertax.campaign import schedule
+from containertax import workloads
+from containertax.campaign import datasets, schedule
 from containertax.campaign.config import Campaign, load_campaign
 from containertax.campaign.paths import CampaignPaths
-from containertax.execution import records
-from containertax.workloads import trtllm
+from containertax.core import packaged, records
 
 SNAKEFILE = packaged.snakefile()
-# the parameter that sets how much work a run does, per workload kind, and its rehearsal value
-COUNT = {"trtllm": ("num_requests", 32), "transformers": ("requests", 2),
-         "matmul": ("repeats", 3), "microbench": ("repeats", 10)}
 OOM = ("out of memory", "outofmemory", "oom", "cudaerrormemoryallocation", "status 137",
        "killed")
 
@@ -44,11 +40,10 @@ def derive(campaign: Campaign, requests: int | None = None) -> dict[str, Any]:
     raw["description"] = f"Rehearsal of {campaign.name} (few requests, one repetition)"
     raw["repetitions"] = 2  # the schema's minimum; only block 1 runs (run())
     for model in raw["models"]:
-        kind = campaign.workload_kind(model["id"])
-        if kind in COUNT:
-            key, few = COUNT[kind]
-            full = campaign.workload_params(model["id"]).get(key,
-                                                             workloads.get(kind).defaults[key])
+        w = workloads.get(campaign.workload_kind(model["id"]))
+        if w.rehearsal is not None:  # the parameter that sets how much work a run does
+            key, few = w.rehearsal.key, w.rehearsal.few
+            full = campaign.workload_params(model["id"]).get(key, w.defaults[key])
             model[key] = min(int(full), requests or few)
     t = raw["thermal"]
     t["cooldown_s"] = min(t["cooldown_s"], 10)
@@ -86,14 +81,10 @@ def _metrics(rec: dict[str, Any]) -> dict[str, float]:
 
 
 def _measured_s(kind: str, m: dict[str, float], count: int) -> float:
-    """The part of a run that scales with the number of requests (or repeats)."""
-    if kind == "trtllm":
-        return m.get("trtllm_total_latency_s", 0.0)
-    if kind == "transformers":
-        return m.get("request_latency_s", 0.0) * count
-    if kind == "matmul":
-        return m.get("compute_total_s", 0.0)
-    return 0.0
+    """The part of a run that scales with the number of requests (or repeats), as the
+    kind declares it (Workload.rehearsal)."""
+    r = workloads.get(kind).rehearsal
+    return r.measured_s(m, count) if r is not None else 0.0
 
 
 def _preflight_error(root: Path, env_id: str) -> str:
@@ -128,7 +119,8 @@ def judge(study: Campaign, rehearsal: Campaign, root: Path) -> dict[str, Any]:
         kind = study.workload_kind(model.id)
         params = study.workload_params(model.id)
         timeout = float(params.get("timeout_s", study.workload["timeout_s"]))
-        key, _ = COUNT.get(kind, (None, None))
+        r = workloads.get(kind).rehearsal
+        key = r.key if r is not None else None
         full = int(params.get(key, workloads.get(kind).defaults.get(key, 1))) if key else 1
         few = int(rehearsal.workload_params(model.id).get(key, full)) if key else 1
         for env in study.environments:
@@ -215,11 +207,12 @@ def _harness_overhead(ledger: list[dict[str, Any]], ran: list[dict[str, Any]],
 def _dataset_bytes(study: Campaign, rehearsal: Campaign) -> int:
     """The full datasets' size, scaled from the rehearsal's (one JSON line per request)."""
     total = 0.0
-    for path, model in trtllm.datasets(rehearsal).items():
-        if Path(path).exists():
-            few = rehearsal.workload_params(model)["num_requests"]
-            full = study.workload_params(model).get("num_requests",
-                                                    trtllm.DEFAULTS["num_requests"])
+    for path, model in datasets.all_datasets(rehearsal).items():
+        w = workloads.get(rehearsal.workload_kind(model))
+        if Path(path).exists() and w.rehearsal is not None:
+            key = w.rehearsal.key
+            few = rehearsal.workload_params(model)[key]
+            full = study.workload_params(model).get(key, w.defaults[key])
             total += Path(path).stat().st_size * full / few
     return int(total)
 

@@ -10,24 +10,14 @@ from __future__ import annotations
 import csv
 import random
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, replace
 from pathlib import Path
 
 from containertax.campaign import lanes, paths
 from containertax.campaign.config import Campaign, ConfigError
+from containertax.core.cell import Cell
 
 FIELDS = ["position", "model", "environment", "repetition", "block", "sequence", "lane"]
-
-
-@dataclass(frozen=True)
-class Cell:
-    position: int
-    model: str
-    environment: str
-    repetition: int
-    block: int
-    sequence: int
-    lane: str = ""  # campaign.lanes: the lane (GPU) that runs this cell's block
 
 
 def williams_rows(n: int) -> list[list[int]]:
@@ -218,7 +208,7 @@ def with_lanes(campaign: Campaign, cells: list[Cell]) -> list[Cell]:
 
 
 def write_csv(cells: Sequence[Cell], path: Path) -> None:
-    from containertax.execution.records import atomic_write_text
+    from containertax.core.records import atomic_write_text
 
     lines = [",".join(FIELDS)]
     lines += [",".join(str(asdict(c)[f]) for f in FIELDS) for c in cells]

@@ -10,7 +10,7 @@ from typing import Any
 
 from containertax.campaign import lanes, schedule
 from containertax.campaign.config import Campaign
-from containertax.execution import records
+from containertax.core import records
 
 
 def cell_durations(events: list[dict[str, Any]]) -> list[float]:

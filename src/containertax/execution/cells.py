@@ -1,5 +1,5 @@
 """The three steps of a cell (gate, run, cooldown), each one ledger entry at start and end;
-the run is here, gate and cooldown in execution/gating.py (re-exported).
+the run is here, gate and cooldown in execution/gating.py (callers import them there).
 
 A failed step leaves no output but its log and its ledger lines; a failed run also
 removes its gate token so that the next invocation gates the cell again.
@@ -20,38 +20,25 @@ from pathlib import Path
 from typing import Any
 
 from containertax import workloads
-from containertax.campaign import lanes, schedule
+from containertax.campaign import lanes
 from containertax.campaign.config import Campaign
 from containertax.campaign.paths import ORPHANED, CellPaths
-from containertax.execution import (
-    environments,
-    hostmemory,
-    probing,
-    provenance,
-    rawrecord,
-    records,
-    thermal,
-)
-from containertax.execution.gating import (  # noqa: F401 (the cell steps' one namespace)
+from containertax.core import rawrecord, records
+from containertax.core.cell import Cell
+from containertax.core.metric import Metric
+from containertax.execution import environments, hostmemory, probing, provenance, thermal
+from containertax.execution.gating import (
     RunFailed,
-    StorageFailure,
-    _wait_gate,
-    adaptive,
-    check_host,
-    cool,
-    describe,
     find_cell,
-    gate,
-    idle_baseline,
     lane_gpu,
     lane_of,
     ledgered,
     sensor_for,
+    wait_gate,
 )
 from containertax.execution.gpu import NvmlGpu
 from containertax.execution.telemetry import Sampler
-from containertax.workloads import transformers
-from containertax.workloads.base import Metric
+from containertax.workloads.base import HostFacts
 
 log = logging.getLogger("containertax")
 
@@ -76,7 +63,7 @@ def _fresh_gate(campaign: Campaign, gate_path: Path, lane: lanes.Lane) -> dict[s
     age = (datetime.now(UTC) - passed).total_seconds()
     if (last is not None and last > passed) or age > campaign.thermal["poll_s"] + 120:
         log.warning("gate token %s is stale (age %.0f s); gating again", gate_path, age)
-        token = _wait_gate(campaign, lane)
+        token = wait_gate(campaign, lane)
         token["regated"] = True
     return token
 
@@ -118,7 +105,7 @@ def run(campaign: Campaign, model: str, env: str, rep: str, gate_path: Path,
         raise
 
 
-def _already_recorded(campaign: Campaign, cell: schedule.Cell, paths: CellPaths) -> bool:
+def _already_recorded(campaign: Campaign, cell: Cell, paths: CellPaths) -> bool:
     """The record exists (written by an earlier or orphaned attempt): say so in the ledger
     and leave it as it is."""
     if not paths.raw.exists():
@@ -148,7 +135,7 @@ def _set_aside_orphans(campaign: Campaign, paths: CellPaths, info: dict[str, Any
         info["ledger"] = {**info.get("ledger", {}), "moved_aside": [str(p) for p in moved]}
 
 
-def _run_locked(campaign: Campaign, cell: schedule.Cell, paths: CellPaths, gate_path: Path,
+def _run_locked(campaign: Campaign, cell: Cell, paths: CellPaths, gate_path: Path,
                 log_path: Path | None, info: dict[str, Any]) -> None:
     started = records.utc_now()
     _set_aside_orphans(campaign, paths, info)
@@ -203,7 +190,7 @@ def _run_locked(campaign: Campaign, cell: schedule.Cell, paths: CellPaths, gate_
     metric_rows += [Metric(name, telemetry[key], unit) for key, name, unit in GPU_METRICS
                     if telemetry.get(key) is not None]
     metric_rows += _window_energy(workload, probe, sampler, telemetry)
-    metric_rows += _roofline(kind, probe, sampler, telemetry)
+    metric_rows += _host_metrics(kind, probe, sampler, telemetry)
     metric_rows += _memory_metrics(memory, telemetry)
     info["ledger"]["workload_s"] = round(outcome.wall_s, 4)
     record = rawrecord.RawRecord(
@@ -275,14 +262,22 @@ def _window_energy(workload: workloads.Workload, probe: dict[str, Any], sampler:
     return [Metric("energy_per_token_j", energy / workload.window_tokens(probe), "J")]
 
 
-def _roofline(kind: str, probe: dict[str, Any], sampler: Sampler,
-              telemetry: dict[str, Any]) -> list[Metric]:
-    """The LLM's decoding step against reading its weights once at the GPU's peak memory
-    bandwidth (a data-sheet figure, or NVML's memory clock x bus width; the record says
-    which)."""
-    if kind != "transformers" or sampler.gpu is None:
+def _host_metrics(kind: str, probe: dict[str, Any], sampler: Sampler,
+                  telemetry: dict[str, Any]) -> list[Metric]:
+    """The metrics the kind computes on the host (Workload.host_metrics, each registered in
+    its metric_info, whose unit it takes): today transformers' decoding step against
+    reading its weights once at the GPU's peak memory bandwidth (a data-sheet figure, or
+    NVML's memory clock x bus width; the record says which)."""
+    w = workloads.get(kind)
+    if not w.host_metrics or sampler.gpu is None:
         return []
     peak, source = sampler.gpu.peak_bandwidth()
     telemetry["memory_bandwidth"] = {"peak_bytes_per_s": peak, "source": source}
-    pct = transformers.roofline_pct(probe, peak) if peak else None
-    return [] if pct is None else [Metric("hbm_roofline_pct", pct, "%")]
+    host = HostFacts(peak_memory_bytes_per_s=peak)
+    units = {m.name: m.unit for m in w.metric_info}
+    out = []
+    for name, compute in w.host_metrics.items():
+        value = compute(probe, host) if peak else None
+        if value is not None:
+            out.append(Metric(name, value, units[name]))
+    return out

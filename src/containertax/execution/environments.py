@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from containertax.campaign.config import Campaign, Environment
-from containertax.errors import ContainertaxError
+from containertax.core.errors import ContainertaxError
 from containertax.execution import hostcpus, passthrough
 
 INSIDE = Path("/containertax")  # not under /opt: GPU hosts bind their /opt read-only

@@ -18,8 +18,10 @@ from typing import Any
 
 from containertax.campaign import lanes, schedule
 from containertax.campaign.config import Campaign
-from containertax.errors import ContainertaxError
-from containertax.execution import records, thermal
+from containertax.core import records
+from containertax.core.cell import Cell
+from containertax.core.errors import ContainertaxError
+from containertax.execution import thermal
 
 log = logging.getLogger("containertax")
 
@@ -43,7 +45,7 @@ def describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
-def find_cell(campaign: Campaign, model: str, env: str, rep: str) -> schedule.Cell:
+def find_cell(campaign: Campaign, model: str, env: str, rep: str) -> Cell:
     """The cell as the campaign's written schedule places it (schedule.written_cell): the
     schedule step wrote it from the plan before any gate (it is the gate's input, and a
     changed config writes it again), so a step does not plan the campaign again."""
@@ -51,7 +53,7 @@ def find_cell(campaign: Campaign, model: str, env: str, rep: str) -> schedule.Ce
 
 
 @contextmanager
-def ledgered(campaign: Campaign, step: str, cell: schedule.Cell) -> Iterator[dict[str, Any]]:
+def ledgered(campaign: Campaign, step: str, cell: Cell) -> Iterator[dict[str, Any]]:
     """Append start and end (ok or failed, with the error) of one attempt at a step."""
     attempt = records.new_attempt_id()
     base = {"step": step, "attempt": attempt, **asdict(cell)}
@@ -86,7 +88,7 @@ def ledgered(campaign: Campaign, step: str, cell: schedule.Cell) -> Iterator[dic
         log.error("the ledger could not record this success: %s", describe(exc))
 
 
-def lane_of(campaign: Campaign, cell: schedule.Cell) -> lanes.Lane:
+def lane_of(campaign: Campaign, cell: Cell) -> lanes.Lane:
     return lanes.lane_by_id(campaign, cell.lane) if cell.lane else lanes.lanes(campaign)[0]
 
 
@@ -121,7 +123,7 @@ def gate(campaign: Campaign, model: str, env: str, rep: str, out: Path) -> None:
     cell = find_cell(campaign, model, env, rep)
     with ledgered(campaign, "gate", cell) as info:
         check_host(lane_of(campaign, cell))
-        outcome = _wait_gate(campaign, lane_of(campaign, cell))
+        outcome = wait_gate(campaign, lane_of(campaign, cell))
         waited = outcome["waited_s"]
         log.info("gate open after %.1f s (%s, %s C)", waited, outcome["sensor"],
                  outcome["temperature_c"])
@@ -167,7 +169,7 @@ def idle_baseline(campaign: Campaign, sensor: thermal.Sensor, lane: lanes.Lane,
     return {**baseline, "measured_here_s": time.monotonic() - t0}
 
 
-def _wait_gate(campaign: Campaign, lane: lanes.Lane) -> dict[str, Any]:
+def wait_gate(campaign: Campaign, lane: lanes.Lane) -> dict[str, Any]:
     sensor = sensor_for(campaign, lane)
     settings = thermal.GateSettings.from_config(campaign.thermal)
     outcome = thermal.wait_gate(sensor, settings,

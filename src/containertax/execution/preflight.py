@@ -16,8 +16,9 @@ from typing import Any
 
 from containertax import workloads
 from containertax.campaign.config import Campaign
-from containertax.errors import ContainertaxError
-from containertax.execution import environments, hostmemory, probing, provenance, records
+from containertax.core import records
+from containertax.core.errors import ContainertaxError
+from containertax.execution import environments, hostmemory, probing, provenance
 
 
 class PreflightError(ContainertaxError, RuntimeError):

@@ -11,7 +11,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from containertax import packaged
+from containertax.core import packaged
 
 REPO = packaged.checkout()  # the checkout whose commit a record names
 PACKAGES = ["containertax", "snakemake", "docker", "numpy", "pandas", "nvidia-ml-py"]

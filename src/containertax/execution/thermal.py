@@ -14,9 +14,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from containertax.errors import ContainertaxError
+from containertax.core.errors import ContainertaxError
+from containertax.core.records import LEDGER, read_ledger
 from containertax.execution.gpu import nvml_handle
-from containertax.execution.records import LEDGER, read_ledger
 
 
 class GateTimeout(ContainertaxError, RuntimeError):

@@ -2,9 +2,12 @@
 
 One module per workload kind (matmul, transformers, microbench, trtllm) declares a
 Workload (base.py): defaults, parameter checks, the probe's argv, metrics with their
-registry entries, per-request rows and the detail kept in the raw record. REGISTRY lists
-them; the functions below are what the rest of the project calls. Adding a kind: a module
-here, its probe under probe/, one line in REGISTRY, its name in the config schema's enums.
+registry entries, per-request rows and the detail kept in the raw record, and what the
+rest of the project reads of the kind (base.DECLARED: required keys, compile cache,
+primary metrics, words, rehearsal scaling, host metrics, datasets), which
+tests/test_workload_contract.py requires of every kind. REGISTRY lists them; the functions
+below are what the rest of the project calls. Adding a kind: a module here, its probe
+under probe/, one line in REGISTRY, its name in the config schema's enums.
 """
 
 from __future__ import annotations
@@ -13,9 +16,9 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from containertax.core.metric import Metric
 from containertax.workloads import matmul, microbench, transformers, trtllm
 from containertax.workloads.base import (
-    Metric,
     MetricInfo,
     Where,
     Workload,
@@ -23,7 +26,7 @@ from containertax.workloads.base import (
     thread_env,
 )
 
-__all__ = ["KINDS", "PROBE_DIR", "REGISTRY", "Metric", "MetricInfo", "Where", "Workload",
+__all__ = ["KINDS", "PROBE_DIR", "REGISTRY", "MetricInfo", "Where", "Workload",
            "WorkloadError", "build", "detail", "get", "metrics", "problems", "requests_rows"]
 
 PROBE_DIR = Path(__file__).resolve().parent / "probe"
@@ -46,15 +49,14 @@ def _int_problem(where: Where, key: str, value: Any, minimum: int) -> str | None
 
 
 # Keys a model entry may set beyond its kind's defaults: what it says of itself, and the
-# parameters without a default. Any other key was silently ignored (a model-level typo, a
-# setting of another kind): now it is an error naming the key.
+# parameters without a default (each kind's `required`). Any other key was silently ignored
+# (a model-level typo, a setting of another kind): now it is an error naming the key.
 ANY_KIND = frozenset({"kind", "timeout_s", "description"})
-WITHOUT_DEFAULT = {"matmul": {"size"}, "transformers": {"model_config", "model_path"},
-                   "trtllm": {"model", "model_path", "dataset_dir", "quantization"}}
 
 
 def known_keys(kind: str) -> set[str]:
-    return set(get(kind).defaults) | WITHOUT_DEFAULT.get(kind, set()) | ANY_KIND
+    w = get(kind)
+    return set(w.defaults) | set(w.required or ()) | ANY_KIND
 
 
 def problems(kind: str, params: dict[str, Any], where: Where) -> list[str]:
@@ -87,10 +89,11 @@ def build(kind: str, params: dict[str, Any], python: str, probe: Path, out: Path
 
 
 def uses_compile_cache(kind: str, params: dict[str, Any]) -> bool:
-    """Whether a run compiles with torch.compile (transformers' engine and compiled
-    decoding), so that the campaign's compile cache is bound into its environment."""
-    return kind == "transformers" and transformers.decoding_of(
-        {**get(kind).defaults, **params}) in transformers.COMPILING
+    """Whether a run compiles with torch.compile (the kind's `compiles`, e.g. transformers'
+    engine and compiled decoding), so that the campaign's compile cache is bound into its
+    environment."""
+    w = get(kind)
+    return bool(w.compiles and w.compiles({**w.defaults, **params}))
 
 
 def compile_cache_env(cache: Path) -> dict[str, str]:

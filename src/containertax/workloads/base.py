@@ -13,20 +13,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from containertax.errors import ContainertaxError
+from containertax.core.errors import ContainertaxError
+from containertax.core.metric import Metric
 
 Probe = dict[str, Any]
 
 
 class WorkloadError(ContainertaxError, ValueError):
     """A workload that cannot be built from the config, or output that cannot be read."""
-
-
-@dataclass(frozen=True)
-class Metric:
-    name: str
-    value: float
-    unit: str
 
 
 @dataclass(frozen=True)
@@ -65,6 +59,39 @@ class Where:
     model: str
 
 
+@dataclass(frozen=True)
+class Rehearsal:
+    """How the rehearsal (campaign.rehearsal) shrinks a run of this kind: the parameter
+    that sets how much work a run does, its value in the rehearsal, and the part of a run's
+    time (from its metrics and that count) that grows with it, to project the full run."""
+
+    key: str
+    few: int
+    measured_s: Callable[[dict[str, float], int], float]
+
+
+@dataclass(frozen=True)
+class HostFacts:
+    """What the host knows of a run that the probe cannot (execution.cells fills it)."""
+
+    peak_memory_bytes_per_s: float | None = None
+
+
+# A metric computed on the host from the probe's output and HostFacts; None: not defined
+# for this run. Its name must be registered in the same kind's metric_info.
+HostMetric = Callable[[Probe, HostFacts], "float | None"]
+
+
+def never(params: dict[str, Any]) -> bool:
+    """For kinds that never compile with torch.compile."""
+    return False
+
+
+def no_datasets(params: dict[str, Any]) -> list[str]:
+    """For kinds whose runs read no file written before them."""
+    return []
+
+
 def _no_rows(probe: Probe) -> list[dict[str, Any]]:
     return []
 
@@ -98,6 +125,44 @@ class Workload:
     # parameters with a closed set of values, and that set: a value outside it is a config
     # error naming the key, not a traceback inside the probe on day two
     choices: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # --- what the rest of the system reads of a kind; every kind must declare each one
+    # (None = not declared; tests/test_workload_contract.py fails on any) ---------------
+    # parameters without a default that a model may (or must) set
+    required: frozenset[str] | None = None
+    # whether a run (all parameters, defaults filled in) compiles with torch.compile, so
+    # that the campaign's compile cache is bound into its environment
+    compiles: Callable[[dict[str, Any]], bool] | None = None
+    # the primary family's default metrics: per group, the first one present wins
+    # (analysis.primary_metrics overrides them)
+    primary: tuple[tuple[str, ...], ...] | None = None
+    # the kind in words, as the paper's workloads table names it
+    words: str | None = None
+    rehearsal: Rehearsal | None = None
+    # metric name -> how the host computes it (registered in metric_info)
+    host_metrics: dict[str, HostMetric] | None = None
+    # the files written before any run that a run with these parameters (defaults filled
+    # in) reads (campaign.datasets collects them for the workflow's dataset rule)
+    datasets: Callable[[dict[str, Any]], list[str]] | None = None
+
+
+# The declarations above that every kind must make (tests/test_workload_contract.py).
+DECLARED = ("required", "compiles", "primary", "words", "rehearsal", "host_metrics",
+            "datasets")
+
+
+def contract_problems(w: Workload) -> list[str]:
+    """What a kind fails to declare, or declares inconsistently, each in words."""
+    out = [f"workload kind {w.kind!r} does not declare {name!r} (workloads/base.py "
+           "Workload)" for name in DECLARED if getattr(w, name) is None]
+    registered = {m.name for m in w.metric_info}
+    for name in w.host_metrics or {}:
+        if name not in registered:
+            out.append(f"workload kind {w.kind!r}: host metric {name!r} is not in its "
+                       "metric_info")
+    if w.rehearsal is not None and w.rehearsal.key not in w.defaults:
+        out.append(f"workload kind {w.kind!r}: rehearsal key {w.rehearsal.key!r} has no "
+                   "default")
+    return out
 
 
 def flags(p: dict[str, Any], keys: tuple[str, ...] | list[str]) -> list[str]:

@@ -6,15 +6,18 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from containertax.core.metric import Metric
 from containertax.workloads.base import (
     TORCH_DEVICES,
-    Metric,
     MetricInfo,
     Probe,
+    Rehearsal,
     Where,
     Workload,
     device_memory,
     flags,
+    never,
+    no_datasets,
     process_metrics,
 )
 
@@ -76,6 +79,13 @@ WORKLOAD = Workload(
     requests_rows=requests_rows,
     problems=problems,
     choices={"dtype": DTYPES, "backend": BACKENDS, "device": TORCH_DEVICES},
+    required=frozenset({"size"}),
+    compiles=never,
+    primary=(("compute_time_s", "compute_time_median_s"),),
+    words="square matrix product",
+    rehearsal=Rehearsal("repeats", 3, lambda m, n: m.get("compute_total_s", 0.0)),
+    host_metrics={},
+    datasets=no_datasets,
     metric_info=(
         MetricInfo("compute_time_s", "s", "lower", "Compute time per product",
                    "mean time of one timed matrix product, inside the process", "increasing"),

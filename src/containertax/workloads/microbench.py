@@ -6,13 +6,16 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from containertax.core.metric import Metric
 from containertax.workloads.base import (
-    Metric,
     MetricInfo,
     Probe,
+    Rehearsal,
     Workload,
     device_memory,
     flags,
+    never,
+    no_datasets,
     process_metrics,
 )
 
@@ -53,6 +56,14 @@ WORKLOAD = Workload(
     metrics=metrics,
     detail=detail,
     choices={"dtype": ("float32", "float16", "bfloat16", "float64")},  # the convolutions'
+    required=frozenset(),
+    compiles=never,
+    primary=(("h2d_gbps",), ("d2h_gbps",)),
+    words="GPU microbenchmarks (copies, convolutions)",
+    # no metric gives the timed part's duration: the projection scales nothing
+    rehearsal=Rehearsal("repeats", 10, lambda m, n: 0.0),
+    host_metrics={},
+    datasets=no_datasets,
     metric_info=(
         MetricInfo("h2d_gbps", "GB/s", "higher", "Host-to-device bandwidth",
                    "pinned copy, median of the timed copies"),

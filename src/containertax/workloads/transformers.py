@@ -8,16 +8,18 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from containertax.core.metric import Metric
 from containertax.workloads.base import (
     TORCH_DEVICES,
-    Metric,
     MetricInfo,
     Probe,
+    Rehearsal,
     Where,
     Workload,
     WorkloadError,
     device_memory,
     flags,
+    no_datasets,
     process_metrics,
 )
 
@@ -190,6 +192,15 @@ WORKLOAD = Workload(
     choices={"dtype": DTYPES, "device": TORCH_DEVICES, "attn_implementation": ATTENTION,
              "decoding": DECODING, "compile_mode": COMPILE_MODES},
     window_tokens=output_tokens,
+    required=frozenset({"model_config", "model_path"}),
+    compiles=lambda p: decoding_of(p) in COMPILING,
+    primary=(("token_throughput",),),
+    words="LLM inference (transformers)",
+    rehearsal=Rehearsal("requests", 2,
+                        lambda m, n: m.get("request_latency_s", 0.0) * n),
+    host_metrics={"hbm_roofline_pct":
+                  lambda probe, host: roofline_pct(probe, host.peak_memory_bytes_per_s or 0.0)},
+    datasets=no_datasets,
     metric_info=(
         MetricInfo("token_throughput", "tok/s", "higher", "Token throughput",
                    "output tokens per second of busy time", "decreasing"),

@@ -36,22 +36,21 @@ import os
 import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from containertax.errors import ContainertaxError
+from containertax.core.errors import ContainertaxError
+from containertax.core.metric import Metric
 from containertax.workloads.base import (
     MEMORY_TOLERANCE,
-    Metric,
     MetricInfo,
     Probe,
+    Rehearsal,
     Where,
     Workload,
     WorkloadError,
+    never,
     process_metrics,
 )
-
-if TYPE_CHECKING:
-    from containertax.campaign.config import Campaign
 
 DEFAULTS: dict[str, Any] = {
     "mode": "throughput", "backend": "pytorch", "num_requests": 1000, "input_len": 128,
@@ -412,17 +411,6 @@ def engine_facts(report: dict[str, Any] | None, log: str) -> dict[str, Any]:
     return facts
 
 
-def datasets(campaign: Campaign) -> dict[str, str]:
-    """The dataset file of every trtllm model (path -> model id), written by the workflow's
-    dataset rule before any run."""
-    out: dict[str, str] = {}
-    for m in campaign.models:
-        if campaign.workload_kind(m.id) == "trtllm":
-            out.setdefault(dataset_path({**WORKLOAD.defaults,
-                                         **campaign.workload_params(m.id)}), m.id)
-    return out
-
-
 # --- the workload kind, as the registry (containertax.workloads) lists it --------------
 
 
@@ -512,6 +500,14 @@ WORKLOAD = Workload(
     detail=detail,
     problems=problems,
     check_argv=check_argv,
+    required=frozenset({"model", "model_path", "dataset_dir", "quantization"}),
+    compiles=never,
+    primary=(("token_throughput",),),
+    words="LLM inference (TensorRT-LLM)",
+    rehearsal=Rehearsal("num_requests", 32,
+                        lambda m, n: m.get("trtllm_total_latency_s", 0.0)),
+    host_metrics={},
+    datasets=lambda p: [dataset_path(p)],
     metric_info=(
         # TensorRT-LLM gives the KV cache a fraction of the memory left after the weights:
         # the larger the model, the smaller the cache

@@ -17,11 +17,10 @@ from typing import Any
 
 import yaml
 
-from containertax import packaged
-from containertax.campaign.schedule import Cell
-from containertax.errors import ContainertaxError
-from containertax.execution import records
-from containertax.workloads.base import Metric
+from containertax.core import packaged, records
+from containertax.core.cell import Cell
+from containertax.core.errors import ContainertaxError
+from containertax.core.metric import Metric
 
 SCHEMA_VERSION = 2
 OPTIONAL = ("lane",)  # fields a version-2 record may lack (written before lanes existed)

@@ -1,5 +1,8 @@
 """The metric registry: every table and figure takes its label, unit and direction here.
 
+It lives with the workloads (not the analysis) so that config validation, one layer up,
+reads it without importing the analysis.
+
 Each workload module declares the metrics only it measures (containertax.workloads); the
 ones every run shares (its process, GPU telemetry, host memory) and those of imported
 studies are listed here. See MetricInfo for what the fields mean.
@@ -14,14 +17,11 @@ from containertax.workloads.base import MEMORY_TOLERANCE, MetricInfo
 
 __all__ = ["PRIMARY_BY_KIND", "REGISTRY", "MetricInfo", "registry"]
 
-# The primary family's default metrics per workload kind (the first one present wins for
-# matmul; both for microbench). analysis.primary_metrics overrides them.
+# The primary family's default metrics per workload kind, as each kind declares them
+# (Workload.primary: per group, the first one present wins). analysis.primary_metrics
+# overrides them.
 PRIMARY_BY_KIND: dict[str, list[list[str]]] = {
-    "matmul": [["compute_time_s", "compute_time_median_s"]],
-    "transformers": [["token_throughput"]],
-    "trtllm": [["token_throughput"]],
-    "microbench": [["h2d_gbps"], ["d2h_gbps"]],
-}
+    kind: [list(group) for group in w.primary or ()] for kind, w in workloads.REGISTRY.items()}
 
 _SHARED = [
     MetricInfo("process_wall_s", "s", "lower", "Process wall time",
@@ -100,8 +100,9 @@ def axis_label(info: MetricInfo | None, name: str) -> str:
     """'Label (unit)' for a figure axis; a metric the registry lacks is an error, so a raw
     column name never reaches a figure."""
     if info is None:
-        raise KeyError(f"metric {name!r} is not in the metric registry (analysis/metrics.py or "
-                       "analysis.define_metrics of the config): it has no label or unit")
+        raise KeyError(f"metric {name!r} is not in the metric registry (workloads/"
+                       "metric_registry.py or analysis.define_metrics of the config): it has "
+                       "no label or unit")
     return f"{info.label} ({display_unit(info.unit)})"
 
 

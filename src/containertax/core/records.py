@@ -1,5 +1,5 @@
 """How a campaign's files are written without ever losing one (where they live:
-containertax.campaign.paths).
+containertax.campaign.paths; this module needs no other part of containertax).
 
 Raw records are the campaign's only irreplaceable output: they are written to a
 temporary name, read-only, and linked into place (which fails rather than overwrite), so
@@ -21,8 +21,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from containertax.campaign.paths import LEDGER
-from containertax.errors import ContainertaxError
+from containertax.core.errors import ContainertaxError
+
+# the ledger's file name below a campaign root (the implicit lane's; campaign.paths names
+# the full path, campaign.lanes each lane's own)
+LEDGER = "ledger.jsonl"
 
 
 class RecordExistsError(ContainertaxError, FileExistsError):
