@@ -251,3 +251,19 @@ class CampaignPaths:
     def work(self, name: str) -> Path:
         """A scratch folder of one attempt (kept when it fails, for the post-mortem)."""
         return self.root / WORK / name
+
+
+# The live status page (analysis/statuspage.py), rewritten after every cell, and the
+# stopping rule's interim decisions it shows where that file exists (analysis/sequential.py)
+STATUS_PAGE = "status.html"
+INTERIM = "stats/interim.json"
+
+
+def status_page(root: Path) -> Path:
+    """The campaign's status page: one self-contained HTML file, opened from disk."""
+    return Path(root) / STATUS_PAGE
+
+
+def interim_decisions(root: Path) -> Path:
+    """The stopping rule's latest interim decisions, shown on the status page if present."""
+    return Path(root) / INTERIM
