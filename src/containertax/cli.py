@@ -169,6 +169,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--lanes", type=int, action="append", default=[],
                    help="also estimate the campaign's wall time on this many lanes (repeatable)")
+    p.add_argument("--html", action="store_true", help="(re)write the campaign's status page, "
+                   "results/<campaign>/status.html (rewritten after every cell anyway)")
 
     args = parser.parse_args(argv)
     _setup_logging(getattr(args, "log", None))
@@ -257,23 +259,23 @@ def _dispatch(args: argparse.Namespace) -> int:
                                               args.metric, comparisons, records.utc_now())
             print(f"\nwrote docker_optimised options {chosen} into {args.write}")
     elif cmd == "status":
+        if args.html:
+            from containertax.analysis import statuspage
+
+            print(statuspage.write(campaign))
+            return 0
         from containertax.campaign import status
 
         summary = status.summarize(campaign, args.lanes)
         print(json.dumps(summary, indent=1) if args.json else status.render(summary))
-    elif cmd == "gate":
-        from containertax.execution import gating
-
-        gating.gate(campaign, args.model, args.environment, args.rep, Path(args.out))
-    elif cmd == "run":
-        from containertax.execution import cells
-
-        cells.run(campaign, args.model, args.environment, args.rep, Path(args.gate),
-                  Path(args.out), Path(args.log) if args.log else None)
-    elif cmd == "cooldown":
-        from containertax.execution import gating
-
-        gating.cool(campaign, args.model, args.environment, args.rep, Path(args.out))
+    elif cmd in ("gate", "run", "cooldown"):
+        try:
+            _cell_step(cmd, campaign, args)
+        except Exception:
+            _refresh_status_page(args.config)  # a failed step shows on the page at once
+            raise
+        if cmd == "cooldown":  # the cell is finished
+            _refresh_status_page(args.config)
     elif cmd == "dataset":
         from containertax.workloads import trtllm
 
@@ -311,6 +313,49 @@ def _dispatch(args: argparse.Namespace) -> int:
     else:
         _analysis(cmd, campaign, args)
     return 0
+
+
+def _cell_step(cmd: str, campaign: config.Campaign, args: argparse.Namespace) -> None:
+    if cmd == "gate":
+        from containertax.execution import gating
+
+        gating.gate(campaign, args.model, args.environment, args.rep, Path(args.out))
+    elif cmd == "run":
+        from containertax.execution import cells
+
+        cells.run(campaign, args.model, args.environment, args.rep, Path(args.gate),
+                  Path(args.out), Path(args.log) if args.log else None)
+    else:
+        from containertax.execution import gating
+
+        gating.cool(campaign, args.model, args.environment, args.rep, Path(args.out))
+
+
+STATUS_PAGE_ENV = "CONTAINERTAX_STATUS_PAGE"  # "0": no page after each cell
+STATUS_PAGE_TIMEOUT_S = 120
+
+
+def _refresh_status_page(config_path: str) -> None:
+    """Rewrite the status page after a cell, in a child process (`status --html`): the
+    cell steps keep off the analysis stack, and run it to its end before the next cell's
+    gate, so it never overlaps a measured run. Never fails the cell: an error is logged."""
+    import os
+    import subprocess
+
+    if os.environ.get(STATUS_PAGE_ENV) == "0":
+        return
+    log = logging.getLogger("containertax")
+    try:
+        out = subprocess.run([sys.executable, "-m", "containertax", "status", config_path,
+                              "--html"], capture_output=True, text=True,
+                             timeout=STATUS_PAGE_TIMEOUT_S, check=False)
+        if out.returncode != 0:
+            tail = "\n".join((out.stdout + out.stderr).strip().splitlines()[-10:])
+            log.error("status page not written (exit %s; the cell is unaffected):\n%s",
+                      out.returncode, tail)
+    except Exception as exc:  # noqa: BLE001 - a page is never worth a failed cell
+        log.error("status page not written (the cell is unaffected): %s: %s",
+                  type(exc).__name__, exc)
 
 
 def _rep_range(text: str) -> set[int]:
