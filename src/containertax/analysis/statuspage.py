@@ -48,71 +48,120 @@ Stopping = Callable[[Campaign], dict[str, Any] | None]
 # ---------------------------------------------------------------- data
 
 
-def read_runs(campaign: Campaign) -> tuple[list[dict[str, Any]], list[str]]:
-    """One dict per raw record present (cell, gate, cooldown, metrics), and the records
-    that could not be read (named, with why). Parsed without schema validation: the page
-    is rebuilt after every cell and must stay fast; the analysis validates."""
+CACHE_VERSION = 1
+
+
+def _stat_key(path: Path) -> list[int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return [st.st_size, st.st_mtime_ns, st.st_ino]
+
+
+def _read_run(path: Path, cooldown_path: Path) -> dict[str, Any]:
     from containertax.analysis.aggregate import metric_name
     from containertax.execution.rawrecord import RawRecord, migrate
 
-    runs, unreadable = [], []
+    rec = RawRecord.from_dict(migrate(json.loads(path.read_text()), str(path)))
+    cooldown = records.read_json(cooldown_path) if cooldown_path.exists() else {}
+    return {
+        "model": str(rec.cell.model), "environment": rec.cell.environment,
+        "repetition": rec.cell.repetition, "block": rec.cell.block,
+        "started_utc": rec.started_utc, "ended_utc": rec.ended_utc,
+        "gate_c": rec.gate.get("temperature_c"),
+        "gate_utc": rec.gate.get("passed_utc") or rec.started_utc,
+        "cool_start_c": cooldown.get("start_c"), "cool_end_c": cooldown.get("end_c"),
+        "cool_utc": cooldown.get("ended_utc"), "baseline_c": cooldown.get("baseline_c"),
+        "metrics": {metric_name(rec, m.name): m.value for m in rec.metrics},
+    }
+
+
+def read_runs(campaign: Campaign) -> tuple[list[dict[str, Any]], list[str]]:
+    """One dict per raw record present (cell, gate, cooldown, metrics), and the records
+    that could not be read (named, with why). Parsed without schema validation (the
+    analysis validates), and each only once: what was read is cached by the record's and
+    its .cooldown.json's (size, mtime_ns, inode) (paths.STATUS_CACHE), so the rebuild
+    after a cell parses that cell's record alone."""
+    cache_path = P.status_cache(campaign.root)
+    try:
+        cache = records.read_json(cache_path)
+        cached = cache["runs"] if cache.get("version") == CACHE_VERSION else {}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        cached = {}
+    runs, unreadable, fresh = [], [], {}
     for path in campaign.paths.raw_records():
+        cooldown_path = path.with_name(path.stem + ".cooldown.json")
+        name = str(path.relative_to(campaign.root))
+        key = [_stat_key(path), _stat_key(cooldown_path)]
+        hit = cached.get(name)
+        if isinstance(hit, dict) and hit.get("key") == key:
+            run = hit["run"]
+        else:
+            try:
+                run = _read_run(path, cooldown_path)
+            except (OSError, ValueError, KeyError, TypeError) as exc:
+                unreadable.append(f"{path}: {type(exc).__name__}: {exc}")
+                continue
+        fresh[name] = {"key": key, "run": run}
+        runs.append(run)
+    if fresh != cached:
         try:
-            rec = RawRecord.from_dict(migrate(json.loads(path.read_text()), str(path)))
-            cooldown_path = path.with_name(path.stem + ".cooldown.json")
-            cooldown = (records.read_json(cooldown_path) if cooldown_path.exists() else {})
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            unreadable.append(f"{path}: {type(exc).__name__}: {exc}")
-            continue
-        runs.append({
-            "model": str(rec.cell.model), "environment": rec.cell.environment,
-            "repetition": rec.cell.repetition, "block": rec.cell.block,
-            "started_utc": rec.started_utc, "ended_utc": rec.ended_utc,
-            "gate_c": rec.gate.get("temperature_c"),
-            "gate_utc": rec.gate.get("passed_utc") or rec.started_utc,
-            "threshold_c": rec.gate.get("threshold_c"),
-            "cool_start_c": cooldown.get("start_c"), "cool_end_c": cooldown.get("end_c"),
-            "cool_utc": cooldown.get("ended_utc"), "baseline_c": cooldown.get("baseline_c"),
-            "metrics": {metric_name(rec, m.name): m.value for m in rec.metrics},
-        })
+            records.write_json(cache_path, {"version": CACHE_VERSION, "runs": fresh})
+        except OSError as exc:  # a cache: the page is built without it
+            unreadable.append(f"{cache_path}: not written ({exc})")
     return runs, unreadable
 
 
 def interim_estimates(campaign: Campaign, runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The primary test's paired estimate of every planned comparison of the primary and
-    calibration families (the paper's plan), on the complete blocks so far: relative
-    difference and its interval, uncorrected p (the interim looks are not the paper's)."""
+    """The paired estimate (analysis/comparisons.paired_estimate, on the metric's scale as
+    the paper decides it) of every planned comparison of the primary and calibration
+    families, on the complete blocks so far: relative difference, its t interval and the
+    paired t test's p, uncorrected (interim looks are not the paper's family-wise tests;
+    the sign-flip p and the power calculation are left to the analysis)."""
     import numpy as np
     import pandas as pd
 
     from containertax.analysis import comparisons as st
     from containertax.analysis import report
 
-    rows = [{"model": r["model"], "environment": r["environment"], "block": r["block"],
-             "repetition": r["repetition"], "metric": k, "value": v, "unit": ""}
-            for r in runs for k, v in r["metrics"].items()]
-    if not rows:
+    present = {(r["model"], k) for r in runs for k, v in r["metrics"].items()
+               if v is not None and math.isfinite(float(v))}
+    if not present:
         return []
-    frame = pd.DataFrame(rows)
-    frame = frame[np.isfinite(frame["value"].astype(float))]
-    plan = report.comparison_plan(campaign, frame)
+    # the plan reads which metrics each model has: one row per (model, metric) will do
+    plan = report.comparison_plan(campaign, pd.DataFrame(
+        sorted(present), columns=["model", "metric"]).assign(value=1.0))
     settings = st.Settings.from_config(campaign.analysis, campaign.reference)
+    wanted = {(m, k) for m, ks in plan.primary_metrics.items() for k in ks}
+    frame = pd.DataFrame([{"model": r["model"], "environment": r["environment"],
+                           "block": r["block"], "metric": k, "value": float(v)}
+                          for r in runs for k, v in r["metrics"].items()
+                          if (r["model"], k) in wanted])
+    if frame.empty:
+        return []
+    frame = frame[np.isfinite(frame["value"])]
+    scales = st.metric_scales(frame)
     out = []
-    for model, metrics in plan.primary_metrics.items():
-        for metric in metrics:
-            g = frame[(frame.model == model) & (frame.metric == metric)]
-            scale = st.scale_of(frame.loc[frame.metric == metric, "value"].to_numpy(float))
-            for env, ref, aa in plan.pairs(list(dict.fromkeys(g.environment))):
-                found = st.blocks(g, env, ref)
-                paired = found[:2] if found is not None else (np.array([]), np.array([]))
-                res = st.primary(paired[0], paired[1], paired, settings, scale)
-                out.append({"model": model, "metric": metric, "environment": env,
-                            "reference": ref, "family": "calibration" if aa else "primary",
-                            "blocks": res["n_blocks"], "est": res["rel_overhead"],
-                            "low": res["rel_ci_low"], "high": res["rel_ci_high"],
-                            "p": res["p"], "test": res.get("primary_test", ""),
-                            "why": res.get("no_interval") or res.get("not_estimable") or "",
-                            "margin": settings.equivalence_margin})
+    for (model, metric), g in frame.groupby(["model", "metric"], sort=False):
+        if (model, metric) not in wanted:
+            continue
+        for env, ref, aa in plan.pairs(list(dict.fromkeys(g.environment))):
+            found = st.blocks(g, env, ref)
+            a, b = (found[:2] if found is not None else (np.array([]), np.array([])))
+            log = scales[metric] == "log"
+            d = (np.log(a) - np.log(b)) if log else (a - b)
+            e = st.paired_estimate(d, settings.alpha)
+            rel = st._relative(e, "log" if log else "raw",
+                               float(np.mean(b)) if len(b) else math.nan)
+            why = ("no complete block" if len(d) == 0 else "one complete block"
+                   if len(d) == 1 else "" if math.isfinite(rel["low"]) else
+                   "no interval (no variation between blocks?)")
+            out.append({"model": model, "metric": metric, "environment": env,
+                        "reference": ref, "family": "calibration" if aa else "primary",
+                        "blocks": len(d), "est": rel["est"], "low": rel["low"],
+                        "high": rel["high"], "p": e["p"], "why": why,
+                        "margin": settings.equivalence_margin})
     return out
 
 
@@ -222,7 +271,7 @@ def svg_chart(chart_id: str, series: list[tuple[str, str, list[tuple[float, floa
     def sy(y: float) -> float:
         return top + (y1 - y) / (y1 - y0) * h
 
-    parts = [f'<svg id="{chart_id}" xmlns="http://www.w3.org/2000/svg" width="{width}" '
+    parts = [f'<svg id="{chart_id}" width="{width}" '
              f'height="{height}" role="img" aria-label="{_e(y_label)}">',
              f'<rect x="{left}" y="{top}" width="{w}" height="{h}" fill="#fff" '
              'stroke="#999"/>']
@@ -271,7 +320,7 @@ def svg_intervals(chart_id: str, rows: list[dict[str, Any]], width: int = 1100) 
     def sx(v: float) -> float:
         return left + (v - lo) / (hi - lo) * w
 
-    parts = [f'<svg id="{chart_id}" xmlns="http://www.w3.org/2000/svg" width="{width}" '
+    parts = [f'<svg id="{chart_id}" width="{width}" '
              f'height="{height}" role="img" aria-label="interim estimates">',
              f'<rect x="{left}" y="4" width="{w}" height="{height - 30}" fill="#fff" '
              'stroke="#999"/>']
@@ -370,7 +419,7 @@ def _estimates(page: dict[str, Any]) -> str:
                                                      "reference"))
                 decisions[key] = d
     cols = ["model", "metric", "comparison", "family", "blocks", "estimate", "interval",
-            "p (uncorrected)"] + (["stopping"] if stop is not None else [])
+            "paired t p (uncorrected)"] + (["stopping"] if stop is not None else [])
     body = []
     for r in rows:
         interval = ("n/a" + (f" ({_e(r['why'])})" if r["why"] else "")
