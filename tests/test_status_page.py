@@ -220,7 +220,7 @@ def test_degenerate_campaigns_give_a_page(tmp_path):
     campaign = committed_campaign(tmp_path, keep_reps=0)
     text = statuspage.text_of(statuspage.write(campaign).read_text())
     assert "0/18 cells done , 0 failed (will rerun), 18 pending" in text
-    assert "no comparison has data yet" in text and "no data yet" in text
+    assert "no comparison has data yet" in text and "no readings in the records (yet)" in text
     campaign = committed_campaign(tmp_path / "one", keep_reps=1)
     bad = campaign.paths.raw_dir / "llama3-8b" / "native" / "rep002.json"
     bad.write_text("{not json")  # planted: a damaged record (the analysis rejects it)

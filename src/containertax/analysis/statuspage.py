@@ -257,7 +257,7 @@ def svg_chart(chart_id: str, series: list[tuple[str, str, list[tuple[float, floa
     and the page is rebuilt after every cell."""
     pts = [p for _, _, s in series for p in s]
     if not pts:
-        return f'<p id="{chart_id}" class="muted">no data yet</p>'
+        return f'<p id="{chart_id}" class="muted">no readings in the records (yet)</p>'
     ys = [y for _, y in pts] + [y for _, _, y in hlines or []]
     x0, x1 = min(x for x, _ in pts), max(x for x, _ in pts)
     y0, y1 = math.floor(min(ys)) - 1, math.ceil(max(ys)) + 1
