@@ -4,9 +4,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 # The cluster test (tests/test_slurm.py) starts a one-node SLURM cluster of Debian's
-# packages; only the test command installs them, and the SLURM executor plugin.
+# packages; only the test command installs them, and the SLURM executor plugin. The status
+# page's test (tests/test_status_page.py) opens the page in Debian's headless chromium.
 need=()
-for pkg in slurmctld slurmd slurm-client munge; do
+for pkg in slurmctld slurmd slurm-client munge chromium; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then
@@ -16,7 +17,7 @@ if [ ${#need[@]} -gt 0 ]; then
     >/dev/null
 fi
 .venv/bin/python -m pip install -q -e '.[dev,slurm]'
-export CONTAINERTAX_REQUIRE_SLURM=1
+export CONTAINERTAX_REQUIRE_SLURM=1 CONTAINERTAX_REQUIRE_CHROMIUM=1
 .venv/bin/ruff check src tests benchmarks tools
 .venv/bin/snakefmt --check Snakefile workflow/rules
 .venv/bin/snakemake --lint --configfile config/demo.yaml

@@ -32,6 +32,15 @@ needs_docker = pytest.mark.skipif(
 )
 
 
+@pytest.fixture(autouse=True)
+def _status_page_only_where_tested(request: pytest.FixtureRequest,
+                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The status page a cell step rewrites costs 1-2 s a cell (a child process): off in
+    the tests that run campaigns for other reasons, on in those marked status_page."""
+    if request.node.get_closest_marker("status_page") is None:
+        monkeypatch.setenv("CONTAINERTAX_STATUS_PAGE", "0")
+
+
 @pytest.fixture
 def config_dict(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     """The demo config, its results folder (results/demo, relative) in a folder of the

@@ -187,6 +187,7 @@ def test_campaign_runs_in_schedule_order_and_records_everything(tmp_path):
     assert summary["median_cell_s"] > 0
 
 
+@pytest.mark.status_page
 def test_failed_cell_does_not_block_others_and_reruns_alone(tmp_path):
     flag = tmp_path / "fail-once"
     flag.write_text("")
@@ -214,6 +215,8 @@ def test_failed_cell_does_not_block_others_and_reruns_alone(tmp_path):
     # every other cell ran, in schedule order
     assert steps(events, "run") == schedule_order(root)
     assert len(raw_records(root)) == 5
+    page = root / "status.html"  # rewritten after every cell by the real workflow
+    assert "5/6 cells done" in page.read_text() and "injected failure" in page.read_text()
     assert not list((root / "cells").rglob("*.gate.json")) or all(
         p.exists() for p in (root / "cells").rglob("*.gate.json"))
 
@@ -223,6 +226,7 @@ def test_failed_cell_does_not_block_others_and_reruns_alone(tmp_path):
     assert {(e["step"], e["model"], e["environment"], e["repetition"])
             for e in new} == {(s, *failed[0]) for s in ("gate", "run", "cooldown")}
     assert len(raw_records(root)) == 6
+    assert "6/6 cells done" in page.read_text()
     assert_nothing_left_behind(root, "flaky")
 
 

@@ -7,10 +7,11 @@ without a traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,23 +52,64 @@ def _setup_logging(log_path: str | None) -> None:
 def _gate(a: argparse.Namespace) -> int:
     from containertax.execution import gating
 
-    gating.gate(load(a.config), a.model, a.environment, a.rep, Path(a.out))
+    with _page_on_failure(a.config):
+        gating.gate(load(a.config), a.model, a.environment, a.rep, Path(a.out))
     return 0
 
 
 def _run(a: argparse.Namespace) -> int:
     from containertax.execution import cells
 
-    cells.run(load(a.config), a.model, a.environment, a.rep, Path(a.gate), Path(a.out),
-              Path(a.log) if a.log else None)
+    with _page_on_failure(a.config):
+        cells.run(load(a.config), a.model, a.environment, a.rep, Path(a.gate), Path(a.out),
+                  Path(a.log) if a.log else None)
     return 0
 
 
 def _cooldown(a: argparse.Namespace) -> int:
     from containertax.execution import gating
 
-    gating.cool(load(a.config), a.model, a.environment, a.rep, Path(a.out))
+    with _page_on_failure(a.config):
+        gating.cool(load(a.config), a.model, a.environment, a.rep, Path(a.out))
+    _refresh_status_page(a.config)  # the cell is finished
     return 0
+
+
+STATUS_PAGE_ENV = "CONTAINERTAX_STATUS_PAGE"  # "0": no page after each cell
+STATUS_PAGE_TIMEOUT_S = 120
+
+
+@contextlib.contextmanager
+def _page_on_failure(config_path: str) -> Iterator[None]:
+    """A failed cell step shows on the status page at once; the failure still propagates."""
+    try:
+        yield
+    except Exception:
+        _refresh_status_page(config_path)
+        raise
+
+
+def _refresh_status_page(config_path: str) -> None:
+    """Rewrite the status page after a cell, in a child process (`status --html`): the
+    cell steps keep off the analysis stack, and run it to its end before the next cell's
+    gate, so it never overlaps a measured run. Never fails the cell: an error is logged."""
+    import os
+    import subprocess
+
+    if os.environ.get(STATUS_PAGE_ENV) == "0":
+        return
+    log = logging.getLogger("containertax")
+    try:
+        out = subprocess.run([sys.executable, "-m", "containertax", "status", config_path,
+                              "--html"], capture_output=True, text=True,
+                             timeout=STATUS_PAGE_TIMEOUT_S, check=False)
+        if out.returncode != 0:
+            tail = "\n".join((out.stdout + out.stderr).strip().splitlines()[-10:])
+            log.error("status page not written (exit %s; the cell is unaffected):\n%s",
+                      out.returncode, tail)
+    except Exception as exc:  # noqa: BLE001 - a page is never worth a failed cell
+        log.error("status page not written (the cell is unaffected): %s: %s",
+                  type(exc).__name__, exc)
 
 
 def _dataset(a: argparse.Namespace) -> int:
@@ -184,6 +226,11 @@ def _snakefile(a: argparse.Namespace) -> int:
 
 
 def _status(a: argparse.Namespace) -> int:
+    if a.html:
+        from containertax.analysis import statuspage
+
+        print(statuspage.write(load(a.config)))
+        return 0
     from containertax.campaign import status
 
     summary = status.summarize(load(a.config), a.lanes)
@@ -300,6 +347,8 @@ def _status_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--lanes", type=int, action="append", default=[],
                    help="also estimate the campaign's wall time on this many lanes (repeatable)")
+    p.add_argument("--html", action="store_true", help="(re)write the campaign's status page, "
+                   "results/<campaign>/status.html (rewritten after every cell anyway)")
 
 
 @dataclass(frozen=True)

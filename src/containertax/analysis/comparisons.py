@@ -62,13 +62,22 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import pingouin as pg
 from scipy import stats as sps
 from scipy.special import gammaln
 from statsmodels.stats.power import TTestIndPower, TTestPower
 
 from containertax.analysis.correction import correct
 from containertax.analysis.quality import duplicate_mask
+
+
+def _pg():  # noqa: ANN202 - pingouin, imported where an effect size needs it: importing it
+    # costs more than the rest of this module (it pulls in matplotlib), and the status page
+    # rebuilt after every cell uses the paired estimate alone
+    import pingouin as pg
+
+    return pg  # compute_effsize returns an unrounded float (its 'round' option touches only
+    # pingouin's DataFrame outputs, none used here), so no global option is set
+
 
 EXACT_UP_TO = 16  # blocks: enumerate all 2^n sign patterns up to here
 MONTE_CARLO = 19_999
@@ -464,8 +473,7 @@ def secondary(x: np.ndarray, y: np.ndarray, paired: tuple[np.ndarray, np.ndarray
             out["effect_size_kind"] = "Hedges' g (independent)"
             pooled = _pooled_sd(a, b)
             if pooled > 0 and math.isfinite(pooled):
-                # compute_effsize returns an unrounded float (pingouin's display option
-                # 'round' touches only its DataFrame outputs, none used here)
+                pg = _pg()
                 out["cohen_d"] = float(pg.compute_effsize(a, b, eftype="cohen"))  # signed
                 out["hedges_g"] = float(pg.compute_effsize(a, b, eftype="hedges"))
             out["effect_size"] = out["hedges_g"]

@@ -406,3 +406,26 @@ def table_file(out_dir: Path, name: str) -> Path:
 # The prior results the discussion answers (analysis/discussion.py), relative to the
 # checkout's root (the Snakefile's folder)
 PRIOR_WORK = "resources/prior_work.yaml"
+
+# The live status page (analysis/statuspage.py), rewritten after every cell, and the
+# stopping rule's interim decisions it shows where that file exists (analysis/sequential.py)
+STATUS_PAGE = "status.html"
+INTERIM = "stats/interim.json"
+# what the page read from each raw record, keyed by the record's (size, mtime_ns, inode):
+# a rebuild after a cell parses only that cell's record (a cache: deleting it is harmless)
+STATUS_CACHE = ".status-cache.json"
+
+
+def status_page(root: Path) -> Path:
+    """The campaign's status page: one self-contained HTML file, opened from disk."""
+    return Path(root) / STATUS_PAGE
+
+
+def interim_decisions(root: Path) -> Path:
+    """The stopping rule's latest interim decisions, shown on the status page if present."""
+    return Path(root) / INTERIM
+
+
+def status_cache(root: Path) -> Path:
+    """The status page's cache of what it read from each raw record."""
+    return Path(root) / STATUS_CACHE
