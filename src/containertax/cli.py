@@ -145,6 +145,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--metric", default="token_throughput")
     p.add_argument("--write", metavar="CONFIG", help="replace the BEGIN/END best-options block "
                    "of docker_optimised in this file (e.g. config/config.yaml)")
+    p.add_argument("--derive", metavar="ENV", help="write the combined options as ENV's "
+                   "derived options (results/<2B campaign>/derived/ENV.yaml), only when their "
+                   "content changes: the config of 2C/2D says derived_from: phase-2b.yaml")
 
     p = sub.add_parser("rehearse", help="every model x environment once with few requests "
                        "(its own campaign, <name>-rehearsal), then a go/no-go table; exit 0 "
@@ -211,6 +214,9 @@ def _check(path: str, directory: str | None = None) -> int:
         print(f"{path}: ok: campaign {campaign.name} analyses {campaign.import_path} "
               f"({len(frame)} rows), results in {campaign.root}")
         return 0
+    underived = config.underived(campaign)
+    if underived:
+        raise config.ConfigError("\n".join(underived))
     cells = schedule.plan(campaign)
     print(f"{path}: ok: campaign {campaign.name}, {len(cells)} cells "
           f"({len(campaign.models)} models x {len(campaign.environments)} environments x "
@@ -256,6 +262,9 @@ def _dispatch(args: argparse.Namespace) -> int:
             chosen = optimisation.write_block(Path(args.write), campaign, verdicts,
                                               args.metric, comparisons, records.utc_now())
             print(f"\nwrote docker_optimised options {chosen} into {args.write}")
+        if args.derive:
+            file, written = optimisation.write_derived(campaign, args.derive, args.metric)
+            print(f"\n{'wrote' if written else 'unchanged:'} {file}")
     elif cmd == "status":
         from containertax.campaign import status
 
