@@ -91,9 +91,9 @@ def load(data: dict[str, Any], source: str, workdir: Path = Path(".")) -> Study:
                          f"{family!r}.")
     campaigns = []
     for i, entry in enumerate(entries):
-        where = f"{source}: key 'study.campaigns[{i}]'"
+        where = f"{source}: key 'study.campaigns[{i}]"
         if not isinstance(entry, dict) or set(entry) != {"name", "config"}:
-            raise StudyError(f"{where}: give '{{name: NAME, config: FILE}}', got {entry!r}.")
+            raise StudyError(f"{where}': give '{{name: NAME, config: FILE}}', got {entry!r}.")
         path = Path(source).parent / str(entry["config"])
         if not path.is_file():
             raise StudyError(f"{where}.config': {path} does not exist; name the campaign's "
@@ -101,7 +101,7 @@ def load(data: dict[str, Any], source: str, workdir: Path = Path(".")) -> Study:
         try:
             campaign = ct_config.load_file(path, workdir)
         except ct_config.ConfigError as exc:
-            raise StudyError(f"{where}: {exc}") from None
+            raise StudyError(f"{where}': {exc}") from None
         if campaign.name != entry["name"]:
             raise StudyError(f"{where}.name': '{entry['name']}' but {path} is campaign "
                              f"'{campaign.name}'; write the campaign's own name.")
