@@ -249,3 +249,21 @@ def test_check_refuses_an_underived_2c_and_accepts_derived_or_by_hand(tmp_path, 
         "    options: {}\n", ""))
     assert cli.main(["check", str(cfg / "phase-2c.yaml"), "-d", str(tmp_path)]) == 1
     assert "docker_optimised.options" in capsys.readouterr().err
+
+
+def test_dependence_is_stated_from_the_derived_file():
+    """2C's summary carries the options' source as the loader read it from 2B's derived
+    file: the paper names the deriving campaign, the file's hash and the qualifying
+    variants; options declared by hand are said to be so; no source, no dependence."""
+    derived = {"kind": "derived", "campaign": "dgx-spark-2b", "file": "results/x.yaml",
+               "sha256": "ab" * 32, "options": {"network": "host"},
+               "qualifying": ["docker_net_host"]}
+    summaries = [{"campaign": "dgx-spark-2b", "options": {}},
+                 {"campaign": "dgx-spark-2c", "options": {"docker_optimised": derived}}]
+    text = ct_study.dependence_tex(_study(["dgx-spark-2b", "dgx-spark-2c"]), summaries)
+    assert "depends on" in text and "dgx-spark-2b" in text and "abababababababab" in text
+    assert "network=host" in text and "docker" in text and "independent" not in text
+    hand = {"kind": "hand", "options": {"privileged": True}}
+    assert "declared by hand" in ct_study.options_sentence("docker_optimised", hand)
+    alone = ct_study.dependence_tex(_study(["a"]), [{"campaign": "a", "options": {}}])
+    assert "independent" in alone

@@ -83,7 +83,11 @@ def deriving_campaign(wildcards):
     """The summary of the campaign whose analysis derives this file (existence only: the
     file's content, refreshed before the DAG is built, decides what reruns)."""
     cfg, _ = DERIVED[wildcards.derived]
-    name = next(c.name for c in STUDY.campaigns if Path(c.config) == Path(cfg))
+    name = next(
+        c.name
+        for c in STUDY.campaigns
+        if Path(c.config).resolve() == Path(cfg).resolve()
+    )
     return ancient(study_path(R.STUDY_CAMPAIGN, campaign=name))
 
 
@@ -118,6 +122,8 @@ rule campaign:
         study_path(R.STUDY_CAMPAIGN, campaign="{campaign}"),
     log:
         study_path("logs/{campaign}.log"),
+    conda:
+        "../envs/workflow.yaml"
     params:
         targets=lambda wildcards: (
             "all"
@@ -129,10 +135,12 @@ rule campaign:
         ),
         snakefile=str(REPO / "Snakefile"),
         study=STUDY_SOURCE,
+        py=PY,
+        env=ENV,
     shell:
-        "{ENV} {PY} -m snakemake {params.targets} --snakefile {params.snakefile:q} --cores 1 "
+        "{params.env} {params.py} -m snakemake {params.targets} --snakefile {params.snakefile:q} --cores 1 "
         "--nolock --configfile {input.config:q} > {log:q} 2>&1 && "
-        "{PY} -c 'import sys; from containertax.analysis import study as s; "
+        "{params.py} -c 'import sys; from containertax.analysis import study as s; "
         "s.write_summary(s.load_file(sys.argv[1]), sys.argv[2], sys.argv[3])' "
         "{params.study:q} {wildcards.campaign} {output:q} >> {log:q} 2>&1"
 
@@ -144,11 +152,18 @@ rule derive_options:
         deriving_campaign,
     output:
         "{derived}",
+    log:
+        "{derived}.log",
+    conda:
+        "../envs/workflow.yaml"
     params:
+        py=PY,
+        env=ENV,
         config=lambda wildcards: DERIVED[wildcards.derived][0],
         environment=lambda wildcards: DERIVED[wildcards.derived][1],
     shell:
-        "{ENV} {PY} -m containertax best-options {params.config:q} --derive {params.environment}"
+        "{params.env} {params.py} -m containertax best-options {params.config:q} "
+        "--derive {params.environment} > {log:q} 2>&1"
 
 
 rule study_tables:
@@ -162,9 +177,11 @@ rule study_tables:
     output:
         table=study_path(R.STUDY_TABLE),
         parts=expand(
-            study_path(R.STUDY_PAPER + "/{part}.tex"),
+            study_path(f"{R.STUDY_PAPER}/{{part}}.tex"),
             part=["numbers", "design", "dependence", "combined", "data"],
         ),
+    log:
+        study_path("logs/study_tables.log"),
     run:
         ct_study.write(STUDY, OUT / "campaigns", OUT)
 
@@ -175,5 +192,7 @@ rule study_pdf:
         source=str(REPO / "paper" / "study.tex"),
     output:
         study_path(R.STUDY_PDF),
+    log:
+        study_path("logs/study_pdf.log"),
     run:
         ct_study.build_pdf(Path(input.source), OUT / R.STUDY_PAPER, Path(output[0]))
