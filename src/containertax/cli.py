@@ -203,6 +203,9 @@ def _best_options(a: argparse.Namespace) -> int:
         chosen = optimisation.write_block(Path(a.write), campaign, verdicts, a.metric,
                                           comparisons, records.utc_now())
         print(f"\nwrote docker_optimised options {chosen} into {a.write}")
+    if a.derive:
+        file, written = optimisation.write_derived(campaign, a.derive, a.metric)
+        print(f"\n{'wrote' if written else 'unchanged:'} {file}")
     return 0
 
 
@@ -324,6 +327,9 @@ def _best_options_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--metric", default="token_throughput")
     p.add_argument("--write", metavar="CONFIG", help="replace the BEGIN/END best-options block "
                    "of docker_optimised in this file (e.g. config/config.yaml)")
+    p.add_argument("--derive", metavar="ENV", help="write the combined options as ENV's "
+                   "derived options (results/<2B campaign>/derived/ENV.yaml), only when their "
+                   "content changes: the config of 2C/2D says derived_from: phase-2b.yaml")
 
 
 def _rehearse_args(p: argparse.ArgumentParser) -> None:
@@ -442,6 +448,9 @@ def _check(path: str, directory: str | None = None) -> int:
         print(f"{path}: ok: campaign {campaign.name} analyses {campaign.import_path} "
               f"({len(frame)} rows), results in {campaign.root}")
         return 0
+    underived = config.underived(campaign)
+    if underived:
+        raise config.ConfigError("\n".join(underived))
     cells = schedule.plan(campaign)
     print(f"{path}: ok: campaign {campaign.name}, {len(cells)} cells "
           f"({len(campaign.models)} models x {len(campaign.environments)} environments x "

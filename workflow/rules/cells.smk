@@ -24,6 +24,7 @@ rule gate:
         system=at(R.SYSTEM),
         preflight=at(R.PREFLIGHT),
         dataset=cell_dataset,
+        derived=derived_options,
     output:
         # temp(): consumed by the run; a token left by an interrupted invocation is
         # detected as stale by the run step, which gates again

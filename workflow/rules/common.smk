@@ -361,3 +361,19 @@ def unfinished_cells(targets):
         )
         if (runs_cells(targets) or done in asked) and not finished(raw, cooldown)
     )
+
+
+# Environments whose options another campaign's analysis derives (config derived_from,
+# phase 2B -> docker_optimised of 2C and 2D): their gates take the derived file, so their
+# cells cannot run before it exists, and pending ones rerun when its content changes.
+DERIVED_OPTIONS = {
+    e.id: e.spec["options_source"]["file"]
+    for e in CAMPAIGN.environments
+    if e.spec.get("options_source", {}).get("kind") == "derived"
+}
+
+
+def derived_options(wildcards):
+    """The derived options file of the cell's environment (none for most)."""
+    file = DERIVED_OPTIONS.get(wildcards.environment)
+    return [file] if file else []

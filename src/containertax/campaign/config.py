@@ -662,7 +662,8 @@ def load_campaign(data: dict[str, Any], source: str = "<config>",
                               "a config with 'base' can select; give the model's mapping.")
     if isinstance(data.get("environments"), dict):
         data["environments"] = resolve_replicas(
-            resolve_extends(data["environments"], source), source)
+            resolve_extends(resolve_derived(data["environments"], source, workdir), source),
+            source)
     data = validate_schema(data, source)
     _semantic_checks(data, source)
     _check_metric_names(data, source)
@@ -762,3 +763,80 @@ def check_owner(campaign: Campaign) -> None:
             f"{campaign.source}: key 'campaign': '{campaign.name}' already holds records of "
             f"another config ({owner}, e.g. {first}). Choose a new campaign name, or set "
             "extends_campaign: true to add cells to that campaign on purpose.")
+
+
+def resolve_derived(envs: dict[str, Any], source: str, workdir: Path = Path(".")
+                    ) -> dict[str, Any]:
+    """Where an environment's Docker options come from, recorded as `options_source`:
+    `derived_from: FILE` (a campaign config, relative to `source`) takes them from the
+    file that campaign's analysis derived (`containertax best-options FILE --derive ENV`,
+    paths.derived_options), or marks them pending while it does not exist (check refuses
+    it, and the workflow's gate waits for it); `declared_by_hand: true` keeps the options
+    written in the config."""
+    from containertax.campaign.paths import derived_options
+
+    out = dict(envs)
+    for env_id, spec in envs.items():
+        if not isinstance(spec, dict):
+            continue
+        key = f"{source}: key 'environments.{env_id}"
+        if "derived_from" in spec and spec.get("declared_by_hand"):
+            raise ConfigError(f"{key}': derived_from and declared_by_hand: true exclude each "
+                              "other; keep derived_from to use the derived options, or "
+                              "declared_by_hand with the options written out.")
+        if spec.get("declared_by_hand"):
+            out[env_id] = {**spec, "options_source": {
+                "kind": "hand", "options": spec.get("options") or {}}}
+            continue
+        if "derived_from" not in spec:
+            continue
+        if spec.get("options"):
+            raise ConfigError(f"{key}.options': options are given, but derived_from says "
+                              "they are derived; remove them (or replace derived_from with "
+                              "declared_by_hand: true to use them).")
+        config_file = Path(source).parent / str(spec["derived_from"])
+        if not config_file.is_file():
+            raise ConfigError(f"{key}.derived_from': {config_file} does not exist; name the "
+                              "deriving campaign's config relative to this file (e.g. "
+                              "phase-2b.yaml).")
+        deriving = load_campaign(_read_yaml(config_file, str(config_file)), str(config_file),
+                                 workdir)
+        file = derived_options(deriving.root, env_id)
+        own = {k: v for k, v in spec.items() if k != "derived_from"}
+        source_info: dict[str, Any] = {"kind": "derived", "campaign": deriving.name,
+                                       "config": str(config_file), "file": str(file)}
+        if file.is_file():
+            derived = yaml.safe_load(file.read_text()) or {}
+            source_info.update(
+                sha256=hashlib.sha256(file.read_bytes()).hexdigest(),
+                options=derived.get("options") or {},
+                qualifying=derived.get("qualifying") or [],
+                comparisons_sha256=derived.get("comparisons_sha256"))
+            own["options"] = derived.get("options") or {}
+            own.setdefault("description", derived.get("description", ""))
+        else:
+            source_info["pending"] = True
+        out[env_id] = {**own, "options_source": source_info}
+    return out
+
+
+def underived(campaign: Campaign) -> list[str]:
+    """What `check` refuses about where options come from: a derived file not written yet,
+    and a docker_optimised environment whose options are neither derived nor declared by
+    hand (phases 2C and 2D take it from phase 2B's analysis)."""
+    problems = []
+    for env in campaign.environments:
+        src = env.spec.get("options_source")
+        key = f"{campaign.source}: key 'environments.{env.id}"
+        if src and src.get("pending"):
+            problems.append(
+                f"{key}.derived_from': the options derived by campaign {src['campaign']} "
+                f"({src['file']}) do not exist yet; run its analysis and then "
+                f"`containertax best-options {src['config']} --derive {env.id}` (the study "
+                "workflow does both), or set declared_by_hand: true with the options.")
+        elif env.id == "docker_optimised" and not src:
+            problems.append(
+                f"{key}': its options are neither derived (derived_from: phase-2b.yaml) nor "
+                "declared by hand (declared_by_hand: true); say which (config/README.md, "
+                "'Derived options').")
+    return problems

@@ -134,7 +134,70 @@ def write_block(config_file: Path, campaign: Campaign, verdicts: list[Verdict], 
              f"{', '.join(qualifying)}",
              *(indent + ln for ln in body.splitlines())]
     new = [*lines[: start + 1], *block, *lines[end:]]
+    # options written by hand replace derived ones: say so (config.resolve_derived)
+    for i in range(start - 1, -1, -1):
+        stripped = lines[i].strip()
+        here = lines[i][: len(lines[i]) - len(lines[i].lstrip())]
+        if stripped and not stripped.startswith("#") and len(here) < len(indent):
+            break
+        if stripped.startswith("derived_from:") and here == indent:
+            new[i] = (f"{indent}declared_by_hand: true  # best-options --write, {utc} "
+                      f"(was {stripped})")
+            break
     tmp = config_file.with_name(f".{config_file.name}.partial")
     tmp.write_text("\n".join(new) + "\n")
     tmp.replace(config_file)
     return chosen
+
+
+DEFAULT_METRIC = "token_throughput"
+
+
+def derived_text(campaign: Campaign, verdicts: list[Verdict], metric: str,
+                 comparisons: Path) -> str:
+    """The derived options file's content: the options and their evidence, no time stamp,
+    so that the same analysis gives the same bytes (and reruns nothing downstream)."""
+    chosen = combine(verdicts)
+    said = ", ".join(f"{k}={v}" for k, v in chosen.items()) or "no option (= the baseline)"
+    return yaml.safe_dump({
+        "campaign": campaign.name, "config": campaign.source, "metric": metric,
+        "comparisons": str(comparisons),
+        "comparisons_sha256": hashlib.sha256(comparisons.read_bytes()).hexdigest(),
+        "qualifying": [v.environment for v in verdicts if v.qualifies],
+        "description": f"baseline + {said} (derived from {campaign.name})",
+        "options": chosen}, sort_keys=False, default_flow_style=False)
+
+
+def write_derived(campaign: Campaign, environment: str, metric: str = DEFAULT_METRIC
+                  ) -> tuple[Path, bool]:
+    """Derive `environment`'s options from this campaign's comparisons and write them to
+    paths.derived_options only when their content changed; returns (file, written)."""
+    import pandas as pd
+
+    from containertax.campaign.paths import derived_options
+    from containertax.core.records import atomic_write_text
+
+    comparisons = campaign.paths.comparisons
+    if not comparisons.is_file():
+        raise OptimisationError(f"{comparisons} does not exist: run the analysis of "
+                                f"{campaign.source} first (snakemake --cores 1 paper "
+                                f"--configfile {campaign.source}).")
+    text = derived_text(campaign, judge(campaign, pd.read_csv(comparisons), metric), metric,
+                        comparisons)
+    file = derived_options(campaign.root, environment)
+    if file.is_file() and file.read_text() == text:
+        return file, False
+    file.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(file, text)
+    return file, True
+
+
+def refresh_derived(config_file: Path, environment: str) -> bool:
+    """Before a study's DAG is built: rewrite the derived file when the deriving campaign's
+    analysis exists and gives other options; nothing when it does not exist yet."""
+    from containertax.campaign.config import load_file
+
+    campaign = load_file(config_file)
+    if not campaign.paths.comparisons.is_file():
+        return False
+    return write_derived(campaign, environment)[1]

@@ -429,3 +429,24 @@ def interim_decisions(root: Path) -> Path:
 def status_cache(root: Path) -> Path:
     """The status page's cache of what it read from each raw record."""
     return Path(root) / STATUS_CACHE
+
+# A study (config `study:`): several campaigns analysed as one (analysis/study.py,
+# workflow/study.smk). Its files live under results_dir/study-<name>/.
+STUDY_DIR = "study-{name}"
+STUDY_CAMPAIGN = "campaigns/{campaign}.json"  # one campaign's analysis done, with its hashes
+STUDY_TABLE = "study.csv"  # the study's family of comparisons, corrected together
+STUDY_PAPER = "paper"
+STUDY_PDF = "study.pdf"
+# Options derived from a campaign's analysis (phase 2B -> docker_optimised of 2C and 2D),
+# under the deriving campaign's root; rewritten only when their content changes.
+DERIVED_OPTIONS = "derived/{environment}.yaml"
+
+
+def study_root(results_dir: Path, name: str) -> Path:
+    """The folder of one study's files (results_dir/study-<name>)."""
+    return Path(results_dir) / STUDY_DIR.format(name=name)
+
+
+def derived_options(campaign_root: Path, environment: str) -> Path:
+    """Where a campaign's analysis writes the options it derives for `environment`."""
+    return Path(campaign_root) / DERIVED_OPTIONS.format(environment=environment)

@@ -45,6 +45,12 @@ def derive(campaign: Campaign, requests: int | None = None) -> dict[str, Any]:
             key, few = w.rehearsal.key, w.rehearsal.few
             full = campaign.workload_params(model["id"]).get(key, w.defaults[key])
             model[key] = min(int(full), requests or few)
+    for spec in raw.get("environments", {}).values():
+        # options another campaign has not derived yet (phase 2B for docker_optimised):
+        # rehearsed with the options written in the config (the baseline's), said so
+        if (spec.get("options_source") or {}).get("pending"):
+            spec.pop("options_source")
+            spec["declared_by_hand"] = True
     t = raw["thermal"]
     t["cooldown_s"] = min(t["cooldown_s"], 10)
     t["min_interval_s"] = 0  # the gate still waits for temperature: that wait is measured

@@ -215,7 +215,10 @@ def _run_locked(campaign: Campaign, cell: Cell, paths: CellPaths, gate_path: Pat
                 "checksum": probe.get("checksum"),
                 "max_rss_source": probe.get("max_rss_source")},
         provenance={"host": provenance.host(), "git": provenance.git(),
-                    "config_hash": campaign.config_hash(), "config_source": campaign.source},
+                    "config_hash": campaign.config_hash(), "config_source": campaign.source,
+                    # where the environment's options came from (derived or by hand)
+                    "options_source": campaign.environment(cell.environment).spec.get(
+                        "options_source")},
         files={"telemetry": paths.telemetry.name, "requests": paths.requests.name,
                "run_log": paths.run_log.name},
         lane={**lane.describe(), "gpu_uuid": gpu["uuid"], "visible": visible.get("gpu"),

@@ -1,0 +1,271 @@
+"""A study: several campaigns as one workflow and one paper (workflow/study.smk,
+analysis/study.py); phase 2B's derived options as the input of phases 2C and 2D."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+from scipy.stats import false_discovery_control
+
+from containertax import cli
+from containertax.analysis import study as ct_study
+from containertax.campaign import config, optimisation
+from containertax.campaign import paths as R
+
+REPO = Path(__file__).resolve().parents[1]
+H100 = ["h100-matmul", "h100-engine-balanced", "h100"]
+SPARK = {"dgx-spark-2a": "phase-2a.yaml", "dgx-spark-2b": "phase-2b.yaml",
+         "dgx-spark-2c": "phase-2c.yaml", "dgx-spark": "phase-2d.yaml"}
+
+
+def study_smk(workdir: Path, study: Path, *args: str, timeout: float = 600):
+    argv = [sys.executable, "-m", "snakemake", *args, "--snakefile",
+            str(REPO / "workflow" / "study.smk"), "--directory", str(workdir),
+            "--configfile", str(study)]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+
+
+def copy_configs(tmp_path: Path) -> Path:
+    shutil.copytree(REPO / "config", tmp_path / "config",
+                    ignore=shutil.ignore_patterns("README.md"))
+    return tmp_path / "config"
+
+
+# --- the H100 study, from the committed raw records ----------------------------------------
+
+def test_h100_study_builds_one_pdf_from_committed_raw_records(tmp_path):
+    """The real workflow: each campaign's own analysis (nested Snakemake), then the study's
+    table and PDF; the family holds every campaign's primary comparisons, corrected as one."""
+    cfg = copy_configs(tmp_path)
+    for name in H100:
+        shutil.copytree(REPO / "results" / name / "raw", tmp_path / "results" / name / "raw")
+    out = study_smk(tmp_path, cfg / "study-h100.yaml", "--cores", "2")
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    root = tmp_path / "results" / "study-h100"
+    assert (root / R.STUDY_PDF).read_bytes()[:5] == b"%PDF-"
+    text = subprocess.run(["pdftotext", str(root / R.STUDY_PDF), "-"], capture_output=True,
+                          text=True).stdout
+    table = pd.read_csv(root / R.STUDY_TABLE)
+    primary = []
+    for name in H100:
+        comp = pd.read_csv(tmp_path / "results" / name / R.COMPARISONS)
+        mine = comp[comp["family"] == "primary"]
+        assert len(mine) > 0
+        primary += [(name, r.model, r.metric, r.environment) for r in mine.itertuples()]
+        assert f"Campaign {name}" in text
+        # cited by folder and by the hash of its raw files, computed here independently
+        raw = tmp_path / "results" / name / "raw"
+        files = sorted(p for p in raw.rglob("*") if p.is_file())
+        h = hashlib.sha256()
+        for p in files:
+            h.update(p.relative_to(raw).as_posix().encode() + b"\0")
+            h.update(hashlib.sha256(p.read_bytes()).digest())
+        assert h.hexdigest()[:32] in text.replace("\n", "")
+        assert f"results/{name}/raw" in text
+    got = [(r.campaign, r.model, r.metric, r.environment) for r in table.itertuples()]
+    assert sorted(got) == sorted(primary)  # every primary comparison, and nothing else
+    assert (table["study_family_size"] == len(primary)).all()
+    # BH across the study, against scipy (correction.py uses statsmodels)
+    expected = false_discovery_control(table["p"].to_numpy(), method="bh")
+    np.testing.assert_allclose(table["p_bh_study"], expected, rtol=1e-12)
+    np.testing.assert_allclose(table["p_bonferroni_study"],
+                               np.minimum(1, table["p"] * len(table)), rtol=1e-12)
+    assert "independent" in text  # no campaign derives another's options
+
+
+def _frame(family_sizes: dict[str, int]) -> pd.DataFrame:
+    rows = []
+    for i, (family, n) in enumerate(family_sizes.items()):
+        rows += [{"model": f"m{j}", "metric": "token_throughput", "environment": "docker",
+                  "reference": "native", "family": family, "p": 0.001 * (i + 1) * (j + 1),
+                  "p_bonferroni": 0.5, "p_bh": 0.25} for j in range(n)]
+    return pd.DataFrame(rows)
+
+
+def _study(names: list[str], family=("primary",)) -> ct_study.Study:
+    fake = [ct_study.StudyCampaign(n, Path(f"{n}.yaml"), None) for n in names]  # type: ignore[arg-type]
+    return ct_study.Study("t", "", "t.yaml", tuple(fake), tuple(family), False, Path("x"))
+
+
+def test_combine_corrects_the_declared_family_only():
+    """Planted: a secondary and a calibration comparison; only the declared family enters
+    the study's correction, whose size counts every campaign's tests of it."""
+    study = _study(["a", "b"])
+    comps = {"a": _frame({"primary": 2, "secondary": 3}),
+             "b": _frame({"primary": 1, "calibration": 1})}
+    table = ct_study.combine(study, comps)
+    assert len(table) == 3 and set(table["campaign_family"]) == {"primary"}
+    assert (table["study_family_size"] == 3).all()
+    assert (table["p_bh_campaign"] == 0.25).all()  # the campaign's own adjustment kept
+    np.testing.assert_allclose(table["p_bh_study"],
+                               false_discovery_control(table["p"].to_numpy(), method="bh"))
+    # declaring the secondary family too pools it
+    wide = ct_study.combine(_study(["a", "b"], ("primary", "secondary")), comps)
+    assert len(wide) == 6 and (wide["study_family_size"] == 6).all()
+
+
+def test_study_config_errors_name_the_file_and_key(tmp_path):
+    cfg = copy_configs(tmp_path)
+    bad = tmp_path / "config" / "bad.yaml"
+    bad.write_text(yaml.safe_dump({"study": {"name": "x", "campaigns": [
+        {"name": "not-its-name", "config": "h100-matmul.yaml"}]}}))
+    with pytest.raises(ct_study.StudyError, match=r"bad.yaml: key 'study.campaigns\[0\].name'"):
+        ct_study.load_file(bad, tmp_path)
+    bad.write_text(yaml.safe_dump({"study": {"name": "x", "campaigns": [
+        {"name": "h100", "config": "missing.yaml"}]}}))
+    with pytest.raises(ct_study.StudyError, match="missing.yaml does not exist"):
+        ct_study.load_file(bad, tmp_path)
+    assert ct_study.load_file(cfg / "study-h100.yaml", tmp_path).family == ("primary",)
+
+
+# --- the Spark study: 2B derives, 2C and 2D depend -------------------------------------------
+
+def _comparisons_2b(root: Path, helpful: list[str]) -> None:
+    """A phase-2B comparisons.csv where the variants in `helpful` gain on every model and
+    significantly; every other variant loses."""
+    c = config.load_file(root / "config" / "phase-2b.yaml", root)
+    rows = []
+    for env in c.environments:
+        if env.spec.get("variant_of") != c.reference:
+            continue
+        for m in c.models:
+            good = env.id in helpful
+            rows.append({"model": m.id, "metric": "token_throughput", "environment": env.id,
+                         "reference": c.reference, "rel_overhead": 0.05 if good else -0.01,
+                         "p_bh": 0.001 if good else 0.9})
+    c.paths.comparisons.parent.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame(rows).to_csv(c.paths.comparisons, index=False)
+
+
+def _derive(root: Path) -> tuple[Path, bool]:
+    c = config.load_file(root / "config" / "phase-2b.yaml", root)
+    return optimisation.write_derived(c, "docker_optimised")
+
+
+def test_spark_dry_run_shows_2c_and_2d_depending_on_2b_derived_options(tmp_path):
+    cfg = copy_configs(tmp_path)
+    dag = study_smk(tmp_path, cfg / "study-spark.yaml", "-n", "--dag")
+    assert dag.returncode == 0, dag.stderr[-3000:]
+    nodes = dict(re.findall(r"^\s*(\d+)\[label = \"([^\"]+)\"", dag.stdout, re.M))
+    edges = set(re.findall(r"^\s*(\d+) -> (\d+)$", dag.stdout, re.M))
+    label = {v.replace("\\n", " "): k for k, v in nodes.items()}
+    derive = next(text for text in label if text.startswith("derive_options"))
+    assert "results/dgx-spark-2b/derived/docker_optimised.yaml" in derive
+    for name in SPARK:
+        into = (label[derive], label[f"campaign campaign: {name}"]) in edges
+        assert into == (name in ("dgx-spark-2c", "dgx-spark")), name  # 2C, 2D only
+    assert (label["campaign campaign: dgx-spark-2b"], label[derive]) in edges
+    # the campaign's own workflow: 2C's optimised cells wait for the file (missing input)
+    plain = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-n", "--snakefile", str(REPO / "Snakefile"),
+         "--directory", str(tmp_path), "--configfile", str(cfg / "phase-2c.yaml")],
+        capture_output=True, text=True, timeout=600)
+    assert plain.returncode != 0
+    assert "results/dgx-spark-2b/derived/docker_optimised.yaml" in plain.stdout + plain.stderr
+    assert "environment=docker_optimised" in plain.stdout + plain.stderr
+
+
+def _settle(tmp_path: Path) -> None:
+    """Every study output present and newer than its inputs, as after a finished run."""
+    t = 1_700_000_000
+    for p in (tmp_path / "config").glob("*.yaml"):
+        os.utime(p, (t, t))
+    derived = tmp_path / "results" / "dgx-spark-2b" / "derived" / "docker_optimised.yaml"
+    os.utime(derived, (t + 10, t + 10))
+    root = tmp_path / "results" / "study-spark"
+    outs = [root / R.STUDY_CAMPAIGN.format(campaign=c) for c in SPARK]
+    outs += [root / R.STUDY_TABLE] + [root / "paper" / f"{p}.tex" for p in
+                                      ("numbers", "design", "dependence", "combined", "data")]
+    for i, p in enumerate([*outs, root / R.STUDY_PDF]):
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.touch()
+        os.utime(p, (t + 20 + (i > len(SPARK) - 1) * 10 + (p.suffix == ".pdf") * 10,) * 2)
+
+
+def _planned(tmp_path: Path) -> set[str]:
+    out = study_smk(tmp_path, tmp_path / "config" / "study-spark.yaml", "-n")
+    assert out.returncode == 0, out.stderr[-3000:]
+    return set(re.findall(r"wildcards: campaign=(\S+)", out.stdout))
+
+
+def test_changed_derived_options_rerun_2c_and_2d_unchanged_ones_do_not(tmp_path):
+    copy_configs(tmp_path)
+    _comparisons_2b(tmp_path, ["docker_net_host"])
+    file, written = _derive(tmp_path)
+    assert written and yaml.safe_load(file.read_text())["options"] == {"network": "host"}
+    _settle(tmp_path)
+    assert _planned(tmp_path) == set()  # settled: nothing to do
+    before = file.stat().st_mtime_ns
+    assert _derive(tmp_path) == (file, False)  # same analysis: the file is not rewritten
+    assert file.stat().st_mtime_ns == before
+    assert _planned(tmp_path) == set()
+    # planted: 2B's analysis now also favours --privileged: new content, 2C and 2D rerun
+    _comparisons_2b(tmp_path, ["docker_net_host", "docker_privileged"])
+    assert _derive(tmp_path)[1]
+    assert _planned(tmp_path) == {"dgx-spark-2c", "dgx-spark"}
+    c2c = config.load_file(tmp_path / "config" / "phase-2c.yaml", tmp_path)
+    src = c2c.environment("docker_optimised").spec["options_source"]
+    assert src["kind"] == "derived" and src["options"] == {"network": "host",
+                                                           "privileged": True}
+    spec = c2c.environment("docker_optimised").spec  # the baseline's with the derived on it
+    assert spec["variant"] == src["options"]
+    assert spec["options"]["network"] == "host" and spec["options"]["ipc"] == "host"
+
+
+def test_check_refuses_an_underived_2c_and_accepts_derived_or_by_hand(tmp_path, capsys):
+    cfg = copy_configs(tmp_path)
+    assert cli.main(["check", str(cfg / "phase-2c.yaml"), "-d", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert "environments.docker_optimised.derived_from" in err
+    assert "best-options" in err and "--derive docker_optimised" in err
+    # planted: docker_optimised says neither derived_from nor declared_by_hand
+    text = (cfg / "config.yaml").read_text()
+    (cfg / "config.yaml").write_text(text.replace("    derived_from: phase-2b.yaml\n", ""))
+    assert cli.main(["check", str(cfg / "phase-2c.yaml"), "-d", str(tmp_path)]) == 1
+    assert "neither derived" in capsys.readouterr().err
+    # declared by hand: accepted, and recorded as such
+    (cfg / "config.yaml").write_text(text.replace("    derived_from: phase-2b.yaml\n",
+                                                  "    declared_by_hand: true\n"))
+    assert cli.main(["check", str(cfg / "phase-2c.yaml"), "-d", str(tmp_path)]) == 0
+    c = config.load_file(cfg / "phase-2c.yaml", tmp_path)
+    assert c.environment("docker_optimised").spec["options_source"]["kind"] == "hand"
+    # derived and present: accepted
+    (cfg / "config.yaml").write_text(text)
+    _comparisons_2b(tmp_path, ["docker_net_host"])
+    _derive(tmp_path)
+    assert cli.main(["check", str(cfg / "phase-2c.yaml"), "-d", str(tmp_path)]) == 0
+    # options beside derived_from: refused, naming the key
+    (cfg / "config.yaml").write_text(text.replace(
+        "    derived_from: phase-2b.yaml\n",
+        "    derived_from: phase-2b.yaml\n    options: {network: host}\n").replace(
+        "    options: {}\n", ""))
+    assert cli.main(["check", str(cfg / "phase-2c.yaml"), "-d", str(tmp_path)]) == 1
+    assert "docker_optimised.options" in capsys.readouterr().err
+
+
+def test_dependence_is_stated_from_the_derived_file():
+    """2C's summary carries the options' source as the loader read it from 2B's derived
+    file: the paper names the deriving campaign, the file's hash and the qualifying
+    variants; options declared by hand are said to be so; no source, no dependence."""
+    derived = {"kind": "derived", "campaign": "dgx-spark-2b", "file": "results/x.yaml",
+               "sha256": "ab" * 32, "options": {"network": "host"},
+               "qualifying": ["docker_net_host"]}
+    summaries = [{"campaign": "dgx-spark-2b", "options": {}},
+                 {"campaign": "dgx-spark-2c", "options": {"docker_optimised": derived}}]
+    text = ct_study.dependence_tex(_study(["dgx-spark-2b", "dgx-spark-2c"]), summaries)
+    assert "depends on" in text and "dgx-spark-2b" in text and "abababababababab" in text
+    assert "network=host" in text and "docker" in text and "independent" not in text
+    hand = {"kind": "hand", "options": {"privileged": True}}
+    assert "declared by hand" in ct_study.options_sentence("docker_optimised", hand)
+    alone = ct_study.dependence_tex(_study(["a"]), [{"campaign": "a", "options": {}}])
+    assert "independent" in alone
