@@ -92,8 +92,9 @@ def check_environment(campaign: Campaign, env_id: str) -> dict[str, Any]:
         facts["rootfs"] = exported
         image = environments.DockerLauncher(campaign, env).image_facts()
         current = image["id"]
-        if "config" not in exported and current == exported["id"]:
-            # exported by an older containertax: the same image's ENV and WORKDIR, added
+        if current == exported["id"] and "entrypoint" not in exported.get("config", {}):
+            # exported by an older containertax: the same image's ENV, WORKDIR, ENTRYPOINT
+            # and CMD, added
             exported["config"] = image["config"]
             records.atomic_write_text(launcher.rootfs_marker(),
                                       json.dumps(exported, indent=2) + "\n")
