@@ -125,6 +125,7 @@ rule tables:
         environments=at("paper/tables/environments.tex"),
         workloads=at("paper/tables/workloads.tex"),
         design=at("paper/tables/design.tex"),
+        memory_chain=at("paper/tables/memory-chain.tex"),
     log:
         at("logs/tables.log"),
     conda:

@@ -448,6 +448,17 @@ def _headline_rows(campaign: Campaign, results: pd.DataFrame | None,
                            metrics, campaign.analysis["alpha"], aa, errors)
 
 
+def memory_chain_table(campaign: Campaign) -> str:
+    """Free memory at KV-cache sizing -> KV cache, per model and environment (empty where no
+    record carries the chain: imports, workloads without a KV cache, records before it)."""
+    from containertax.analysis.aggregate import read_records
+    from containertax.execution import memorychain
+
+    if campaign.is_import:
+        return ""
+    return memorychain.chain_table([rec for _, rec in read_records(campaign.root)])
+
+
 def _record_facts(campaign: Campaign) -> dict[str, Any]:
     if campaign.is_import:
         return {"environments": [], "workloads": [], "hosts": [], "gpus": {}}
@@ -518,6 +529,7 @@ def run_tables(campaign: Campaign, kept_csv: Path, comparisons_csv: Path, desc_c
         else "",
         "workloads": workloads_table(found["workloads"]) if found["workloads"] else "",
         "design": order.design_table(order_balance(campaign, order_csv)),
+        "memory-chain": memory_chain_table(campaign),
     }
     for name, text in out.items():
         records.atomic_write_text(out_dir / f"{name}.tex", text)

@@ -26,6 +26,7 @@ from containertax.campaign.paths import ORPHANED, CellPaths
 from containertax.execution import (
     environments,
     hostmemory,
+    memorychain,
     probing,
     provenance,
     rawrecord,
@@ -234,6 +235,8 @@ def _run_locked(campaign: Campaign, cell: schedule.Cell, paths: CellPaths, gate_
         lane={**lane.describe(), "gpu_uuid": gpu["uuid"], "visible": visible.get("gpu"),
               "hostname": socket.gethostname(),
               "slurm_job_id": os.environ.get("SLURM_JOB_ID")},
+        memory_chain=memorychain.from_probe(probe, {m.name: float(m.value)
+                                                    for m in metric_rows}),
     )
     paths.raw.parent.mkdir(parents=True, exist_ok=True)  # no rule's output makes it
     telemetry_tmp = paths.telemetry.with_name(paths.telemetry.name + ".partial")
