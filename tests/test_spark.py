@@ -118,18 +118,18 @@ def test_entrypoint_parity_and_telemetry_in_chroot_and_docker(config_dict, tmp_p
 def test_memory_chain_in_every_environment_and_a_docker_limit_shrinks_the_cache(
         config_dict, tmp_path):
     """The stand-in engine sizes 0.9 x free memory natively, in the chroot and in Docker;
-    with --memory 160m the container's cgroup leaves less, and its cache is sized and
-    allocated from that (the cap, 96 MiB, is above the limited size, below the others)."""
+    with --memory 128m the container's cgroup leaves less, and its cache is sized and
+    allocated from that (the cap, 160 MiB, is above the limited size, below the others)."""
     demo = {"image": DEMO_IMAGE, "python": "python3"}
     c = _campaign(config_dict, tmp_path, {
         "native": {"kind": "native"}, "chroot": {"kind": "chroot", **demo},
         "docker": {"kind": "docker", **demo},
-        "docker_memory": {"kind": "docker", **demo, "options": {"memory": "160m"}},
+        "docker_memory": {"kind": "docker", **demo, "options": {"memory": "128m"}},
         "docker_cgroup_parent": {"kind": "docker", **demo,
                                  "options": {"cgroup_parent": "/containertax-test"}}})
     environments.export_rootfs(DEMO_IMAGE, environments.launcher(c, "chroot").rootfs())
     chains = {e.id: memorychain.run_standin(c, e.id, tmp_path / f"w-{e.id}",
-                                            max_alloc_mib=96)["memory_chain"]
+                                            max_alloc_mib=160)["memory_chain"]
               for e in c.environments}
     for env_id, ch in chains.items():
         seen = ch["seen"]
@@ -137,12 +137,12 @@ def test_memory_chain_in_every_environment_and_a_docker_limit_shrinks_the_cache(
         assert seen["cgroup"]["version"] in (1, 2) and seen["cgroup"]["current_bytes"], env_id
         assert ch["kv_cache_sized_bytes"] == int(ch["free_bytes"] * 0.9)
     limited = chains["docker_memory"]
-    assert limited["seen"]["cgroup"]["max_bytes"] == 160 * 2**20
+    assert limited["seen"]["cgroup"]["max_bytes"] == 128 * 2**20
     assert limited["free_source"] == "cgroup_headroom"
-    assert limited["kv_cache_sized_bytes"] < 0.9 * 160 * 2**20
-    assert limited["kv_cache_bytes"] == limited["kv_cache_sized_bytes"] < 96 * 2**20
+    assert limited["kv_cache_sized_bytes"] < 0.9 * 128 * 2**20
+    assert limited["kv_cache_bytes"] == limited["kv_cache_sized_bytes"] < 160 * 2**20
     for other in ("native", "chroot", "docker", "docker_cgroup_parent"):
-        assert chains[other]["kv_cache_bytes"] == 96 * 2**20  # the cap: sized far above it
+        assert chains[other]["kv_cache_bytes"] == 160 * 2**20  # the cap: sized far above it
         assert chains[other]["kv_cache_sized_bytes"] > 10 * limited["kv_cache_sized_bytes"]
     # the allocation is in the cgroup's accounting: usage rose by about the cache
     after = limited["after"]["cgroup"]["current_bytes"]
@@ -218,3 +218,47 @@ def test_a_version_2_record_reads_with_no_memory_chain(tmp_path):
     bad = {**rawrecord.migrate(dict(data), "x"), "memory_chain": {"free_bytes": 1}}
     with pytest.raises(rawrecord.RecordError, match="memory_chain"):
         rawrecord.validate(bad, "planted")
+
+
+def test_mixtral_fp8_on_gb10_is_marked_at_risk_and_others_are_not():
+    """Planted: Mixtral FP8 at compute capability 12.1 is at risk with a fallback; the same
+    checkpoint on Hopper, a dense FP8 model on GB10 and Mixtral in NVFP4 are not."""
+    from containertax.execution import preflight
+
+    mixtral = {"id": "mixtral-8x7b", "architectures": ["MixtralForCausalLM"],
+               "checkpoint_quantization": "FP8"}
+    dense = {"id": "llama", "architectures": ["LlamaForCausalLM"],
+             "checkpoint_quantization": "FP8"}
+    nvfp4 = {**mixtral, "id": "mixtral-nvfp4", "checkpoint_quantization": "NVFP4"}
+    risky = preflight.at_risk([mixtral, dense, nvfp4], [12, 1])
+    assert [r["model"] for r in risky] == ["mixtral-8x7b"]
+    assert "PR #11997" in risky[0]["why"] and "NVFP4" in risky[0]["fallback"]
+    assert preflight.at_risk([mixtral], [9, 0]) == []
+    assert preflight.at_risk([mixtral], None) == []
+
+
+def test_rehearsal_row_carries_the_risk(tmp_path):
+    """A preflight that marked a model at risk: its rehearsal row says so with the fallback,
+    even where the row is GO."""
+    import yaml
+
+    from containertax.campaign import rehearsal
+    from containertax.campaign.config import load_file
+    from tests.conftest import REPO
+
+    cfg = yaml.safe_load((REPO / "config" / "demo.yaml").read_text())
+    cfg.update(campaign="r", results_dir=str(tmp_path / "results"), results_dir_absolute=True,
+               reference_environment="native",
+               environments={"native": {"kind": "native"}})
+    path = tmp_path / "r.yaml"
+    path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    study = load_file(path)
+    reh = rehearsal.load_campaign(rehearsal.derive(study), str(path))
+    model = study.models[0].id
+    (reh.root / "preflight").mkdir(parents=True)
+    (reh.root / "preflight" / "native.json").write_text(json.dumps({"at_risk": [
+        {"model": model, "why": "FP8 MoE unverified on SM12x", "fallback": "NVFP4"}]}))
+    rows = rehearsal.judge(study, reh, reh.root)["rows"]
+    row = next(r for r in rows if r["model"] == model)
+    assert row["at_risk"] == "FP8 MoE unverified on SM12x; fallback: NVFP4"
+    assert "did not run" in row["why"]  # no record: not run, and the risk is on the row
