@@ -131,6 +131,7 @@ def test_rehearsal_names_each_missing_piece_with_its_fix(tmp_path):
     absent = rows[("absent", "native")]
     assert f"no checkpoint at {tmp_path / 'models' / 'absent'}" in absent
     assert "models[2].model_path" in absent and "docs/dgx-spark.md" in absent
+    assert "dataset step" not in absent  # the same missing checkpoint, said once
     image = rows[("good", "chroot")]
     assert "containertax-absent:none" in image and "docker pull" in image
     assert "the dataset step failed" in rows[("good", "native")]  # it blocks every preflight

@@ -174,12 +174,12 @@ def why_not_run(study: Campaign, root: Path, model_id: str, env_id: str) -> str:
                 f"{study.source}")
     for log in sorted((root / "logs").glob("dataset*/**/*.log")):
         for message in _errors(log):
-            if path and f"model {model_id}:" in message and causes:
+            if path and str(path) in message and causes:
                 continue  # the missing checkpoint, named above
             causes.append("the dataset step failed (every environment's preflight waits for "
                           "it): " + " ".join(message.splitlines()))
     if causes:
-        return "preflight did not run: " + "; ".join(causes)
+        return "preflight did not run: " + "; ".join(c.rstrip(".") for c in causes)
     return ("preflight did not run and no step logged an error: see Snakemake's output "
             f"(and {root / 'logs'})")
 
