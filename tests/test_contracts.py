@@ -176,7 +176,7 @@ def loaded_after(imports: str, watched: tuple[str, ...]) -> list[str]:
 def test_planning_imports_no_analysis_stack():
     """What workflow/rules/common.smk imports, in a fresh interpreter."""
     assert loaded_after("from containertax.campaign import config, paths, schedule\n"
-                        "from containertax.execution.environments import image_slug",
+                        "from containertax.campaign.paths import image_slug",
                         ANALYSIS_STACK) == []
 
 
@@ -225,7 +225,7 @@ def test_common_smk_imports_only_the_planning_modules():
     imported = {line.split()[1] for line in text.splitlines()
                 if line.startswith(("from containertax", "import containertax"))}
     # packaged: where the workflow's files are (standard library only)
-    assert imported <= {"containertax.campaign", "containertax.execution.environments",
+    assert imported <= {"containertax.campaign", "containertax.campaign.paths",
                         "containertax.core.packaged"}
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import yaml
@@ -66,3 +67,89 @@ def test_rehearsal_go_no_go_with_real_snakemake(tmp_path):
     assert "| slow | native |" in table and "NO-GO" in table and "Verdict: NO-GO" in table
     assert "Verdict: NO-GO" in out.stdout
     assert not (tmp_path / "results" / "tiny").exists()  # the study's folder is untouched
+
+
+def _step(argv: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "containertax", *argv], cwd=cwd,
+                          capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.docker
+def test_rehearsal_names_each_missing_piece_with_its_fix(tmp_path):
+    """Issue #26: every row said "preflight failed: no preflight record". Planted, each
+    produced by the workflow's own step: a checkpoint without config.json (the dataset
+    step), an image the engine does not have (the rootfs step: the engine's 404 used to
+    leave a traceback), a quantisation GB10 does not run (the preflight check with the
+    stand-in TensorRT-LLM at compute capability 12.1)."""
+    from containertax.campaign.config import load_file
+    from containertax.campaign.paths import image_slug
+    from tests.conftest import docker_ready
+    from tests.test_trtllm import standin_env, tiny_checkpoint
+
+    if not docker_ready():
+        pytest.skip("needs the Docker Engine")
+    good = tiny_checkpoint(tmp_path / "models", "good", "FP8")
+    awq = tiny_checkpoint(tmp_path / "models", "awq", "W4A16_AWQ")
+    cfg = yaml.safe_load((REPO / "config" / "demo.yaml").read_text())
+    cfg.update(campaign="spark", results_dir=str(tmp_path / "results"),
+               results_dir_absolute=True, reference_environment="native")
+    cfg["environments"] = {
+        "native": {"kind": "native", "env": standin_env(tmp_path, "1.2.0rc6")},
+        "chroot": {"kind": "chroot", "image": "containertax-absent:none", "python": "python3"}}
+    cfg["workload"] = {"kind": "trtllm", "dataset_dir": str(tmp_path / "datasets"),
+                       "num_requests": 20, "timeout_s": 120}
+    cfg["models"] = [
+        {"id": "good", "model": "Qwen/Qwen2-1.5B", "model_path": str(good),
+         "quantization": "fp8"},
+        {"id": "awq", "model": "Qwen/Qwen2-1.5B", "model_path": str(awq),
+         "quantization": "W4A16_AWQ"},
+        {"id": "absent", "model": "Qwen/Qwen2-1.5B",
+         "model_path": str(tmp_path / "models" / "absent")}]
+    path = tmp_path / "spark.yaml"
+    path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    study = load_file(path)
+    rehearsal_cfg = rehearsal.derive(study)
+    reh = rehearsal.load_campaign(rehearsal_cfg, str(path))
+    root = reh.root
+    logs = root / "logs"
+    resolved = tmp_path / "reh.yaml"
+    resolved.write_text(yaml.safe_dump(rehearsal_cfg, sort_keys=False))
+    # the steps, as the workflow runs them
+    ds = _step(["dataset", "--config", str(resolved), "--model", "absent", "--out",
+                str(tmp_path / "datasets" / "absent.jsonl"), "--log",
+                str(logs / "dataset" / "absent.log")], tmp_path)
+    assert ds.returncode == 1 and "Traceback" not in ds.stderr
+    slug = image_slug("containertax-absent:none")
+    rf = _step(["rootfs", "--image", "containertax-absent:none", "--out",
+                str(root / "rootfs" / slug), "--log", str(logs / "rootfs" / f"{slug}.log")],
+               tmp_path)
+    assert rf.returncode == 1 and "Traceback" not in rf.stderr + (
+        logs / "rootfs" / f"{slug}.log").read_text()  # before: docker.errors.ImageNotFound
+    result = rehearsal.judge(study, reh, root)
+    rows = {(r["model"], r["environment"]): r["why"] for r in result["rows"]}
+    assert "no preflight record" not in " ".join(rows.values())
+    absent = rows[("absent", "native")]
+    assert f"no checkpoint at {tmp_path / 'models' / 'absent'}" in absent
+    assert "models[2].model_path" in absent and "docs/dgx-spark.md" in absent
+    assert "dataset step" not in absent  # the same missing checkpoint, said once
+    image = rows[("good", "chroot")]
+    assert "containertax-absent:none" in image and "docker pull" in image
+    assert "the dataset step failed" in rows[("good", "native")]  # it blocks every preflight
+    # the unsupported quantisation: the dataset is there, preflight runs and refuses it
+    (tmp_path / "datasets").mkdir(exist_ok=True)
+    (logs / "dataset" / "absent.log").unlink()
+    cfg["models"] = cfg["models"][:2]
+    cfg["environments"].pop("chroot")
+    path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    study = load_file(path)
+    reh = rehearsal.load_campaign(rehearsal.derive(study), str(path))
+    resolved.write_text(yaml.safe_dump(rehearsal.derive(study), sort_keys=False))
+    pf = _step(["preflight", "--config", str(resolved), "--environment", "native", "--out",
+                str(root / "preflight" / "native.json"), "--log",
+                str(logs / "preflight" / "native.log")], tmp_path)
+    assert pf.returncode == 1
+    rows = {(r["model"], r["environment"]): r["why"]
+            for r in rehearsal.judge(study, reh, root)["rows"]}
+    assert rows[("awq", "native")].startswith("preflight failed: model awq: quantisation")
+    assert "compute capability 12.1" in rows[("awq", "native")]
+    assert rows[("good", "native")].startswith("preflight failed: blocked by another model")

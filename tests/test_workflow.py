@@ -97,8 +97,8 @@ def test_campaign_runs_in_schedule_order_and_records_everything(tmp_path):
     recs = [json.loads(p.read_text()) for p in raw_records(root)]
     assert len(recs) == 6
     for path, rec in zip(raw_records(root), recs, strict=True):
-        assert rawrecord.read_record(path).schema_version == 2  # valid as written
-        assert rec["schema_version"] == 2 and rec["status"] == "ok"
+        assert rawrecord.read_record(path).schema_version == rawrecord.SCHEMA_VERSION
+        assert rec["schema_version"] == rawrecord.SCHEMA_VERSION and rec["status"] == "ok"
         names = {m["name"]: m["unit"] for m in rec["metrics"]}
         assert names["compute_time_s"] == "s" and names["process_wall_s"] == "s"
         assert rec["gate"]["passed"] and rec["telemetry"]["samples"] >= 1

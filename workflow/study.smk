@@ -16,6 +16,7 @@ sys.path.insert(0, str(Path(workflow.basedir).parent / "src"))
 
 from containertax.campaign import paths as R
 from containertax.campaign import optimisation as ct_optimisation
+from containertax.core import packaged as ct_packaged
 from snakemake.exceptions import WorkflowError
 
 REPO = Path(workflow.basedir).parent
@@ -62,8 +63,13 @@ if not planning_only():
 
 # editing the study's analysis code rebuilds its tables (mtime rerun triggers)
 STUDY_CODE = [
-    str(REPO / "src" / "containertax" / "analysis" / f"{m}.py")
-    for m in ("study", "tables", "correction", "metrics")
+    str(ct_packaged.package() / layer / f"{m}.py")
+    for layer, m in (
+        ("analysis", "study"),
+        ("analysis", "tables"),
+        ("analysis", "correction"),
+        ("workloads", "metric_registry"),
+    )
 ]
 
 

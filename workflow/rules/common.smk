@@ -12,7 +12,7 @@ from containertax.campaign import config as ct_config
 from containertax.campaign import paths as R
 from containertax.campaign import schedule as ct_schedule
 from containertax.campaign import lanes as ct_lanes
-from containertax.execution.environments import image_slug
+from containertax.campaign.paths import image_slug
 from containertax.campaign import datasets as ct_datasets
 from containertax.campaign import integrity as ct_integrity
 from snakemake.exceptions import WorkflowError

@@ -231,6 +231,17 @@ def run_figures(campaign: Campaign, kept_csv: Path, comparisons_csv: Path,
     records.atomic_write_text(out_tex, "\n".join(parts) + "\n")
 
 
+def memory_chain_table(campaign: Campaign) -> str:
+    """Free memory at KV-cache sizing -> KV cache, per model and environment (empty where no
+    record carries the chain: imports, workloads without a KV cache, records before it)."""
+    from containertax.analysis.aggregate import read_records
+    from containertax.execution import memorychain
+
+    if campaign.is_import:
+        return ""
+    return memorychain.chain_table([rec for _, rec in read_records(campaign.root)])
+
+
 def run_tables(campaign: Campaign, kept_csv: Path, comparisons_csv: Path, desc_csv: Path,
                out_dir: Path, order_csv: Path | None = None,
                quality_json: Path | None = None) -> None:
@@ -262,6 +273,7 @@ def run_tables(campaign: Campaign, kept_csv: Path, comparisons_csv: Path, desc_c
         else "",
         "workloads": tables.workloads_table(found["workloads"]) if found["workloads"] else "",
         "design": order.design_table(policy.order_balance(campaign, order_csv)),
+        "memory-chain": memory_chain_table(campaign),
     }
     for name, text in out.items():
         records.atomic_write_text(paths.table_file(out_dir, name), text)

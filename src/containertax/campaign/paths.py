@@ -12,6 +12,7 @@ this when it plans the workflow.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -82,7 +83,7 @@ TABLES_DIR = PAPER_DIR + "/tables"
 TABLE = TABLES_DIR + "/{table}.tex"
 # The tables step's outputs, in the order the rule names them
 TABLES = ("headline", "estimates", "tests", "descriptives", "system", "memory",
-          "environments", "workloads", "design")
+          "environments", "workloads", "design", "memory-chain")
 NUMBERS_TEX = PAPER_DIR + "/numbers.tex"
 QUALITY_TEX = PAPER_DIR + "/quality.tex"
 PDF = PAPER_DIR + "/paper.pdf"
@@ -97,6 +98,11 @@ REHEARSAL_MD = "rehearsal.md"
 # The file that marks a checkout's root: Snakemake runs there (README), so that folder is
 # the working directory against which results_dir and analysis.import_csv are relative.
 PROJECT_MARKER = "Snakefile"
+
+
+def image_slug(image: str) -> str:
+    """An image name as one path component (the rootfs folder, its marker and its log)."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", image)
 
 
 def project_root(config_file: Path, directory: Path | None = None) -> Path:
@@ -272,6 +278,10 @@ class CampaignPaths:
 
     def rootfs_marker(self, image_slug: str) -> Path:
         return self.at(ROOTFS_MARKER, image=image_slug)
+
+    def rootfs_log(self, image: str) -> Path:
+        """The log of exporting an image's root filesystem (logs/rootfs/<slug>.log)."""
+        return self.at(ROOTFS_LOG, image=image_slug(image))
 
     @property
     def runs(self) -> Path:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -28,6 +29,7 @@ from containertax.campaign.paths import CampaignPaths
 from containertax.core import packaged, records
 
 SNAKEFILE = packaged.snakefile()
+MODELS_DOC = "docs/dgx-spark.md"
 OOM = ("out of memory", "outofmemory", "oom", "cudaerrormemoryallocation", "status 137",
        "killed")
 
@@ -93,12 +95,90 @@ def _measured_s(kind: str, m: dict[str, float], count: int) -> float:
     return r.measured_s(m, count) if r is not None else 0.0
 
 
-def _preflight_error(root: Path, env_id: str) -> str:
-    """The first error line of an environment's preflight log."""
-    log = CampaignPaths(root).preflight_log(env_id)
-    lines = log.read_text(errors="replace").splitlines() if log.exists() else []
-    errors = [ln.split(" ERROR ", 1)[1] for ln in lines if " ERROR " in ln]
-    return "preflight failed: " + (errors[0] if errors else "no preflight record")
+STAMP = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d")
+
+
+def _errors(log: Path) -> list[str]:
+    """Each ERROR message of a step's log with its continuation lines (a preflight's
+    message lists the probe's problems on the lines after its first)."""
+    if not log.exists():
+        return []
+    found: list[list[str]] = []
+    current: list[str] | None = None
+    for line in log.read_text(errors="replace").splitlines():
+        if STAMP.match(line):
+            current = None
+            if " ERROR " in line:
+                current = [line.split(" ERROR ", 1)[1]]
+                found.append(current)
+        elif current is not None and line.strip():
+            current.append(line.strip())
+    return ["\n".join(block) for block in found]
+
+
+def _about(message: str, model_id: str) -> str:
+    """The lines of a multi-line error about this model, else its first lines: the row
+    names its own cause, and another model's where that one blocked the environment."""
+    lines = message.splitlines()
+    mine = [ln for ln in lines if ln.startswith(f"model {model_id}:")]
+    if mine:
+        return " ".join(mine) + (f" See {MODELS_DOC} for a fallback checkpoint."
+                                 if any("quantisation" in ln for ln in mine) else "")
+    others = [ln for ln in lines if re.match(r"model \S+:", ln)]
+    if others:
+        return "blocked by another model's check: " + " ".join(others)
+    return " ".join(lines[:3])
+
+
+def _image_missing(image: str) -> bool | None:
+    """Whether the local Docker Engine lacks the image (None: no engine to ask)."""
+    try:
+        import docker
+    except ImportError:
+        return None
+    try:
+        docker.from_env(timeout=10).images.get(image)
+    except docker.errors.ImageNotFound:
+        return True
+    except Exception:  # noqa: BLE001 - no engine to ask: unknown, not missing
+        return None
+    return False
+
+
+def why_not_run(study: Campaign, root: Path, model_id: str, env_id: str) -> str:
+    """The real cause of a cell that did not run, with its fix: the environment's preflight
+    error, else what kept preflight from running (the checkpoint, the image, a dataset)."""
+    errors = _errors(root / "logs" / "preflight" / f"{env_id}.log")
+    if errors:
+        return "preflight failed: " + _about(errors[0], model_id)
+    causes = []
+    index = next(i for i, m in enumerate(study.models) if m.id == model_id)
+    path = study.workload_params(model_id).get("model_path")
+    if path and not Path(path, "config.json").is_file():
+        causes.append(
+            f"model {model_id}: no checkpoint at {path} (no config.json on this host). Fix: "
+            f"download it into {path} ({MODELS_DOC}, section 2) or correct "
+            f"models[{index}].model_path in {study.source}")
+    env = study.environment(env_id)
+    if env.kind in ("chroot", "docker") and env.image:
+        exported = _errors(CampaignPaths(root).rootfs_log(env.image))
+        if exported:
+            causes.append("exporting the image failed: " + " ".join(exported[0].splitlines()))
+        elif _image_missing(env.image):
+            causes.append(
+                f"image '{env.image}' is not in the local Docker Engine. Fix: docker pull "
+                f"{env.image} (or build/load it), or correct environments.{env_id}.image in "
+                f"{study.source}")
+    for log in sorted((root / "logs").glob("dataset*/**/*.log")):
+        for message in _errors(log):
+            if path and str(path) in message and causes:
+                continue  # the missing checkpoint, named above
+            causes.append("the dataset step failed (every environment's preflight waits for "
+                          "it): " + " ".join(message.splitlines()))
+    if causes:
+        return "preflight did not run: " + "; ".join(c.rstrip(".") for c in causes)
+    return ("preflight did not run and no step logged an error: see Snakemake's output "
+            f"(and {root / 'logs'})")
 
 
 def _size(paths: list[Path]) -> int:
@@ -134,9 +214,14 @@ def judge(study: Campaign, rehearsal: Campaign, root: Path) -> dict[str, Any]:
             paths = {"raw": cell.raw, "telemetry": cell.telemetry, "requests": cell.requests,
                      "run_log": cell.run_log}
             preflight = CampaignPaths(root).preflight(env.id).exists()
+            risk = [r for r in (records.read_json(CampaignPaths(root).preflight(env.id))
+                                .get("at_risk") or [] if preflight else [])
+                    if r["model"] == model.id]
             row: dict[str, Any] = {"model": model.id, "environment": env.id,
                                    "preflight": preflight, "ran": paths["raw"].exists(),
                                    "timeout_s": timeout, "requests": f"{few}/{full}"}
+            if risk:
+                row["at_risk"] = f"{risk[0]['why']}; fallback: {risk[0]['fallback']}"
             why = failures.get((model.id, env.id))
             if row["ran"]:
                 rec = records.read_json(paths["raw"])
@@ -155,10 +240,13 @@ def judge(study: Campaign, rehearsal: Campaign, root: Path) -> dict[str, Any]:
                 row["go"] = projected < timeout
                 row["why"] = "" if row["go"] else (
                     f"projected {projected:.0f} s > timeout_s {timeout:.0f} s: would time out")
+                if risk:
+                    row["why"] = "; ".join(w for w in (row["why"], "at risk: "
+                                                       + row["at_risk"]) if w)
             else:
                 text = (why or "").lower()
                 row.update(fits="no (out of memory)" if any(w in text for w in OOM) else "?",
-                           go=False, why=why or (_preflight_error(root, env.id)
+                           go=False, why=why or (why_not_run(study, root, model.id, env.id)
                                                  if not preflight else "did not run"))
             rows.append(row)
     ran = [r for r in rows if r["ran"]]
@@ -243,6 +331,14 @@ def _bytes(n: float) -> str:
     return f"{n / 2**30:.2f} GiB" if n >= 2**30 else f"{n / 2**20:.1f} MiB"
 
 
+def _why(row: dict[str, Any]) -> str:
+    """The row's cause, with its risk where preflight marked the model at risk."""
+    why = str(row.get("why", ""))
+    if row.get("at_risk") and "at risk" not in why:
+        why = "; ".join(w for w in (why, f"at risk: {row['at_risk']}") if w)
+    return why
+
+
 def render(result: dict[str, Any]) -> str:
     """The go/no-go table and the estimate, as Markdown (printed and written)."""
     head = ["model", "environment", "starts", "ran", "fits in memory", "KV cache GiB",
@@ -254,7 +350,7 @@ def render(result: dict[str, Any]) -> str:
                  r.get("fits", "?"), _fmt(r.get("kv_cache_gib"), ".2f"), r["requests"],
                  _fmt(r.get("duration_s"), ".1f"), _fmt(r.get("projected_s"), ".1f"),
                  _fmt(r["timeout_s"], ".0f"), "GO" if r["go"] else "NO-GO",
-                 str(r.get("why", "")).replace("|", "/").replace("\n", " ")[:160]]
+                 _why(r).replace("|", "/").replace("\n", " ")[:400]]
         lines.append("| " + " | ".join(cells) + " |")
     e = result["estimate"]
     lines += ["", f"Campaign {result['study']}: {e['cells']} runs; runs {_dur(e['run_s'])} + "

@@ -22,8 +22,8 @@ from containertax.core.cell import Cell
 from containertax.core.errors import ContainertaxError
 from containertax.core.metric import Metric
 
-SCHEMA_VERSION = 2
-OPTIONAL = ("lane",)  # fields a version-2 record may lack (written before lanes existed)
+SCHEMA_VERSION = 3
+OPTIONAL = ("lane",)  # fields a record may lack (written before lanes existed)
 SCHEMA_PATH = packaged.schema("record.schema.yaml")
 
 
@@ -33,7 +33,7 @@ class RecordError(ContainertaxError, ValueError):
 
 @dataclass(frozen=True)
 class RawRecord:
-    """One run, as written by the run step (schema version 2)."""
+    """One run, as written by the run step (schema version 3)."""
 
     campaign: str
     cell: Cell
@@ -55,6 +55,8 @@ class RawRecord:
     provenance: dict[str, Any]
     files: dict[str, str]
     lane: dict[str, Any] | None = None  # campaign.lanes: id, GPU (UUID), host, SLURM job
+    # what the engine saw when it sized its KV cache and what it got (memorychain)
+    memory_chain: dict[str, Any] | None = None
     schema_version: int = SCHEMA_VERSION
 
     def to_dict(self) -> dict[str, Any]:
@@ -84,8 +86,14 @@ def _v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
             "memory": data.get("memory")}
 
 
+def _v2_to_v3(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 3 adds memory_chain (free memory at KV-cache sizing -> KV cache); records
+    before it did not measure it: null, never a guess."""
+    return {**data, "schema_version": 3, "memory_chain": data.get("memory_chain")}
+
+
 # version -> the function that lifts a record of that version by one
-MIGRATIONS = {1: _v1_to_v2}
+MIGRATIONS = {1: _v1_to_v2, 2: _v2_to_v3}
 
 
 @cache

@@ -26,7 +26,14 @@ from containertax.campaign.paths import ORPHANED, CellPaths
 from containertax.core import rawrecord, records
 from containertax.core.cell import Cell
 from containertax.core.metric import Metric
-from containertax.execution import environments, hostmemory, probing, provenance, thermal
+from containertax.execution import (
+    environments,
+    hostmemory,
+    memorychain,
+    probing,
+    provenance,
+    thermal,
+)
 from containertax.execution.gating import (
     RunFailed,
     find_cell,
@@ -224,6 +231,8 @@ def _run_locked(campaign: Campaign, cell: Cell, paths: CellPaths, gate_path: Pat
         lane={**lane.describe(), "gpu_uuid": gpu["uuid"], "visible": visible.get("gpu"),
               "hostname": socket.gethostname(),
               "slurm_job_id": os.environ.get("SLURM_JOB_ID")},
+        memory_chain=memorychain.from_probe(probe, {m.name: float(m.value)
+                                                    for m in metric_rows}),
     )
     paths.raw.parent.mkdir(parents=True, exist_ok=True)  # no rule's output makes it
     telemetry_tmp = paths.telemetry.with_name(paths.telemetry.name + ".partial")

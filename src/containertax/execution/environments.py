@@ -22,13 +22,20 @@ from pathlib import Path
 from typing import Any
 
 from containertax.campaign.config import Campaign, Environment
+from containertax.campaign.paths import image_slug
 from containertax.core.errors import ContainertaxError
 from containertax.execution import hostcpus, passthrough
 
 INSIDE = Path("/containertax")  # not under /opt: GPU hosts bind their /opt read-only
+# usage telemetry off in every environment, whatever the release: TensorRT-LLM's usage
+# module reads these three (tensorrt_llm/usage/usage_lib.py, is_usage_stats_enabled, @
+# cb61a8a1f19584170756c26dfdfd93133a488efe: TRTLLM_NO_USAGE_STATS == "1", TELEMETRY_DISABLED
+# in ("1", "true"), DO_NOT_TRACK == "1"); the 1.3 dialect also passes --no-telemetry
+TELEMETRY_OPT_OUT = {"TRTLLM_NO_USAGE_STATS": "1", "TELEMETRY_DISABLED": "1",
+                     "DO_NOT_TRACK": "1"}
 # what the project adds in every environment (never PATH and friends: an image's own ENV
 # carries its libraries, MPI and CUDA settings, and Docker keeps it)
-PROJECT_ENV = {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1"}
+PROJECT_ENV = {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1", **TELEMETRY_OPT_OUT}
 # Docker's own defaults for a container whose image does not set them (moby: the default
 # PATH of oci defaults, HOME of the user): the chroot gets the same
 DOCKER_DEFAULT_ENV = {
@@ -39,8 +46,7 @@ BASE_ENV = {
     "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
     "LANG": "C.UTF-8",
     "HOME": "/root",
-    "PYTHONDONTWRITEBYTECODE": "1",
-    "PYTHONUNBUFFERED": "1",
+    **PROJECT_ENV,
 }
 LABEL = "containertax.campaign"
 RLIMIT_NAMES = {
@@ -87,15 +93,19 @@ class Outcome:
 
 def image_config(attrs: dict[str, Any]) -> dict[str, Any]:
     """An image's run-time environment from its metadata (`docker image inspect`): ENV as a
-    mapping, and WORKDIR."""
+    mapping, WORKDIR, ENTRYPOINT and CMD (Docker runs ENTRYPOINT with the workload's argv;
+    the chroot does the same, ChrootLauncher.script)."""
     cfg = attrs.get("Config") or {}
     env = dict(item.split("=", 1) for item in cfg.get("Env") or [] if "=" in item)
-    return {"env": env, "working_dir": cfg.get("WorkingDir") or "/"}
+    return {"env": env, "working_dir": cfg.get("WorkingDir") or "/",
+            "entrypoint": list(cfg.get("Entrypoint") or []), "cmd": list(cfg.get("Cmd") or [])}
 
 
-def image_slug(image: str) -> str:
-    """An image name as one path component."""
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", image)
+def telemetry_state(env: dict[str, str]) -> dict[str, Any]:
+    """What the process was given to keep usage telemetry off (the provenance of the
+    opt-out); `off` is false where a config's env overrode one of the variables."""
+    seen = {k: env.get(k) for k in TELEMETRY_OPT_OUT}
+    return {"env": seen, "off": seen == TELEMETRY_OPT_OUT}
 
 
 class Launcher:
@@ -195,7 +205,9 @@ class NativeLauncher(Launcher):
             raise EnvironmentFailure(
                 f"environment {self.env.id}: {exc}; fix environments.{self.env.id}.python "
                 f"in {self.campaign.source} (or install it)") from None
-        return Outcome(rc, t_in, t_out, wall, out, {"argv": launch.argv}, to)
+        env_vars = self.environment_vars(launch)
+        return Outcome(rc, t_in, t_out, wall, out,
+                       {"argv": launch.argv, "telemetry": telemetry_state(env_vars)}, to)
 
 
 class ChrootLauncher(Launcher):
@@ -272,12 +284,23 @@ class ChrootLauncher(Launcher):
         if libraries:
             lines += self.gpu_lines(libraries)
         workdir = shlex.quote(self.image().get("config", {}).get("working_dir", "/"))
+        # the image's ENTRYPOINT runs around the workload, as Docker runs it: NVIDIA's images
+        # set up their environment there (nvidia_entrypoint.sh sources entrypoint.d/*.sh,
+        # then exec "$@"); running it rather than copying what it exports keeps the chroot
+        # right for any image and release, including what a script does besides exporting
+        entry = " ".join(shlex.quote(w) for w in self.entrypoint())
         # the image's WORKDIR, as Docker starts the container there
         path = shlex.quote(self.environment_vars(launch)["PATH"])
         chroot = shutil.which("chroot", path=DOCKER_DEFAULT_ENV["PATH"]) or "chroot"
         enter = "'cd \"$0\" && unset OLDPWD PWD && exec \"$@\"'"
-        lines.append(f'exec env PATH={path} {chroot} "$R" /bin/sh -c {enter} {workdir} "$@"')
+        lines.append(f'exec env PATH={path} {chroot} "$R" /bin/sh -c {enter} {workdir} '
+                     f'{entry + " " if entry else ""}"$@"')
         return "\n".join(lines)
+
+    def entrypoint(self) -> list[str]:
+        """The image's ENTRYPOINT as recorded at export (Docker's: an exported root
+        filesystem of an older containertax lacks it until preflight refreshes it)."""
+        return list(self.image().get("config", {}).get("entrypoint") or [])
 
     def inside_rootfs(self, target: Path, spec: str) -> Path:
         """A mount target, normalised, that stays in the root filesystem: mkdir -p of
@@ -308,9 +331,11 @@ class ChrootLauncher(Launcher):
         rc, t_in, t_out, wall, out, to = _run_process(
             argv, self.environment_vars(launch), launch.timeout_s, launch.cpuset
         )
+        env_vars = self.environment_vars(launch)
         resolved = {"argv": launch.argv, "rootfs": str(self.rootfs()), "wrapper": argv[:5],
                     "driver_libraries": libraries, "image": self.image(),
-                    "env": self.environment_vars(launch)}
+                    "entrypoint": self.entrypoint(), "env": env_vars,
+                    "telemetry": telemetry_state(env_vars)}
         return Outcome(rc, t_in, t_out, wall, out, resolved, to)
 
 
@@ -564,6 +589,8 @@ class DockerLauncher(Launcher):
             "image": image,
             "create_kwargs": _jsonable(kw),
             "env": env_vars,  # added to the image's ENV (image.config.env)
+            "entrypoint": image["config"].get("entrypoint", []),  # Docker runs it
+            "telemetry": telemetry_state({**image["config"]["env"], **env_vars}),
             "cpuset": cpuset,  # the cores `cpuset_cpus: performance` resolved to here
             "volumes": volumes,
             "engine_version": client.version().get("Version"),
@@ -635,8 +662,16 @@ def export_rootfs(image: str, dest: Path) -> dict[str, Any]:
     so that chroot runs the same bytes the container does."""
     import json
 
+    import docker
+
     client = _docker_client()
-    img = client.images.get(image)
+    try:
+        img = client.images.get(image)
+    except docker.errors.ImageNotFound:  # the engine's 404: a sentence, not a traceback
+        raise EnvironmentFailure(
+            f"image '{image}' is not in the local Docker Engine, so its root filesystem "
+            f"cannot be exported for the chroot. Fix: docker pull {image} (or build/load "
+            "it), or correct the chroot environment's image in the config.") from None
     tmp = dest.parent / f".{dest.name}.partial"
     if tmp.exists():
         shutil.rmtree(tmp)

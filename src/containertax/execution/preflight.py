@@ -70,6 +70,43 @@ def page_cache_problems(campaign: Campaign) -> list[str]:
     return [f"the page cache cannot be dropped here ({why}); runs record their memory state"]
 
 
+# quantisation x architecture on a GPU generation that TensorRT-LLM's registry and support
+# matrix allow but nobody has shown to run: preflight passes them, marked at risk, so a
+# rehearsal is read with that in mind. FP8 MoE on SM12x (GB10 = SM 12.1): the fused-MoE
+# backends TRTLLM-Gen and CuteDSL have no SM120 kernels (maintainers in NVIDIA/TensorRT-LLM
+# PR #11997, "Ungate fused MoE for SM120/SM121", closed unmerged); FP8/MXFP8 MoE kernel
+# gaps on SM121 are reported elsewhere too (flashinfer-ai/flashinfer #5238,
+# vllm-project/vllm #43906).
+MOE = {"MixtralForCausalLM", "Qwen2MoeForCausalLM", "Qwen3MoeForCausalLM",
+       "DeepseekV3ForCausalLM", "PhiMoEForCausalLM"}
+AT_RISK = [
+    {"architectures": MOE, "quantisations": {"FP8", "FP8_BLOCK_SCALES", "MXFP8"}, "major": 12,
+     "why": "FP8 mixture-of-experts kernels are unverified on SM12x (TensorRT-LLM PR #11997: "
+            "no SM120 kernels in the TRTLLM-Gen and CuteDSL fused-MoE backends)",
+     "fallback": "an NVFP4 checkpoint of the model, or BF16 where it fits in memory "
+                 "(docs/dgx-spark.md, 'Models at risk')"},
+]
+
+
+def at_risk(models: list[dict[str, Any]], capability: Any) -> list[dict[str, Any]]:
+    """The models whose architecture and quantisation are unverified on this GPU
+    generation (AT_RISK), each with the reason and a fallback."""
+    if not capability:
+        return []
+    major = int(capability[0])
+    out = []
+    for m in models:
+        arch = (m.get("architectures") or [None])[0]
+        quant = str(m.get("checkpoint_quantization") or m.get("quantization") or "").upper()
+        for rule in AT_RISK:
+            if major == rule["major"] and arch in rule["architectures"] \
+                    and quant in rule["quantisations"]:
+                out.append({"model": m["id"], "architecture": arch, "quantisation": quant,
+                            "compute_capability": list(capability), "why": rule["why"],
+                            "fallback": rule["fallback"]})
+    return out
+
+
 def check_environment(campaign: Campaign, env_id: str) -> dict[str, Any]:
     """Start the workload's check mode in the environment; return what it reports."""
     env = campaign.environment(env_id)
@@ -94,8 +131,9 @@ def check_environment(campaign: Campaign, env_id: str) -> dict[str, Any]:
         facts["rootfs"] = exported
         image = environments.DockerLauncher(campaign, env).image_facts()
         current = image["id"]
-        if "config" not in exported and current == exported["id"]:
-            # exported by an older containertax: the same image's ENV and WORKDIR, added
+        if current == exported["id"] and "entrypoint" not in exported.get("config", {}):
+            # exported by an older containertax: the same image's ENV, WORKDIR, ENTRYPOINT
+            # and CMD, added
             exported["config"] = image["config"]
             records.atomic_write_text(launcher.rootfs_marker(),
                                       json.dumps(exported, indent=2) + "\n")
@@ -115,7 +153,15 @@ def check_environment(campaign: Campaign, env_id: str) -> dict[str, Any]:
             checks[kind] = _check_workload(campaign, env_id, work, kind, model.id, warnings)
     shutil.rmtree(work, ignore_errors=True)
     first = next(iter(checks.values()))
+    risky = [r for c in checks.values()
+             for r in at_risk(c.get("models") or [], c.get("compute_capability"))]
+    for r in risky:
+        logging.getLogger("containertax").warning(
+            "preflight %s: model %s at risk: %s %s on compute capability %s: %s; fallback: %s",
+            env_id, r["model"], r["architecture"], r["quantisation"],
+            ".".join(map(str, r["compute_capability"])), r["why"], r["fallback"])
     facts.update({
+        "at_risk": risky,
         "ok": True,
         "warnings": warnings,
         "startup_wall_s": first["wall_s"],

@@ -21,9 +21,11 @@ import re  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 
+from memview import free_bytes, memory_view  # noqa: E402
 from probe_common import finish, header, write_atomic  # noqa: E402
 
-KEY_LINE = re.compile(r"paged KV cache|TensorRT[- ]LLM [Vv]ersion|Throughput|Latency|"
+KEY_LINE = re.compile(r"paged KV cache|Peak memory during memory usage profiling|"
+                      r"TensorRT[- ]LLM [Vv]ersion|Throughput|Latency|"
                       r"Average|Number of|\[(?:TPOT|TTFT|GTPS|Latency)\]|Per User|Per GPU")
 # quantisations a GPU generation runs with the PyTorch backend: the hardware support matrix
 # of TensorRT-LLM's features/quantization documentation (1.1-1.3; sm120 = GB10's family)
@@ -305,6 +307,12 @@ def main(argv=None):
         return 3
     argv_ = flatten(dialect["segments"])
     result["bench_argv"] = argv_
+    # the memory the engine will size its KV cache from, read here just before it starts
+    # (its own view at sizing is its log line, memorychain.engine_view)
+    seen = memory_view()
+    free, source = free_bytes(seen)
+    result["memory_chain"] = {"engine": "trtllm-bench", "seen_when": "before_launch",
+                              "sized_at": seen, "free_bytes": free, "free_source": source}
     rc, result["bench_s"] = run(argv_, log_path)
     log = read(log_path)
     result["log_tail"] = log[-20000:]
