@@ -41,7 +41,12 @@ precision.
 
 A deliberate change of the statistics changes these numbers: regenerate the expected file
 with the command above and say so in the commit.
-"""
+
+Then for the paper as an argument (#24): new keys only (paper metadata paper-*, the data's
+dates data-*, the discussion's prior results and Sani's arithmetic sani-*, start-up cost
+startup-cost-*, causal-design, compiled runs compiled-*/steady/*, util-has); a key-by-key
+comparison against the files before found no existing key changed or missing (the report
+split of #22 left every byte as it was)."""
 
 from __future__ import annotations
 
