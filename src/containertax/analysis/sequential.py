@@ -51,12 +51,17 @@ class Rule:
     margin: float = 0.05
 
     @classmethod
-    def from_config(cls, stopping: dict[str, Any], analysis: dict[str, Any]) -> Rule:
-        return cls(min_blocks=int(stopping["min_blocks"]),
-                   max_blocks=int(stopping["max_blocks"]),
-                   every=int(stopping["every"]), spending=str(stopping["spending"]),
-                   alpha=float(analysis["alpha"]),
-                   margin=float(analysis["equivalence_margin"]))
+    def from_campaign(cls, campaign: Any) -> Rule:
+        """The campaign's rule (its looks from campaign.config.stopping_looks)."""
+        from containertax.campaign.config import stopping_looks
+
+        looks = stopping_looks(campaign.raw)
+        every = looks[1] - looks[0] if len(looks) > 1 else 1
+        return cls(min_blocks=looks[0], max_blocks=looks[-1], every=every,
+                   spending=str(campaign.raw["stopping"].get("spending",
+                                                             "obrien-fleming")),
+                   alpha=float(campaign.analysis["alpha"]),
+                   margin=float(campaign.analysis["equivalence_margin"]))
 
     def looks(self) -> list[int]:
         """Blocks at each look: min_blocks, then every `every`, and max_blocks last."""
@@ -202,7 +207,7 @@ def decide(runs: Any, campaign: Any, primary: dict[str, list[str]]) -> list[dict
 
 
 def rule_of(campaign: Any) -> Rule:
-    return Rule.from_config(campaign.raw["stopping"], campaign.analysis)
+    return Rule.from_campaign(campaign)
 
 
 def _primary(campaign: Any, runs: Any) -> dict[str, list[str]]:
@@ -239,18 +244,50 @@ def interim(campaign_root: str | Path) -> Any:
                         columns=INTERIM_COLUMNS)
 
 
-def blocks_allowed(rows: list[dict[str, Any]], campaign: Any) -> dict[str, int]:
-    """Per model, the blocks it may run after these looks: the blocks of its last look
-    where it stopped (or reached the maximum), else those of its next look."""
-    rule = rule_of(campaign)
-    looks = rule.looks()
+def allowed_at(rows: list[dict[str, Any]], campaign: Any, look: int) -> dict[str, int]:
+    """Per model, the blocks it may run after look `look` (1-based): those of the look
+    where it stopped or reached the maximum, else those of the next look (also where a
+    model's look could not be made: a block dropped as incomplete keeps it running, as
+    the fixed design would)."""
+    looks = rule_of(campaign).looks()
     out = {}
     for m in campaign.models:
-        mine = [r for r in rows if r["model"] == m.id]
-        if not mine:
-            out[m.id] = looks[0]
-            continue
-        last = max(mine, key=lambda r: r["look"])
-        out[m.id] = (int(last["blocks"]) if last["decision"] != "continue"
-                     else looks[min(int(last["look"]), len(looks) - 1)])
+        ends = [r for r in rows if r["model"] == m.id and r["decision"] != "continue"
+                and r["look"] <= look]
+        out[m.id] = int(ends[0]["blocks"]) if ends else looks[min(look, len(looks) - 1)]
     return out
+
+
+def interim_state(campaign: Any, runs: Any, look: int) -> dict[str, Any]:
+    """The decision after look `look` from the runs of the blocks up to it (repetition <=
+    its blocks: blocks run in repetition order): per model the decision, blocks run and
+    possible, and the blocks allowed next; the rows of every look made."""
+    looks = rule_of(campaign).looks()
+    upto = runs[runs.repetition <= looks[look - 1]] if len(runs) else runs
+    rows = decide(upto, campaign, _primary(campaign, upto)) if len(upto) else []
+    allowed = allowed_at(rows, campaign, look)
+    models = {}
+    for m in campaign.models:
+        mine = [r for r in rows if r["model"] == m.id]
+        last = max(mine, key=lambda r: r["look"]) if mine else None
+        models[m.id] = {"decision": last["decision"] if last else "continue",
+                        "looks_made": int(last["look"]) if last else 0,
+                        "blocks_run": int(last["blocks"]) if last else 0,
+                        "blocks_possible": looks[-1], "blocks_allowed": allowed[m.id]}
+    return {"look": look, "blocks": looks[look - 1], "looks": looks,
+            "rule": {"spending": rule_of(campaign).spending,
+                     "alpha": rule_of(campaign).alpha, "margin": rule_of(campaign).margin},
+            "continuing": [m for m, v in models.items() if v["decision"] == "continue"],
+            "models": models, "rows": rows}
+
+
+def write_interim(campaign: Any, look: int, out: Path) -> dict[str, Any]:
+    """The interim checkpoint's step: the state after a look, written atomically."""
+    import json
+
+    from containertax.analysis.aggregate import tidy
+    from containertax.execution.records import atomic_write_text
+
+    state = interim_state(campaign, tidy(campaign.root), look)
+    atomic_write_text(Path(out), json.dumps(state, indent=1, default=float) + "\n")
+    return state

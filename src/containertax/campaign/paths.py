@@ -53,6 +53,7 @@ REQUESTS_ALL = "requests.csv"
 WORK = "work"
 COMPARISONS = "stats/comparisons.csv"
 ORDER = "stats/order.csv"  # the realised order of the runs within blocks (analysis/order.py)
+INTERIM = "interim/look{look}.json"  # a stopping rule's decision after look k (sequential.smk)
 VISITS = "raw/visits"  # each visit's copy of its ledger, schedule and system facts
 
 
@@ -251,3 +252,8 @@ class CampaignPaths:
     def work(self, name: str) -> Path:
         """A scratch folder of one attempt (kept when it fails, for the post-mortem)."""
         return self.root / WORK / name
+
+    def interim(self, look: int) -> Path:
+        """The interim decision of a stopping rule after its look-th look (1-based),
+        written atomically by the interim checkpoint (analysis.sequential)."""
+        return self.root / INTERIM.format(look=look)
