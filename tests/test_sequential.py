@@ -111,3 +111,88 @@ def test_degenerate_zero_variance():
     assert out["answer"][0] == "equivalence" and out["blocks"][0] == 4
     out = seq.run_rule(np.full((1, 8), 0.2), rule)
     assert out["answer"][0] == "difference" and out["blocks"][0] == 4
+
+
+# --- the campaign layer: config checks, interim decisions ------------------------------
+
+
+def stopping_config(**stopping) -> dict:
+    from tests.conftest import demo_config
+
+    cfg = demo_config()
+    cfg["repetitions"] = 10
+    cfg["environments"] = {"native": cfg["environments"]["native"],
+                           "native-aa": {"replica_of": "native"}}
+    cfg["models"] = [{"id": "quiet", "size": 64}, {"id": "noisy", "size": 64}]
+    cfg["stopping"] = {"min_blocks": 6, "every": 2, **stopping}
+    return cfg
+
+
+def synthetic_runs(cvs: dict[str, float], blocks: int, seed: int = 0):
+    """runs.csv's columns for compute_time_s, in block order."""
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    rows, pos = [], 0
+    for b in range(1, blocks + 1):
+        for model, cv in cvs.items():
+            for env in ("native", "native-aa"):
+                rows.append({"model": model, "environment": env, "repetition": b,
+                             "block": b, "position": pos, "metric": "compute_time_s",
+                             "value": float(np.exp(rng.normal(0, cv)))})
+                pos += 1
+    return pd.DataFrame(rows)
+
+
+def test_config_checks_name_key_and_fix():
+    from containertax.campaign.config import ConfigError, load_campaign
+
+    campaign = load_campaign(stopping_config(), "c.yaml")
+    assert seq.rule_of(campaign).looks() == [6, 8, 10]
+    for bad, words in (({"min_blocks": 4}, "set at least 6"),
+                       ({"every": 3}, "multiple of 2"),
+                       ({"max_blocks": 12}, "differs from repetitions 10")):
+        with pytest.raises(ConfigError, match=words) as err:
+            load_campaign(stopping_config(**bad), "c.yaml")
+        assert "c.yaml" in str(err.value) and "stopping." in str(err.value)
+
+
+def test_interim_stops_quiet_model_and_lets_noisy_continue():
+    """Planted: a quiet model (CV 0.01 %) stops at the first look; a noisy one (CV 30 %)
+    continues, and is allowed the next look's blocks only."""
+    from containertax.campaign.config import load_campaign
+
+    campaign = load_campaign(stopping_config(), "c.yaml")
+    runs = synthetic_runs({"quiet": 0.0001, "noisy": 0.3}, 10)
+    primary = {"quiet": ["compute_time_s"], "noisy": ["compute_time_s"]}
+    rows = seq.decide(runs[runs.repetition <= 6], campaign, primary)
+    by = {r["model"]: r for r in rows}
+    assert by["quiet"]["decision"] == "stop" and by["quiet"]["answer"] == "equivalence"
+    assert by["noisy"]["decision"] == "continue"
+    assert seq.allowed_at(rows, campaign, 1) == {"quiet": 6, "noisy": 8}
+    rows = seq.decide(runs, campaign, primary)  # all 10 blocks: quiet made one look only
+    assert {r["look"] for r in rows if r["model"] == "quiet"} == {1}
+    assert max(r["look"] for r in rows if r["model"] == "noisy") <= 3
+    assert seq.allowed_at(rows, campaign, 3)["noisy"] == 10
+
+
+def test_interim_incomplete_block_keeps_model_running():
+    """A dropped block (missing value) before a look: the look is not made, the model keeps
+    the next look's blocks (never fewer than before)."""
+    from containertax.campaign.config import load_campaign
+
+    campaign = load_campaign(stopping_config(), "c.yaml")
+    runs = synthetic_runs({"quiet": 0.0001, "noisy": 0.0001}, 6)
+    runs = runs[~((runs.model == "quiet") & (runs.block == 3) & (runs.environment == "native"))]
+    primary = {"quiet": ["compute_time_s"], "noisy": ["compute_time_s"]}
+    rows = seq.decide(runs, campaign, primary)
+    assert not [r for r in rows if r["model"] == "quiet"]
+    assert seq.allowed_at(rows, campaign, 1) == {"quiet": 8, "noisy": 6}
+
+
+def test_no_stopping_no_macros():
+    from containertax.campaign.config import load_campaign
+
+    cfg = stopping_config()
+    del cfg["stopping"]
+    assert seq.macros(load_campaign(cfg, "c.yaml"), synthetic_runs({"quiet": 0.1}, 4)) == {}

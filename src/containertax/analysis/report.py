@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from containertax.analysis import facts, hostmarkers, importer, order, quality, tables
+from containertax.analysis import facts, hostmarkers, importer, order, quality, sequential, tables
 from containertax.analysis.metrics import MetricInfo, registry
 from containertax.campaign.config import Campaign
 from containertax.execution import records
@@ -1009,6 +1009,7 @@ def run_numbers(campaign: Campaign, kept_csv: Path, comparisons_csv: Path,
         **_result_values(campaign, results, runs, q),
         **calibration_macros(q.get("calibration") or {"status": "none"}, reg,
                              campaign.replicas),
+        **sequential.macros(campaign, runs),  # none without a stopping rule
     }
     for (model, env, metric), g in runs.groupby(["model", "environment", "metric"]):
         mean = g["value"].mean()

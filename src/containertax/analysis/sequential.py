@@ -291,3 +291,54 @@ def write_interim(campaign: Any, look: int, out: Path) -> dict[str, Any]:
     state = interim_state(campaign, tidy(campaign.root), look)
     atomic_write_text(Path(out), json.dumps(state, indent=1, default=float) + "\n")
     return state
+
+
+SPENDING_WORDS = {"obrien-fleming": "O'Brien--Fleming-type", "pocock": "Pocock-type"}
+
+
+def last_state(campaign: Any, runs: Any) -> list[dict[str, Any]]:
+    """The rows of the last interim decision written (interim/look<k>.json: what the
+    workflow decided), else the rule recomputed from the runs given."""
+    import json
+
+    looks = rule_of(campaign).looks()
+    for k in range(len(looks), 0, -1):
+        path = campaign.paths.interim(k)
+        if path.exists():
+            return list(json.loads(path.read_text())["rows"])
+    return decide(runs, campaign, _primary(campaign, runs)) if len(runs) else []
+
+
+def macros(campaign: Any, runs: Any) -> dict[str, Any]:
+    """The paper's values for paper/sequential.tex (\\ctx{seq/...}); none without a
+    stopping rule, so a fixed design's numbers.tex is unchanged."""
+    if not campaign.raw.get("stopping"):
+        return {}
+    from containertax.analysis.tables import tex
+
+    rule = rule_of(campaign)
+    rows = last_state(campaign, runs)
+    stops, intervals = [], []
+    for m in campaign.models:
+        mine = [r for r in rows if r["model"] == m.id]
+        if not mine:
+            stops.append(f"{tex(m.id)}: no look made")
+            continue
+        k = max(r["look"] for r in mine)
+        last = [r for r in mine if r["look"] == k]
+        how = {"stop": "every comparison answered", "max": "the maximum",
+               "continue": "still running"}[last[0]["decision"]]
+        stops.append(f"{tex(m.id)} after {last[0]['blocks']} blocks (look {k}, {how})")
+        for r in last:
+            intervals.append(
+                f"{tex(m.id)}, {tex(r['metric'])}, {tex(r['environment'])}/"
+                f"{tex(r['against'])}: {100 * r['estimate']:+.2f}\\,\\% "
+                f"[{100 * r['adj_low']:+.2f}, {100 * r['adj_high']:+.2f}]\\,\\% "
+                f"({r['answer'] if r['answer'] != 'none' else 'no answer'})")
+    return {"has-stopping": 1,
+            "seq/spending": SPENDING_WORDS[rule.spending],
+            "seq/looks": ", ".join(map(str, rule.looks())),
+            "seq/nlooks": len(rule.looks()),
+            "seq/min": rule.min_blocks, "seq/max": rule.max_blocks,
+            "seq/stops": "; ".join(stops),
+            "seq/intervals": "; ".join(intervals) or "none"}
