@@ -66,6 +66,13 @@ def sequential_allowed_now():
     return allowed
 
 
+def write_interim_step(look, out, log):
+    """The interim analysis (analysis stack imported here only: planning needs none)."""
+    from containertax.analysis import sequential
+
+    sequential.write_interim(CAMPAIGN, int(look), Path(out), Path(log))
+
+
 checkpoint interim:
     """The interim analysis after one look: per model, stop or another block."""
     input:
@@ -78,9 +85,4 @@ checkpoint interim:
     wildcard_constraints:
         look=r"[1-9]\d*",
     run:
-        from containertax.analysis import sequential as ct_sequential
-
-        state = ct_sequential.write_interim(CAMPAIGN, int(wildcards.look), Path(output[0]))
-        Path(log[0]).write_text(
-            json.dumps({m: v for m, v in state["models"].items()}, indent=1) + "\n"
-        )
+        write_interim_step(wildcards.look, output[0], log[0])

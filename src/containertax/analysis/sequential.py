@@ -281,8 +281,10 @@ def interim_state(campaign: Any, runs: Any, look: int) -> dict[str, Any]:
             "models": models, "rows": rows}
 
 
-def write_interim(campaign: Any, look: int, out: Path) -> dict[str, Any]:
-    """The interim checkpoint's step: the state after a look, written atomically."""
+def write_interim(campaign: Any, look: int, out: Path,
+                  log: Path | None = None) -> dict[str, Any]:
+    """The interim checkpoint's step: the state after a look, written atomically; the
+    per-model decisions to the log."""
     import json
 
     from containertax.analysis.aggregate import tidy
@@ -290,6 +292,9 @@ def write_interim(campaign: Any, look: int, out: Path) -> dict[str, Any]:
 
     state = interim_state(campaign, tidy(campaign.root), look)
     atomic_write_text(Path(out), json.dumps(state, indent=1, default=float) + "\n")
+    if log is not None:
+        Path(log).parent.mkdir(parents=True, exist_ok=True)
+        Path(log).write_text(json.dumps(state["models"], indent=1) + "\n")
     return state
 
 
