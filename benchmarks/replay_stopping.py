@@ -67,8 +67,7 @@ def replay(path: str) -> list[dict]:
                 if n < SPARK.min_blocks:
                     continue
                 out = _partial(d[:SPARK.max_blocks], [k for k in SPARK.looks() if k <= n])
-                full = fixed_answer(d, campaign.analysis["alpha"],
-                                    campaign.analysis["equivalence_margin"])
+                full = fixed_answer(d, SPARK.alpha, SPARK.margin)  # the rule's margin
                 rows.append({"campaign": campaign.name, "model": model, "metric": metric,
                              "comparison": f"{env}/{against}", "blocks": n,
                              "cv_pct": 100 * float(np.std(d, ddof=1)) / math.sqrt(2),
