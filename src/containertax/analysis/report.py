@@ -127,6 +127,8 @@ def run_quality(campaign: Campaign, runs_csv: Path, out_dir: Path,
     table = with_order(campaign, table, out_order or campaign.paths.order)
     runs = quality.annotate(table)
     expected = None if campaign.is_import else campaign.repetitions
+    if campaign.raw.get("stopping"):  # a model may stop at any look: the first is the least
+        expected = sequential.rule_of(campaign).min_blocks
     findings = quality.check(runs, metric_registry(campaign), expected_reps=expected,
                              model_sizes=model_sizes(campaign, table),
                              alpha=campaign.analysis["alpha"])
