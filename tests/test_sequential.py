@@ -196,3 +196,26 @@ def test_no_stopping_no_macros():
     cfg = stopping_config()
     del cfg["stopping"]
     assert seq.macros(load_campaign(cfg, "c.yaml"), synthetic_runs({"quiet": 0.1}, 4)) == {}
+
+
+def test_visit_targets_respect_the_looks(tmp_path):
+    """`containertax blocks` (visits of whole blocks) under a rule: blocks beyond an
+    undecided look are refused with the fix; a stopped model's later blocks are left out."""
+    import json
+
+    from containertax.campaign import schedule
+    from containertax.campaign.config import ConfigError, load_campaign
+
+    cfg = stopping_config()
+    cfg["results_dir"] = str(tmp_path)
+    cfg["results_dir_absolute"] = True
+    campaign = load_campaign(cfg, "c.yaml")
+    assert len(schedule.block_targets(campaign, set(range(1, 7)))) == 6 * 2 * 2
+    with pytest.raises(ConfigError, match="snakemake --cores 1"):
+        schedule.block_targets(campaign, {7})
+    look1 = campaign.paths.interim(1)
+    look1.parent.mkdir(parents=True)
+    look1.write_text(json.dumps({"models": {"quiet": {"blocks_allowed": 6},
+                                            "noisy": {"blocks_allowed": 8}}}))
+    got = schedule.block_targets(campaign, {7, 8})
+    assert len(got) == 2 * 2 and all("/noisy/" in t for t in got)

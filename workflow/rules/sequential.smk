@@ -54,16 +54,7 @@ def sequential_targets(wildcards=None):
 
 def sequential_allowed_now():
     """Blocks each model may run by the interim files present (after the jobs: onsuccess)."""
-    allowed = {m.id: STOP_LOOKS[0] for m in CAMPAIGN.models}
-    for look in range(1, len(STOP_LOOKS) + 1):
-        path = PATHS.interim(look)
-        if not path.exists():
-            break
-        allowed = {
-            m: v["blocks_allowed"]
-            for m, v in json.loads(path.read_text())["models"].items()
-        }
-    return allowed
+    return ct_schedule.stopping_allowed(CAMPAIGN)
 
 
 def write_interim_step(look, out, log):

@@ -255,5 +255,36 @@ def block_targets(campaign: Campaign, reps: set[int]) -> list[str]:
     if unknown:
         raise ConfigError(f"repetitions {unknown} are not in 1..{campaign.repetitions} "
                          f"(repetitions in {campaign.source})")
+    # under a stopping rule: no block beyond the looks decided so far; a model's blocks
+    # after its stop are left out
+    allowed = stopping_allowed(campaign)
+    beyond = sorted({r for r in reps if allowed and r > max(allowed.values())})
+    if beyond:
+        raise ConfigError(
+            f"repetitions {beyond} lie beyond a look of the stopping rule in "
+            f"{campaign.source} that has not decided yet (blocks allowed per model: "
+            f"{allowed}): run `snakemake --cores 1` (its interim checkpoints decide which "
+            "blocks run), or request blocks up to the next look only.")
     return [str(campaign.paths.cell(c.model, c.environment, c.repetition).done)
-            for c in plan(campaign) if c.repetition in reps]
+            for c in plan(campaign) if c.repetition in reps
+            and (not allowed or c.repetition <= allowed[c.model])]
+
+
+def stopping_allowed(campaign: Campaign) -> dict[str, int]:
+    """Under a stopping rule, the blocks each model may run by the looks decided so far
+    (results/<c>/interim/look<k>.json); empty without a rule."""
+    import json
+
+    from containertax.campaign.config import stopping_looks
+
+    looks = stopping_looks(campaign.raw)
+    if not looks:
+        return {}
+    allowed = {m.id: looks[0] for m in campaign.models}
+    for k in range(1, len(looks) + 1):
+        path = campaign.paths.interim(k)
+        if not path.exists():
+            break
+        allowed = {m: int(v["blocks_allowed"])
+                   for m, v in json.loads(path.read_text())["models"].items()}
+    return allowed
