@@ -1011,7 +1011,8 @@ def run_numbers(campaign: Campaign, kept_csv: Path, comparisons_csv: Path,
         **_result_values(campaign, results, runs, q),
         **calibration_macros(q.get("calibration") or {"status": "none"}, reg,
                              campaign.replicas),
-        **sequential.macros(campaign, runs),  # none without a stopping rule
+        **sequential.macros(campaign, runs, lambda m: tables.in_prose(reg[m], m)
+                            if m in reg else m),  # none without a stopping rule
     }
     for (model, env, metric), g in runs.groupby(["model", "environment", "metric"]):
         mean = g["value"].mean()

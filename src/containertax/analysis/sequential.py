@@ -314,9 +314,10 @@ def last_state(campaign: Any, runs: Any) -> list[dict[str, Any]]:
     return decide(runs, campaign, _primary(campaign, runs)) if len(runs) else []
 
 
-def macros(campaign: Any, runs: Any) -> dict[str, Any]:
+def macros(campaign: Any, runs: Any, words: Any = str) -> dict[str, Any]:
     """The paper's values for paper/sequential.tex (\\ctx{seq/...}); none without a
-    stopping rule, so a fixed design's numbers.tex is unchanged."""
+    stopping rule, so a fixed design's numbers.tex is unchanged. words: a metric's name
+    in prose (the registry's label)."""
     if not campaign.raw.get("stopping"):
         return {}
     from containertax.analysis.tables import tex
@@ -336,7 +337,7 @@ def macros(campaign: Any, runs: Any) -> dict[str, Any]:
         stops.append(f"{tex(m.id)} after {last[0]['blocks']} blocks (look {k}, {how})")
         for r in last:
             intervals.append(
-                f"{tex(m.id)}, {tex(r['metric'])}, {tex(r['environment'])}/"
+                f"{tex(m.id)}, {tex(words(r['metric']))}, {tex(r['environment'])}/"
                 f"{tex(r['against'])}: {100 * r['estimate']:+.2f}\\,\\% "
                 f"[{100 * r['adj_low']:+.2f}, {100 * r['adj_high']:+.2f}]\\,\\% "
                 f"({r['answer'] if r['answer'] != 'none' else 'no answer'})")
