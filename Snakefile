@@ -26,6 +26,12 @@ else:
     include: "workflow/rules/aggregate.smk"
 
 
+STOPPING = bool(CAMPAIGN.raw.get("stopping")) and not CAMPAIGN.is_import
+if STOPPING:
+
+    include: "workflow/rules/sequential.smk"
+
+
 include: "workflow/rules/analysis.smk"
 
 
@@ -45,7 +51,7 @@ rule all:
     default_target: True
     input:
         [] if CAMPAIGN.is_import else [at(R.SCHEDULE), at(R.SYSTEM)],
-        unfinished_cell_files(),
+        sequential_targets if STOPPING else unfinished_cell_files(),
         ANALYSIS_OUTPUTS,  # the paper and its parts: a missing one is rebuilt (analysis.smk)
 
 
@@ -53,4 +59,4 @@ rule cells:
     """Only the benchmark cells (on a machine without the analysis stack or TeX)."""
     input:
         [] if CAMPAIGN.is_import else [at(R.SCHEDULE), at(R.SYSTEM)],
-        unfinished_cell_files(),
+        sequential_targets if STOPPING else unfinished_cell_files(),

@@ -192,20 +192,22 @@ def test_a_partial_campaign_with_a_failed_cell_in_chromium(tmp_path):
         check_dom(dom_text(wrong, tmp_path), ["12/18 cells done , 1 failed"])
 
 
-def test_stopping_column_only_with_the_stopping_rules_decisions(tmp_path):
+def test_stopping_column_only_with_the_stopping_rules_decisions(tmp_path, monkeypatch):
     campaign = committed_campaign(tmp_path, keep_reps=3)
     text = statuspage.text_of(statuspage.write(campaign).read_text())
-    assert "stopping" not in text
-    interim = paths.interim_decisions(campaign.root)
-    records.write_json(interim, {**statuspage.STOPPING_SHAPE, "rows": [
-        {"model": "llama3-8b", "metric": "token_throughput", "environment": "docker",
-         "reference": "native", "decision": "stop: equivalent", "reason": "inside 5 %"}]})
-    text = statuspage.text_of(statuspage.write(campaign).read_text())
+    assert "stopping" not in text  # no stopping rule in the config: no column
+
+    def decided(_: config.Campaign) -> dict[str, Any]:
+        return {**statuspage.STOPPING_SHAPE, "rows": [
+            {"model": "llama3-8b", "metric": "token_throughput", "environment": "docker",
+             "reference": "native", "decision": "stop: equivalent", "reason": "inside 5 %"}]}
+
+    text = statuspage.text_of(statuspage.render(statuspage.collect(campaign, decided)))
     assert "paired t p (uncorrected) stopping" in text
     assert "stop: equivalent inside 5 %" in text and "not decided" in text  # A/A: no row
     assert "stopping rule: look 3" in text
-    interim.write_text("[1, 2]")  # planted: not the documented shape
-    text = statuspage.text_of(statuspage.write(campaign).read_text())
+    text = statuspage.text_of(statuspage.render(statuspage.collect(
+        campaign, lambda _: [1, 2])))  # planted: not the documented shape
     assert "stopping rule: " in text and "expected an object with a list 'rows'" in text
 
     def broken(_: config.Campaign) -> dict[str, Any]:
@@ -213,6 +215,25 @@ def test_stopping_column_only_with_the_stopping_rules_decisions(tmp_path):
 
     text = statuspage.text_of(statuspage.render(statuspage.collect(campaign, broken)))
     assert "stopping rule: ValueError: interim() failed" in text
+
+    # under a stopping rule the page reads the rule's own interim state (sequential.interim)
+    import pandas as pd
+
+    from containertax.analysis import sequential
+
+    state = pd.DataFrame([
+        dict(model="llama3-8b", look=1, blocks=2, alpha_look=0.01, metric="token_throughput",
+             environment="docker", against="native", estimate=0.0, adj_low=-0.02,
+             adj_high=0.03, p=0.5, answer="none", decision="continue"),
+        dict(model="llama3-8b", look=2, blocks=3, alpha_look=0.04, metric="token_throughput",
+             environment="docker", against="native", estimate=0.0, adj_low=-0.001,
+             adj_high=0.002, p=0.5, answer="equivalent", decision="stop")],
+        columns=sequential.INTERIM_COLUMNS)
+    monkeypatch.setattr(sequential, "interim", lambda root: state)
+    campaign.raw["stopping"] = {"min_blocks": 2}
+    text = statuspage.text_of(statuspage.write(campaign).read_text())
+    assert "look 2 (3 blocks): equivalent; adjusted interval [-0.10 %, +0.20 %]" in text
+    assert "look 1 (2 blocks)" not in text  # the latest look only
 
 
 def test_degenerate_campaigns_give_a_page(tmp_path):

@@ -455,6 +455,8 @@ def _check(path: str, directory: str | None = None) -> int:
     print(f"{path}: ok: campaign {campaign.name}, {len(cells)} cells "
           f"({len(campaign.models)} models x {len(campaign.environments)} environments x "
           f"{campaign.repetitions} repetitions), results in {campaign.root}")
+    if campaign.raw.get("stopping"):
+        print(config.stopping_summary(campaign.raw, len(cells)))
     for warning in schedule.design_warnings(campaign):
         print(f"warning: {warning}")
     return 0

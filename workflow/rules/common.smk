@@ -310,6 +310,8 @@ def pending_cells(wildcards):
     """The last file of every cell without a record, when this invocation runs cells."""
     if not runs_cells(requested_targets()):
         return []
+    if STOPPING:  # the cells the stopping rule allows (sequential.smk)
+        return sequential_targets(wildcards)
     return [
         done
         for raw, done in zip(cell_files(R.RAW), cell_files(R.DONE))
@@ -354,12 +356,15 @@ def unfinished_cells(targets):
     """Cells this invocation was asked to finish (all of them, or the .done.json files
     named as targets) without their record or cooldown in raw/ at its end."""
     asked = {str(Path(t)) for t in targets} | {str(Path(t).resolve()) for t in targets}
+    allowed = sequential_allowed_now() if STOPPING else None  # blocks the rule allows
     return sorted(
         str(Path(raw).relative_to(ROOT / "raw")).removesuffix(".json")
-        for raw, cooldown, done in zip(
-            cell_files(R.RAW), cell_files(R.COOLDOWN), cell_files(R.DONE)
+        for c, raw, cooldown, done in zip(
+            CELLS, cell_files(R.RAW), cell_files(R.COOLDOWN), cell_files(R.DONE)
         )
-        if (runs_cells(targets) or done in asked) and not finished(raw, cooldown)
+        if (runs_cells(targets) or done in asked)
+        and not finished(raw, cooldown)
+        and (allowed is None or c.repetition <= allowed.get(c.model, 0))
     )
 
 

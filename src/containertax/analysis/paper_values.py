@@ -12,7 +12,16 @@ from typing import Any
 
 import pandas as pd
 
-from containertax.analysis import decisions, design_values, discussion, facts, order, policy, tables
+from containertax.analysis import (
+    decisions,
+    design_values,
+    discussion,
+    facts,
+    order,
+    policy,
+    sequential,
+    tables,
+)
 from containertax.analysis.policy import (
     AnalysisError,
     analysed_metrics,
@@ -61,6 +70,8 @@ def numbers_values(campaign: Campaign, runs: pd.DataFrame, results: pd.DataFrame
         **result_values(campaign, results, runs, quality_report),
         **calibration_macros(quality_report.get("calibration") or {"status": "none"}, reg,
                              campaign.replicas),
+        **sequential.macros(campaign, runs, lambda m: tables.in_prose(reg[m], m)
+                            if m in reg else m),  # none without a stopping rule
     }
     values.update(discussion.values(campaign, runs, results))  # the paper's argument
     for (model, env, metric), group in runs.groupby(["model", "environment", "metric"]):

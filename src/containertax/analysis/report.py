@@ -25,6 +25,7 @@ from containertax.analysis import (
     policy,
     quality,
     quality_section,
+    sequential,
     tables,
 )
 from containertax.analysis.policy import AnalysisError, label_names
@@ -62,6 +63,8 @@ def run_quality(campaign: Campaign, runs_csv: Path, out_dir: Path,
     table = with_order(campaign, table, out_order or campaign.paths.order)
     runs = quality.annotate(table)
     expected = None if campaign.is_import else campaign.repetitions
+    if campaign.raw.get("stopping"):  # a model may stop at any look: the first is the least
+        expected = sequential.rule_of(campaign).min_blocks
     findings = quality.check(runs, policy.metric_registry(campaign), expected_reps=expected,
                              model_sizes=policy.model_sizes(campaign, table),
                              alpha=campaign.analysis["alpha"])

@@ -7,8 +7,8 @@ fetched. It shows progress per model and environment and the ETA (campaign/statu
 `containertax status`), the gate and cooldown temperatures of every run (from the raw
 records and their .cooldown.json), the interim paired estimate of every primary and A/A
 comparison on the complete blocks so far (analysis/comparisons.py, the paper's own
-estimator), the stopping rule's decisions where its file exists (paths.INTERIM, shape in
-STOPPING_SHAPE), and every failed cell with the last lines of its log.
+estimator), the stopping rule's decisions where the config has one (analysis/sequential.py's
+interim state, shape in STOPPING_SHAPE), and every failed cell with the last lines of its log.
 
 A monitor, not the analysis: a record that cannot be read is listed, never fatal, and the
 page is never an input of any rule.
@@ -32,7 +32,7 @@ from containertax.core import records
 
 LOG_TAIL = 15  # lines of a failed step's log shown on the page
 
-# What the stopping rule hands the page (a file at paths.INTERIM, or a callable's return):
+# What the stopping rule hands the page (sequential_stopping's return, or a callable's):
 # rows are joined to the estimates on (model, metric, environment, reference).
 STOPPING_SHAPE = {
     "computed_utc": "2026-12-01T10:00:00+00:00",
@@ -178,21 +178,41 @@ def failure_logs(campaign: Campaign, failed: list[dict[str, Any]]) -> dict[str, 
     return tails
 
 
+def sequential_stopping(campaign: Campaign) -> dict[str, Any] | None:
+    """The stopping rule's decisions at each model's latest look (analysis.sequential's
+    interim state, read from the campaign's records), in STOPPING_SHAPE; None without a
+    stopping rule or before any look has data."""
+    from containertax.analysis import sequential
+
+    state = sequential.interim(campaign.root)
+    if state.empty:
+        return None
+    latest = state[state["look"] == state.groupby("model")["look"].transform("max")]
+    rows = [{"model": str(r.model), "metric": str(r.metric), "environment": str(r.environment),
+             "reference": str(r.against), "decision": str(r.decision),
+             "reason": (f"look {int(r.look)} ({int(r.blocks)} blocks): {r.answer}; adjusted "
+                        f"interval [{100 * float(r.adj_low):+.2f} %, "
+                        f"{100 * float(r.adj_high):+.2f} %]")}
+            for r in latest.itertuples()]
+    return {"computed_utc": datetime.now(UTC).isoformat(timespec="seconds"),
+            "look": int(latest["look"].max()), "rows": rows}
+
+
 def read_stopping(campaign: Campaign, stopping: Stopping | None) -> dict[str, Any] | None:
-    """The stopping rule's decisions: the callable's where given, else paths.INTERIM's
-    file where it exists, else None (the page has no stopping column). A malformed one is
-    shown as such ({'error': ...}), never fatal."""
-    path = P.interim_decisions(campaign.root)
+    """The stopping rule's decisions: the callable's where given, else the rule's own
+    interim state where the config has a stopping rule, else None (no stopping column).
+    A malformed one is shown as such ({'error': ...}), never fatal."""
+    if stopping is None and campaign.raw.get("stopping"):
+        stopping = sequential_stopping
     try:
-        data = stopping(campaign) if stopping is not None else (
-            records.read_json(path) if path.exists() else None)
+        data = stopping(campaign) if stopping is not None else None
     except Exception as exc:  # noqa: BLE001 - the page shows what went wrong
         return {"error": f"{type(exc).__name__}: {exc}", "rows": []}
     if data is None:
         return None
     if not isinstance(data, dict) or not isinstance(data.get("rows"), list):
-        return {"error": f"{path}: expected an object with a list 'rows' "
-                         "(statuspage.STOPPING_SHAPE)", "rows": []}
+        return {"error": "expected an object with a list 'rows' (statuspage.STOPPING_SHAPE)",
+                "rows": []}
     return data
 
 

@@ -56,6 +56,7 @@ REQUESTS_ALL = "requests.csv"
 WORK = "work"
 COMPARISONS = "stats/comparisons.csv"
 ORDER = "stats/order.csv"  # the realised order of the runs within blocks (analysis/order.py)
+INTERIM = "interim/look{look}.json"  # a stopping rule's decision after look k (sequential.smk)
 VISITS = "raw/visits"  # each visit's copy of its ledger, schedule and system facts
 RAW_DIR = "raw"
 ROOTFS_DIR = "rootfs"
@@ -300,6 +301,11 @@ class CampaignPaths:
         """A scratch folder of one attempt (kept when it fails, for the post-mortem)."""
         return self.root / WORK / name
 
+    def interim(self, look: int) -> Path:
+        """The interim decision of a stopping rule after its look-th look (1-based),
+        written atomically by the interim checkpoint (analysis.sequential)."""
+        return self.root / INTERIM.format(look=look)
+
     @property
     def positions(self) -> Path:
         """Every cell ever planned, with its position (schedule.positions.csv)."""
@@ -417,10 +423,9 @@ def table_file(out_dir: Path, name: str) -> Path:
 # checkout's root (the Snakefile's folder)
 PRIOR_WORK = "resources/prior_work.yaml"
 
-# The live status page (analysis/statuspage.py), rewritten after every cell, and the
-# stopping rule's interim decisions it shows where that file exists (analysis/sequential.py)
+# The live status page (analysis/statuspage.py), rewritten after every cell; under a
+# stopping rule it shows the interim decisions (INTERIM above, analysis/sequential.py)
 STATUS_PAGE = "status.html"
-INTERIM = "stats/interim.json"
 # what the page read from each raw record, keyed by the record's (size, mtime_ns, inode):
 # a rebuild after a cell parses only that cell's record (a cache: deleting it is harmless)
 STATUS_CACHE = ".status-cache.json"
@@ -429,11 +434,6 @@ STATUS_CACHE = ".status-cache.json"
 def status_page(root: Path) -> Path:
     """The campaign's status page: one self-contained HTML file, opened from disk."""
     return Path(root) / STATUS_PAGE
-
-
-def interim_decisions(root: Path) -> Path:
-    """The stopping rule's latest interim decisions, shown on the status page if present."""
-    return Path(root) / INTERIM
 
 
 def status_cache(root: Path) -> Path:

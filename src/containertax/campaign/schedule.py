@@ -15,57 +15,10 @@ from pathlib import Path
 
 from containertax.campaign import lanes, paths
 from containertax.campaign.config import Campaign, ConfigError
+from containertax.campaign.designs import block_order, period, williams_rows  # noqa: F401
 from containertax.core.cell import Cell
 
 FIELDS = ["position", "model", "environment", "repetition", "block", "sequence", "lane"]
-
-
-def williams_rows(n: int) -> list[list[int]]:
-    """Williams design: every treatment precedes every other equally often (first-order
-    carry-over balanced); odd n needs the mirrored square as well, 2n sequences."""
-    first = [0]
-    low, high = 1, n - 1
-    take_low = True
-    while len(first) < n:
-        if take_low:
-            first.append(low)
-            low += 1
-        else:
-            first.append(high)
-            high -= 1
-        take_low = not take_low
-    rows = [[(x + i) % n for x in first] for i in range(n)]
-    if n % 2 == 1 and n > 1:
-        rows += [list(reversed(r)) for r in rows]
-    return rows
-
-
-def block_order(design: str, n: int, index: int, rng: random.Random) -> tuple[int, list[int]]:
-    """The environment order of the index-th block, and which sequence of the design it is."""
-    if design == "williams":
-        rows = williams_rows(n)
-        seq = index % len(rows)
-        return seq, rows[seq]
-    if design == "alternating":
-        seq = index % 2
-        forward = list(range(n))
-        return seq, forward if seq == 0 else forward[::-1]
-    if design == "random":
-        order = list(range(n))
-        rng.shuffle(order)
-        return -1, order
-    raise ValueError(f"unknown schedule design {design!r}")
-
-
-def period(design: str, n: int) -> int | None:
-    """Blocks in one whole period of the design: after a whole number of periods every
-    environment has run in every position equally often (williams: also after every other
-    equally often); None for the random design, which balances only in expectation."""
-    if design == "williams":
-        return len(williams_rows(n))
-    if design == "alternating":
-        return 2 if n > 1 else 1
-    return None
 
 
 def design_warnings(campaign: Campaign) -> list[str]:
@@ -263,5 +216,36 @@ def block_targets(campaign: Campaign, reps: set[int]) -> list[str]:
     if unknown:
         raise ConfigError(f"repetitions {unknown} are not in 1..{campaign.repetitions} "
                          f"(repetitions in {campaign.source})")
+    # under a stopping rule: no block beyond the looks decided so far; a model's blocks
+    # after its stop are left out
+    allowed = stopping_allowed(campaign)
+    beyond = sorted({r for r in reps if allowed and r > max(allowed.values())})
+    if beyond:
+        raise ConfigError(
+            f"repetitions {beyond} lie beyond a look of the stopping rule in "
+            f"{campaign.source} that has not decided yet (blocks allowed per model: "
+            f"{allowed}): run `snakemake --cores 1` (its interim checkpoints decide which "
+            "blocks run), or request blocks up to the next look only.")
     return [str(campaign.paths.cell(c.model, c.environment, c.repetition).done)
-            for c in plan(campaign) if c.repetition in reps]
+            for c in plan(campaign) if c.repetition in reps
+            and (not allowed or c.repetition <= allowed[c.model])]
+
+
+def stopping_allowed(campaign: Campaign) -> dict[str, int]:
+    """Under a stopping rule, the blocks each model may run by the looks decided so far
+    (results/<c>/interim/look<k>.json); empty without a rule."""
+    import json
+
+    from containertax.campaign.config import stopping_looks
+
+    looks = stopping_looks(campaign.raw)
+    if not looks:
+        return {}
+    allowed = {m.id: looks[0] for m in campaign.models}
+    for k in range(1, len(looks) + 1):
+        path = campaign.paths.interim(k)
+        if not path.exists():
+            break
+        allowed = {m: int(v["blocks_allowed"])
+                   for m, v in json.loads(path.read_text())["models"].items()}
+    return allowed

@@ -1,0 +1,350 @@
+"""Sequential stopping (config `stopping:`): after each look, per model, whether another
+block is needed, with intervals valid over the repeated looks.
+
+Rule (docs/measurement.md, "Sequential stopping"): group-sequential alpha spending. The
+looks are fixed in the config (after min_blocks, then every `every` blocks, and at
+max_blocks); the spending function (Lan-DeMets O'Brien-Fleming-type, or Pocock-type)
+gives the error alpha(t) spent up to information fraction t = n / max_blocks, and look k
+may use the increment a_k = alpha(t_k) - alpha(t_{k-1}). Each look's tests are the
+study's own, on the log ratio per block (paired t, n - 1 df), at level a_k:
+
+  difference   two-sided paired t p < a_k (the repeated interval below excludes 0)
+  equivalence  TOST at level a_k within the analysis' band [-log(1+m), log(1+m)]: the
+               (1 - 2 a_k) interval inside the band
+  interval     the (1 - a_k) t interval of the mean log ratio, exponentiated minus one
+
+Since sum a_k = alpha, the union bound makes every guarantee hold over all looks whatever
+the correlation between looks and exactly at small n (t, not normal, quantiles): type I
+error of the difference test <= alpha, size of the equivalence test at the margin <=
+alpha, simultaneous coverage of the repeated intervals >= 1 - alpha. It is conservative
+against the exact recursive boundaries (whose normal joint law is not that of t statistics
+with 3 to 29 df); tests/test_sequential.py measures how much.
+
+A model stops when every primary comparison of it has its answer (difference or
+equivalence shown), or at max_blocks; all its environments stop together, so blocks stay
+complete and paired. Standard library and numpy/scipy only in the rule; `interim` reads
+a campaign's records (pandas).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from scipy import stats as sps
+
+SPENDING = ("obrien-fleming", "pocock")
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A stopping rule: spending function, looks (in blocks) and the study's alpha and
+    equivalence margin."""
+    min_blocks: int
+    max_blocks: int
+    every: int
+    spending: str = "obrien-fleming"
+    alpha: float = 0.05
+    margin: float = 0.05
+
+    @classmethod
+    def from_campaign(cls, campaign: Any) -> Rule:
+        """The campaign's rule (its looks from campaign.config.stopping_looks)."""
+        from containertax.campaign.config import stopping_looks
+
+        looks = stopping_looks(campaign.raw)
+        every = looks[1] - looks[0] if len(looks) > 1 else 1
+        return cls(min_blocks=looks[0], max_blocks=looks[-1], every=every,
+                   spending=str(campaign.raw["stopping"].get("spending",
+                                                             "obrien-fleming")),
+                   alpha=float(campaign.analysis["alpha"]),
+                   margin=float(campaign.analysis["equivalence_margin"]))
+
+    def looks(self) -> list[int]:
+        """Blocks at each look: min_blocks, then every `every`, and max_blocks last."""
+        out = list(range(self.min_blocks, self.max_blocks, max(self.every, 1)))
+        return [*out, self.max_blocks] if self.max_blocks not in out else out
+
+    def spent(self) -> np.ndarray:
+        """The level a_k of each look: increments of the spending function."""
+        t = np.array(self.looks(), dtype=float) / self.max_blocks
+        return np.diff(np.concatenate([[0.0], spending(self.spending, t, self.alpha)]))
+
+
+def spending(kind: str, t: np.ndarray, alpha: float) -> np.ndarray:
+    """Lan and DeMets (1983) spending functions: error spent up to information fraction t
+    (alpha at t = 1). O'Brien-Fleming-type 2 - 2 Phi(z_{1-alpha/2} / sqrt t) spends almost
+    nothing early; Pocock-type alpha log(1 + (e - 1) t) spends evenly."""
+    t = np.clip(np.asarray(t, dtype=float), 1e-12, 1.0)
+    if kind == "obrien-fleming":
+        return 2.0 - 2.0 * sps.norm.cdf(sps.norm.ppf(1 - alpha / 2) / np.sqrt(t))
+    if kind == "pocock":
+        return alpha * np.log1p((math.e - 1) * t)
+    raise ValueError(f"unknown spending function {kind!r}; choose one of {SPENDING}")
+
+
+def min_blocks_exact(alpha: float) -> int:
+    """The fewest blocks at which an exact sign-flip or Wilcoxon signed-rank test (the
+    paper's secondary tests) can reach alpha: smallest attainable two-sided p 2^(1-n)."""
+    n = 2
+    while 2.0 ** (1 - n) >= alpha:
+        n += 1
+    return n
+
+
+# --- one look -----------------------------------------------------------------------
+
+
+def look_stats(mean: np.ndarray, sd: np.ndarray, n: int, a: float,
+               margin: float) -> dict[str, np.ndarray]:
+    """Vectorised decisions of one look at level a from the mean and SD of n log ratios:
+    difference shown, equivalence shown, and the (1 - a) repeated interval (log scale).
+    Zero SD: the interval is the point; a mean of exactly 0 shows no difference."""
+    mean, sd = np.asarray(mean, float), np.asarray(sd, float)
+    se = sd / math.sqrt(n)
+    df = n - 1
+    q = sps.t.ppf(1 - a / 2, df)
+    q_tost = sps.t.ppf(1 - a, df)
+    band = math.log1p(margin)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tstat = np.where(se > 0, mean / se, np.where(mean == 0, 0.0, np.inf))
+    p = 2 * sps.t.sf(np.abs(tstat), df)
+    diff = p < a
+    equiv = (mean - q_tost * se > -band) & (mean + q_tost * se < band)
+    return {"p": p, "difference": diff, "equivalence": equiv,
+            "low": mean - q * se, "high": mean + q * se}
+
+
+def run_rule(d: np.ndarray, rule: Rule) -> dict[str, np.ndarray]:
+    """Apply the rule to simulated or replayed log ratios d (replicates x max_blocks, in
+    block order) of one comparison: the look each stops at, its blocks, its answer and
+    its repeated interval (log scale). NaN blocks are not allowed here."""
+    d = np.atleast_2d(np.asarray(d, float))
+    reps = d.shape[0]
+    csum, csq = np.cumsum(d, axis=1), np.cumsum(d * d, axis=1)
+    stopped = np.zeros(reps, bool)
+    out = {k: np.full(reps, np.nan) for k in ("blocks", "low", "high", "p")}
+    out["answer"] = np.full(reps, "", dtype=object)
+    for n, a in zip(rule.looks(), rule.spent(), strict=True):
+        mean = csum[:, n - 1] / n
+        var = np.maximum(csq[:, n - 1] - n * mean * mean, 0) / (n - 1)
+        s = look_stats(mean, np.sqrt(var), n, a, rule.margin)
+        now = ~stopped & (s["difference"] | s["equivalence"] | (n == rule.max_blocks))
+        for k in ("low", "high", "p"):
+            out[k][now] = s[k][now]
+        out["blocks"][now] = n
+        out["answer"][now] = np.where(s["difference"][now], "difference",
+                                      np.where(s["equivalence"][now], "equivalence", "none"))
+        stopped |= now
+    return out
+
+
+# --- the interim state of a campaign ------------------------------------------------
+
+
+INTERIM_COLUMNS = ["model", "look", "blocks", "alpha_look", "metric", "environment",
+                   "against", "estimate", "adj_low", "adj_high", "p", "answer", "decision"]
+
+
+def _pairs(campaign: Any) -> list[tuple[str, str]]:
+    """Primary comparisons: each environment against the reference, an A/A replica
+    against the environment it copies."""
+    reps = campaign.replicas
+    return [(e.id, reps.get(e.id, campaign.reference)) for e in campaign.environments
+            if e.id != campaign.reference]
+
+
+def log_ratios(runs: Any, model: str, metric: str, env: str, against: str) -> np.ndarray:
+    """Per complete block of one model (in realised order, by first position), the log
+    ratio env / against of one metric; blocks with a missing or non-positive value out."""
+    g = runs[(runs.model == model) & (runs.metric == metric)]
+    wide = g.pivot_table(index="block", columns="environment", values="value",
+                         aggfunc="first")
+    if env not in wide or against not in wide:
+        return np.array([])
+    first = g.groupby("block")["position"].min()
+    wide = wide.loc[first.sort_values(kind="stable").index.intersection(wide.index)]
+    pair = wide[[env, against]].dropna()
+    pair = pair[(pair[env] > 0) & (pair[against] > 0)]
+    return np.log(pair[env].to_numpy(float)) - np.log(pair[against].to_numpy(float))
+
+
+def decide(runs: Any, campaign: Any, primary: dict[str, list[str]]) -> list[dict[str, Any]]:
+    """Every look reached by each model in a table of runs (runs.csv's columns): one row
+    per model, look and primary comparison. A model's decision at a look is 'stop' when
+    every comparison has its answer, 'max' at max_blocks, 'continue' otherwise; looks
+    after a stop are not made (its later blocks, if any ran, are not looked at)."""
+    rule = rule_of(campaign)
+    rows: list[dict[str, Any]] = []
+    for model in [m.id for m in campaign.models]:
+        comps = [(m, e, a) for m in primary.get(model, []) for e, a in _pairs(campaign)]
+        ratios = {c: log_ratios(runs, model, *c) for c in comps}
+        for k, (n, a) in enumerate(zip(rule.looks(), rule.spent(), strict=True), 1):
+            if not comps or min(len(r) for r in ratios.values()) < n:
+                break  # this look is not reached yet
+            look = []
+            for (metric, env, against), d in ratios.items():
+                x = d[:n]
+                s = look_stats(np.array([x.mean()]), np.array([x.std(ddof=1)]), n, a,
+                               rule.margin)
+                answer = ("difference" if s["difference"][0] else
+                          "equivalence" if s["equivalence"][0] else "none")
+                look.append({"model": model, "look": k, "blocks": n, "alpha_look": a,
+                             "metric": metric, "environment": env, "against": against,
+                             "estimate": math.expm1(x.mean()),
+                             "adj_low": math.expm1(s["low"][0]),
+                             "adj_high": math.expm1(s["high"][0]),
+                             "p": float(s["p"][0]), "answer": answer})
+            done = all(r["answer"] != "none" for r in look)
+            decision = "stop" if done else "max" if n >= rule.max_blocks else "continue"
+            rows += [{**r, "decision": decision} for r in look]
+            if decision != "continue":
+                break
+    return rows
+
+
+def rule_of(campaign: Any) -> Rule:
+    return Rule.from_campaign(campaign)
+
+
+def _primary(campaign: Any, runs: Any) -> dict[str, list[str]]:
+    from containertax.analysis.policy import primary_metrics
+
+    return primary_metrics(campaign, runs)
+
+
+def interim(campaign_root: str | Path) -> Any:
+    """The interim state of a campaign for the status page: per model, per look reached,
+    per primary comparison, the estimate, the repeated-look-adjusted interval, the
+    answer and the model's decision (DataFrame, INTERIM_COLUMNS; empty without a stopping
+    rule or records). Reads config.resolved.json and raw/ under the campaign's folder."""
+    import json
+
+    import pandas as pd
+
+    from containertax.analysis.aggregate import tidy
+    from containertax.campaign.config import campaign_of
+    from containertax.campaign.paths import CampaignPaths
+
+    paths = CampaignPaths(Path(campaign_root))
+    empty = pd.DataFrame(columns=INTERIM_COLUMNS)
+    if not paths.resolved.exists():
+        return empty
+    resolved = json.loads(paths.resolved.read_text())
+    campaign = campaign_of(resolved["config"], resolved["source"])
+    if "stopping" not in campaign.raw:
+        return empty
+    runs = tidy(paths.root)
+    if runs.empty:
+        return empty
+    return pd.DataFrame(decide(runs, campaign, _primary(campaign, runs)),
+                        columns=INTERIM_COLUMNS)
+
+
+def allowed_at(rows: list[dict[str, Any]], campaign: Any, look: int) -> dict[str, int]:
+    """Per model, the blocks it may run after look `look` (1-based): those of the look
+    where it stopped or reached the maximum, else those of the next look (also where a
+    model's look could not be made: a block dropped as incomplete keeps it running, as
+    the fixed design would)."""
+    looks = rule_of(campaign).looks()
+    out = {}
+    for m in campaign.models:
+        ends = [r for r in rows if r["model"] == m.id and r["decision"] != "continue"
+                and r["look"] <= look]
+        out[m.id] = int(ends[0]["blocks"]) if ends else looks[min(look, len(looks) - 1)]
+    return out
+
+
+def interim_state(campaign: Any, runs: Any, look: int) -> dict[str, Any]:
+    """The decision after look `look` from the runs of the blocks up to it (repetition <=
+    its blocks: blocks run in repetition order): per model the decision, blocks run and
+    possible, and the blocks allowed next; the rows of every look made."""
+    looks = rule_of(campaign).looks()
+    upto = runs[runs.repetition <= looks[look - 1]] if len(runs) else runs
+    rows = decide(upto, campaign, _primary(campaign, upto)) if len(upto) else []
+    allowed = allowed_at(rows, campaign, look)
+    models = {}
+    for m in campaign.models:
+        mine = [r for r in rows if r["model"] == m.id]
+        last = max(mine, key=lambda r: r["look"]) if mine else None
+        models[m.id] = {"decision": last["decision"] if last else "continue",
+                        "looks_made": int(last["look"]) if last else 0,
+                        "blocks_run": int(last["blocks"]) if last else 0,
+                        "blocks_possible": looks[-1], "blocks_allowed": allowed[m.id]}
+    return {"look": look, "blocks": looks[look - 1], "looks": looks,
+            "rule": {"spending": rule_of(campaign).spending,
+                     "alpha": rule_of(campaign).alpha, "margin": rule_of(campaign).margin},
+            "continuing": [m for m, v in models.items() if v["decision"] == "continue"],
+            "models": models, "rows": rows}
+
+
+def write_interim(campaign: Any, look: int, out: Path,
+                  log: Path | None = None) -> dict[str, Any]:
+    """The interim checkpoint's step: the state after a look, written atomically; the
+    per-model decisions to the log."""
+    import json
+
+    from containertax.analysis.aggregate import tidy
+    from containertax.core.records import atomic_write_text
+
+    state = interim_state(campaign, tidy(campaign.root), look)
+    atomic_write_text(Path(out), json.dumps(state, indent=1, default=float) + "\n")
+    if log is not None:
+        Path(log).parent.mkdir(parents=True, exist_ok=True)
+        Path(log).write_text(json.dumps(state["models"], indent=1) + "\n")
+    return state
+
+
+SPENDING_WORDS = {"obrien-fleming": "O'Brien--Fleming-type", "pocock": "Pocock-type"}
+
+
+def last_state(campaign: Any, runs: Any) -> list[dict[str, Any]]:
+    """The rows of the last interim decision written (interim/look<k>.json: what the
+    workflow decided), else the rule recomputed from the runs given."""
+    import json
+
+    looks = rule_of(campaign).looks()
+    for k in range(len(looks), 0, -1):
+        path = campaign.paths.interim(k)
+        if path.exists():
+            return list(json.loads(path.read_text())["rows"])
+    return decide(runs, campaign, _primary(campaign, runs)) if len(runs) else []
+
+
+def macros(campaign: Any, runs: Any, words: Any = str) -> dict[str, Any]:
+    """The paper's values for paper/sequential.tex (\\ctx{seq/...}); none without a
+    stopping rule, so a fixed design's numbers.tex is unchanged. words: a metric's name
+    in prose (the registry's label)."""
+    if not campaign.raw.get("stopping"):
+        return {}
+    from containertax.analysis.tables import tex
+
+    rule = rule_of(campaign)
+    rows = last_state(campaign, runs)
+    stops, intervals = [], []
+    for m in campaign.models:
+        mine = [r for r in rows if r["model"] == m.id]
+        if not mine:
+            stops.append(f"{tex(m.id)}: no look made")
+            continue
+        k = max(r["look"] for r in mine)
+        last = [r for r in mine if r["look"] == k]
+        how = {"stop": "every comparison answered", "max": "the maximum",
+               "continue": "still running"}[last[0]["decision"]]
+        stops.append(f"{tex(m.id)} after {last[0]['blocks']} blocks (look {k}, {how})")
+        for r in last:
+            intervals.append(
+                f"{tex(m.id)}, {tex(words(r['metric']))}, {tex(r['environment'])}/"
+                f"{tex(r['against'])}: {100 * r['estimate']:+.2f}\\,\\% "
+                f"[{100 * r['adj_low']:+.2f}, {100 * r['adj_high']:+.2f}]\\,\\% "
+                f"({r['answer'] if r['answer'] != 'none' else 'no answer'})")
+    return {"has-stopping": 1,
+            "seq/spending": SPENDING_WORDS[rule.spending],
+            "seq/looks": ", ".join(map(str, rule.looks())),
+            "seq/nlooks": len(rule.looks()),
+            "seq/min": rule.min_blocks, "seq/max": rule.max_blocks,
+            "seq/stops": "; ".join(stops),
+            "seq/intervals": "; ".join(intervals) or "none"}

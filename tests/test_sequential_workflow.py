@@ -1,0 +1,88 @@
+"""Sequential stopping in the DAG (workflow/rules/sequential.smk), with real Snakemake:
+a dry run plans the first look's cells only; `snakemake cells --cores 1` runs looks and
+cells unattended and stops a model whose comparisons are answered; a rerun runs nothing;
+a record deleted by hand is run again, once. Native environments only (no Docker).
+The decision is made certain, whatever the machine's noise, by a margin of 1000 %: the A/A
+comparison is equivalent at the first look (a model that continues is tested without
+Snakemake in tests/test_sequential.py)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import demo_config
+from tests.test_rerun import ledger, snakemake
+
+pytestmark = [pytest.mark.slow]
+
+
+def campaign(tmp_path: Path) -> Path:
+    cfg = demo_config()
+    cfg["campaign"] = "seq"
+    cfg["repetitions"] = 10
+    cfg["environments"] = {"native": cfg["environments"]["native"],
+                           "native-aa": {"replica_of": "native"}}
+    cfg["models"] = [{"id": "n64", "size": 64, "repeats": 3}]
+    cfg["thermal"].update(min_interval_s=0, cooldown_s=0.1, poll_s=0.1)
+    cfg["analysis"]["equivalence_margin"] = 10.0
+    cfg["stopping"] = {"min_blocks": 6, "every": 2}
+    path = tmp_path / "seq.yaml"
+    path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    return path
+
+
+def records(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root / "raw")) for p in (root / "raw").glob("*/*/rep*.json")
+                  if not p.name.endswith(".cooldown.json"))
+
+
+def test_stopping_dag(tmp_path):
+    cfg = campaign(tmp_path)
+    root = tmp_path / "results" / "seq"
+    dry = snakemake(tmp_path, cfg, "-n", "cells")
+    assert dry.returncode == 0, dry.stderr
+    counts = dict(re.findall(r"^(gate|interim)\s+(\d+)$", dry.stdout + dry.stderr, re.M))
+    assert counts == {"gate": "12", "interim": "1"}  # 6 blocks x 2 environments, 1 look
+
+    out = snakemake(tmp_path, cfg, "cells", "--cores", "1")
+    assert out.returncode == 0, out.stderr[-3000:]
+    state = json.loads((root / "interim" / "look1.json").read_text())
+    assert state["models"]["n64"]["decision"] == "stop"
+    assert state["models"]["n64"]["blocks_run"] == 6
+    assert state["models"]["n64"]["blocks_possible"] == 10
+    assert not (root / "interim" / "look2.json").exists()
+    got = records(root)
+    assert len(got) == 12 and all(int(re.search(r"rep(\d+)", r)[1]) <= 6 for r in got)
+    # the plan still lists every possible cell
+    assert len((root / "schedule.csv").read_text().splitlines()) == 1 + 20
+
+    def measured() -> int:
+        return len([e for e in ledger(root)
+                    if e.get("step") == "run" and e.get("event") == "start"])
+
+    runs = measured()
+    assert runs == 12
+    again = snakemake(tmp_path, cfg, "cells", "--cores", "1")
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert records(root) == got
+    assert measured() == runs
+
+    # a record lost by hand: its cell runs again, once, and nothing else
+    lost = root / "raw" / "n64" / "native" / "rep003.json"
+    lost.rename(tmp_path / "lost.json")
+    (root / "raw" / "n64" / "native" / "rep003.cooldown.json").unlink()
+    fix = snakemake(tmp_path, cfg, "cells", "--cores", "1")
+    assert fix.returncode == 0, fix.stderr[-3000:]
+    assert records(root) == got
+    assert measured() == runs + 1
+
+    from containertax.analysis.sequential import interim
+
+    table = interim(root)
+    assert set(table["decision"]) == {"stop"} and set(table["look"]) == {1}
+    assert (table["adj_low"] <= table["estimate"]).all()

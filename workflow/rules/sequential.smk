@@ -1,0 +1,79 @@
+# Sequential stopping (config `stopping:`; analysis/sequential.py). After each look the
+# interim checkpoint decides, per model, whether another block is needed; the cells of the
+# next look exist in the DAG only for the models that continue. All environments of a model
+# stop together (blocks stay complete and paired). The schedule (schedule.csv) still lists
+# every possible cell (repetitions = the maximum); each interim file says how many blocks
+# each model ran and may run. Cells keep their rules (cells.smk): exactly-once as there.
+import json
+
+STOP_LOOKS = ct_config.stopping_looks(CAMPAIGN.raw)
+# (model, repetition) -> (raw, cooldown, done) of each of the block's cells
+_CELL_TRIPLES = {}
+for _c, _raw, _cool, _done in zip(
+    CELLS, cell_files(R.RAW), cell_files(R.COOLDOWN), cell_files(R.DONE)
+):
+    _CELL_TRIPLES.setdefault((_c.model, _c.repetition), []).append((_raw, _cool, _done))
+
+
+def _cells_up_to(allowed):
+    """The .done.json of every unfinished cell of each model's blocks 1..allowed[model]."""
+    return [
+        done
+        for (model, rep), cells in _CELL_TRIPLES.items()
+        if rep <= allowed.get(model, 0)
+        for raw, cooldown, done in cells
+        if raw not in RAW_PRESENT or not Path(cooldown).exists()
+    ]
+
+
+def _allowed_after(look):
+    """Blocks each model may run before look `look` + 1 (look 0: the first look's)."""
+    if look == 0:
+        return {m.id: STOP_LOOKS[0] for m in CAMPAIGN.models}
+    with open(checkpoints.interim.get(look=look).output[0]) as fh:
+        return {m: v["blocks_allowed"] for m, v in json.load(fh)["models"].items()}
+
+
+def interim_cells(wildcards):
+    """A look waits for the cells of the blocks it looks at."""
+    return _cells_up_to(_allowed_after(int(wildcards.look) - 1))
+
+
+def sequential_targets(wildcards=None):
+    """Every look's decision, up to the one after which no model continues, and the cells
+    they allow: the campaign's cells under the rule (`all`, `cells`, aggregate)."""
+    files = []
+    for look in range(1, len(STOP_LOOKS) + 1):
+        out = checkpoints.interim.get(look=look).output[0]
+        files.append(out)
+        with open(out) as fh:
+            if not json.load(fh)["continuing"]:
+                break
+    return files + _cells_up_to(_allowed_after(len(files)))
+
+
+def sequential_allowed_now():
+    """Blocks each model may run by the interim files present (after the jobs: onsuccess)."""
+    return ct_schedule.stopping_allowed(CAMPAIGN)
+
+
+def write_interim_step(look, out, log):
+    """The interim analysis (analysis stack imported here only: planning needs none)."""
+    from containertax.analysis import sequential
+
+    sequential.write_interim(CAMPAIGN, int(look), Path(out), Path(log))
+
+
+checkpoint interim:
+    """The interim analysis after one look: per model, stop or another block."""
+    input:
+        config=ancient(RESOLVED),
+        cells=interim_cells,
+    output:
+        at(R.INTERIM, look="{look}"),
+    log:
+        at("logs/interim/look{look}.log"),
+    wildcard_constraints:
+        look=r"[1-9]\d*",
+    run:
+        write_interim_step(wildcards.look, output[0], log[0])
