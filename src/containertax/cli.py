@@ -241,6 +241,18 @@ def _status(a: argparse.Namespace) -> int:
     return 0
 
 
+def _interim(a: argparse.Namespace) -> int:
+    from containertax.analysis import sequential
+
+    sequential.write_interim(load(a.config), int(a.look), Path(a.out), Path(a.log))
+    return 0
+
+
+def _interim_args(p: argparse.ArgumentParser) -> None:
+    for arg in ("--config", "--look", "--out", "--log"):
+        p.add_argument(arg, required=True)
+
+
 def _analysis_step(a: argparse.Namespace) -> int:
     _analysis(a.command, load(a.config), a)
     return 0
@@ -395,6 +407,8 @@ COMMANDS: dict[str, Command] = {
                      "results folder, campaign name, an import's CSV; exit 1 naming the "
                      "file, the key and the fix", _check_args, _check_cmd),
     "status": Command("progress and ETA of a campaign", _status_args, _status),
+    "interim": Command("a stopping rule's interim analysis after one look", _interim_args,
+                       _interim),
     "snakefile": Command("the path of the workflow's Snakefile (installed with the package): "
                          "snakemake --snakefile \"$(containertax snakefile)\" ...",
                          lambda p: None, _snakefile),

@@ -57,13 +57,6 @@ def sequential_allowed_now():
     return ct_schedule.stopping_allowed(CAMPAIGN)
 
 
-def write_interim_step(look, out, log):
-    """The interim analysis (analysis stack imported here only: planning needs none)."""
-    from containertax.analysis import sequential
-
-    sequential.write_interim(CAMPAIGN, int(look), Path(out), Path(log))
-
-
 checkpoint interim:
     """The interim analysis after one look: per model, stop or another block."""
     input:
@@ -75,5 +68,11 @@ checkpoint interim:
         at("logs/interim/look{look}.log"),
     wildcard_constraints:
         look=r"[1-9]\d*",
-    run:
-        write_interim_step(wildcards.look, output[0], log[0])
+    conda:
+        "../../envs/workflow.yaml"
+    # a shell step through the CLI, as the cell steps: a `run:` job re-parses the workflow in
+    # a subprocess, where the profile's replace-workflow-config does not hold and
+    # config/config.yaml's environments were merged into the campaign's (seen on the H100)
+    shell:
+        f"{_literal(CT)} interim --config {{input.config:q}} --look {{wildcards.look}} "
+        "--out {output:q} --log {log:q}"
