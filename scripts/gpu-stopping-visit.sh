@@ -19,6 +19,6 @@ name=$(basename "$cfg" .yaml)
 root="$workdir/results/$name"
 ls "$root" "$root/interim" 2>/dev/null
 if [ -n "${OUT:-}" ]; then
-  tar czf "$OUT/campaign.tgz" -C "$root" --exclude=work . 2>/dev/null
+  tar czf "$OUT/campaign.tgz" -C "$root" --exclude=work --exclude=compile-cache --exclude=ledger.lock . 2>/dev/null
   cp "$workdir/visit.log" "$OUT/" 2>/dev/null
 fi
