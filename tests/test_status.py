@@ -56,3 +56,27 @@ def test_status_says_when_the_ledger_is_damaged(config_dict, tmp_path):
     summary = status.summarize(campaign)
     assert summary["ledger_damage"] == {"ledger.jsonl": 1}
     assert "ledger damaged: ledger.jsonl has 1 unparseable line(s)" in status.render(summary)
+
+
+def test_a_model_the_stopping_rule_ended_has_no_pending_cells(tmp_path, monkeypatch):
+    """results/h100-stopping (GPU, 2026-11-24): matmul-10k stopped at look 1 (6 of 8
+    blocks), mm-4096 ran to 8; its 4 unneeded cells are not 'pending'."""
+    import shutil
+
+    import yaml
+
+    from tests.conftest import REPO
+
+    data = yaml.safe_load((REPO / "config" / "h100-stopping.yaml").read_text())
+    monkeypatch.chdir(tmp_path)  # results/ relative to the working directory, as Snakemake
+    campaign = config.load_campaign(data, "h100-stopping.yaml")
+    shutil.copytree(REPO / "results" / "h100-stopping" / "raw", campaign.root / "raw")
+    visit = campaign.root / "raw" / "visits" / "20261124T140600Z"
+    before = status.summarize(campaign)  # no interim decision yet: all 32 cells count
+    assert (before["done"], before["total"], before["remaining"]) == (28, 32, 4)
+    shutil.copytree(visit / "interim", campaign.root / "interim")
+    after = status.summarize(campaign)
+    assert (after["done"], after["total"], after["remaining"], after["not_needed"]) == (
+        28, 28, 0, 4)
+    assert "4 not needed (the stopping rule ended their model)" in status.render(after)
+    assert schedule.stopped_at(campaign) == {"matmul-10k": 6, "mm-4096": 8}

@@ -500,7 +500,9 @@ def render(page: dict[str, Any]) -> str:
         f'<p class=muted>page written {_e(page["generated_utc"])}; rewritten after every '
         "cell</p>"
         f'<p id="totals"><b>{s["done"]}/{s["total"]} cells done</b>, {s["failed"]} failed '
-        f"(will rerun), {pending} pending</p>"
+        f"(will rerun), {pending} pending"
+        + (f", {s['not_needed']} not needed (the stopping rule ended their model)"
+           if s.get("not_needed") else "") + "</p>"
         + _eta(s) + running + "<h2>Progress</h2>" + _progress(s) + _lanes(s)
         + _temperatures(page) + _estimates(page) + _failures(page)
         + "</body></html>\n")

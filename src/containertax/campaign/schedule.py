@@ -231,6 +231,24 @@ def block_targets(campaign: Campaign, reps: set[int]) -> list[str]:
             and (not allowed or c.repetition <= allowed[c.model])]
 
 
+def stopped_at(campaign: Campaign) -> dict[str, int]:
+    """Under a stopping rule, the models whose runs have ended (stopped at a look or at the
+    maximum), with the blocks they ran; a model still running is not named."""
+    import json
+
+    from containertax.campaign.config import stopping_looks
+
+    ended: dict[str, int] = {}
+    for k in range(1, len(stopping_looks(campaign.raw)) + 1):
+        path = campaign.paths.interim(k)
+        if not path.exists():
+            break
+        for model, state in json.loads(path.read_text())["models"].items():
+            if state.get("decision") != "continue":
+                ended.setdefault(model, int(state["blocks_allowed"]))
+    return ended
+
+
 def stopping_allowed(campaign: Campaign) -> dict[str, int]:
     """Under a stopping rule, the blocks each model may run by the looks decided so far
     (results/<c>/interim/look<k>.json); empty without a rule."""

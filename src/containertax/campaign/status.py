@@ -34,6 +34,9 @@ def summarize(campaign: Campaign, estimate_lanes: list[int] | None = None) -> di
     whole wall time on 1, the configured and any requested number of lanes."""
     root = campaign.root
     cells = schedule.plan(campaign)
+    ended = schedule.stopped_at(campaign)  # a stopping rule ended these models' runs
+    not_needed = [c for c in cells if c.repetition > ended.get(c.model, c.repetition)]
+    cells = [c for c in cells if c.repetition <= ended.get(c.model, c.repetition)]
     events = records.read_ledger(root)
     last_run = {(e["model"], e["environment"], e["repetition"]): e  # latest start or end
                 for e in events if e.get("step") == "run"}
@@ -88,6 +91,7 @@ def summarize(campaign: Campaign, estimate_lanes: list[int] | None = None) -> di
         "failed": sum(r["failed"] for r in table.values()),
         "remaining": remaining,
         "total": len(cells),
+        "not_needed": len(not_needed),  # cells a stopping rule made unnecessary
         "median_cell_s": per_cell,
         "eta_utc": eta,
         "lanes": per_lane,
@@ -116,7 +120,9 @@ def failed_preflights(campaign: Campaign) -> dict[str, str]:
 
 def render(summary: dict[str, Any]) -> str:
     lines = [f"campaign {summary['campaign']}: {summary['done']}/{summary['total']} cells done, "
-             f"{summary['failed']} failed (will rerun), {summary['remaining']} remaining"]
+             f"{summary['failed']} failed (will rerun), {summary['remaining']} remaining"
+             + (f", {summary['not_needed']} not needed (the stopping rule ended their model)"
+                if summary.get("not_needed") else "")]
     width = max([len(k) for k in summary["table"]] + [len("model/environment")])
     lines.append(f"{'model/environment':<{width}}  done  failed  remaining")
     for key, row in summary["table"].items():
