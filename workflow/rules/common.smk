@@ -346,9 +346,7 @@ def record_folders_or_none(wildcards):
 
 
 PAPER_SOURCES = sorted(
-    str(p)
-    for p in ct_packaged.paper_dir().iterdir()
-    if p.suffix in (".tex", ".bib")
+    str(p) for p in ct_packaged.paper_dir().iterdir() if p.suffix in (".tex", ".bib")
 )
 
 
