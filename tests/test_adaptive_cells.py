@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from containertax.campaign import config
+from containertax.campaign import config, schedule
 from containertax.core import records
 from containertax.execution import gating
 
@@ -35,7 +35,10 @@ def campaign(config_dict, tmp_path, monkeypatch):
     config_dict["thermal"].update(cooldown="adaptive", poll_s=0.05, min_interval_s=0,
                                   adaptive={"baseline_s": 0.2, "band_c": 2, "stable_s": 0.2,
                                             "min_s": 0.1, "max_s": 0.6})
-    return config.load_campaign(config_dict, "adaptive.yaml")
+    loaded = config.load_campaign(config_dict, "adaptive.yaml")
+    # the schedule step's file, from which a cell step reads its cell
+    schedule.write_csv(schedule.plan(loaded), loaded.paths.schedule)
+    return loaded
 
 
 def test_first_gate_measures_the_baseline_and_the_cooldown_uses_it(campaign, tmp_path,

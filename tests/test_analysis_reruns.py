@@ -28,7 +28,8 @@ def run(tree: Path, work: Path, *args: str) -> subprocess.CompletedProcess:
 def test_editing_any_analysis_module_rebuilds_the_paper(tmp_path):
     tree = tmp_path / "repo"
     tree.mkdir()
-    for part in ("Snakefile", "workflow", "src", "paper", "config", "profiles", "envs"):
+    for part in ("Snakefile", "workflow", "src", "paper", "config", "profiles", "envs",
+                 "resources"):
         src = REPO / part
         if src.is_dir():
             shutil.copytree(src, tree / part, symlinks=True,
