@@ -236,8 +236,17 @@ def test_the_sweep_is_broad():
 
 
 def test_every_shipped_config_passes(capsys):
+    """Every shipped config passes, but those whose docker_optimised is derived from phase
+    2B (config.yaml, phase-2c, phase-2d): check refuses them, naming the fix, until 2B's
+    analysis has derived the options (results/dgx-spark-2b is not committed)."""
+    derived = {"config.yaml", "phase-2c.yaml", "phase-2d.yaml"}
     for path in sorted((REPO / "config").glob("*.yaml")):
-        assert cli.main(["check", str(path)]) == 0, capsys.readouterr().err
+        code = cli.main(["check", str(path)])
+        err = capsys.readouterr().err
+        if path.name in derived or path.name == "study-spark.yaml":  # names 2C and 2D
+            assert code == 1 and "--derive docker_optimised" in err, (path, err)
+        else:
+            assert code == 0, (path, err)
 
 
 def test_the_demo_passes_and_the_check_says_what_runs(tmp_path, monkeypatch, capsys):

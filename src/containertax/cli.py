@@ -434,11 +434,30 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
 
+def _study_campaigns(path: Path) -> list[Path] | None:
+    """The campaign configs a study config names (relative to its folder), else None."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError):
+        return None  # the campaign check says what is wrong with the file
+    if not isinstance(data, dict) or not isinstance(data.get("study"), dict):
+        return None
+    return [path.parent / str(c.get("config")) for c in data["study"].get("campaigns") or []
+            if isinstance(c, dict)]
+
+
 def _check(path: str, directory: str | None = None) -> int:
     """Everything about a config that can be known without running it, in seconds; the
     README's commands run this first, before Snakemake reads the file its own way. Its
     relative paths are resolved where Snakemake will resolve them (paths.project_root),
     wherever check itself runs."""
+    study = _study_campaigns(Path(path))
+    if study is not None:  # a study config: check each campaign it names
+        print(f"{path}: a study of {len(study)} campaigns (run it with snakemake -s "
+              f"workflow/study.smk --configfile {path}); checking each:")
+        return max([_check(str(c), directory) for c in study], default=0)
     workdir = paths.project_root(Path(path), Path(directory) if directory else None)
     if not workdir.is_dir():
         raise config.ConfigError(f"--directory {directory}: no such folder; name Snakemake's "
