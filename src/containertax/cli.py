@@ -10,6 +10,7 @@ import argparse
 import contextlib
 import json
 import logging
+import re
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -439,8 +440,11 @@ def _study_campaigns(path: Path) -> list[Path] | None:
     import yaml
 
     try:
-        data = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError):
+        text = path.read_text()
+        # only a file with a top-level study: key is parsed here (the campaign check reads
+        # every other file strictly, aliases and duplicate keys included)
+        data = yaml.safe_load(text) if re.search(r"^study:", text, re.M) else None
+    except (OSError, ValueError, yaml.YAMLError):  # not text, unreadable, not YAML
         return None  # the campaign check says what is wrong with the file
     if not isinstance(data, dict) or not isinstance(data.get("study"), dict):
         return None
