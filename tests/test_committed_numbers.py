@@ -46,7 +46,9 @@ Then for the paper as an argument (#24): new keys only (paper metadata paper-*, 
 dates data-*, the discussion's prior results and Sani's arithmetic sani-*, start-up cost
 startup-cost-*, causal-design, compiled runs compiled-*/steady/*, util-has); a key-by-key
 comparison against the files before found no existing key changed or missing (the report
-split of #22 left every byte as it was)."""
+split of #22 left every byte as it was). Then paper-intro of h100 and h100-engine-gqa was
+reworded: the paper review flagged 'model sizes' and 'sdpa_gqa' as config names in the text;
+no other key changed."""
 
 from __future__ import annotations
 
