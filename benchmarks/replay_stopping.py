@@ -26,11 +26,12 @@ import pandas as pd
 from containertax.analysis import sequential as seq
 from containertax.analysis.aggregate import tidy
 from containertax.analysis.report import primary_metrics, read_import
+from containertax.campaign import stopping
 from containertax.campaign.config import load_file
 
 CONFIGS = ("config/h100-matmul.yaml", "config/h100-engine-balanced.yaml",
            "config/h100-engine.yaml", "config/sani2025.yaml")
-SPARK = seq.Rule(6, 30, 6)
+SPARK = stopping.Rule(6, 30, 6)
 RUNS_PLAN, HOURS_PLAN = 900, 340.0  # the Spark plan: 10 models x 3 environments x 30
 
 
@@ -44,7 +45,7 @@ def runs_of(campaign) -> pd.DataFrame:
 
 
 def fixed_answer(d: np.ndarray, alpha: float, margin: float) -> str:
-    s = seq.look_stats(np.array([d.mean()]), np.array([d.std(ddof=1)]), len(d), alpha,
+    s = stopping.look_stats(np.array([d.mean()]), np.array([d.std(ddof=1)]), len(d), alpha,
                        margin)
     return ("difference" if s["difference"][0] else
             "equivalence" if s["equivalence"][0] else "none")
@@ -84,7 +85,7 @@ def _partial(d: np.ndarray, looks: list[int]) -> dict:
         if n not in looks:
             break
         x = d[:n]
-        s = seq.look_stats(np.array([x.mean()]), np.array([x.std(ddof=1)]), n, a,
+        s = stopping.look_stats(np.array([x.mean()]), np.array([x.std(ddof=1)]), n, a,
                            SPARK.margin)
         ans = ("difference" if s["difference"][0] else
                "equivalence" if s["equivalence"][0] else None)
@@ -109,7 +110,8 @@ def projection(reps: int) -> list[dict]:
             for _ in range(2):  # two environments against the reference
                 thr = math.log1p(eff) + rng.normal(0, cv * math.sqrt(2), (reps, 30))
                 mem = math.log1p(0.30) + rng.normal(0, 0.01 * math.sqrt(2), (reps, 30))
-                blocks += [seq.run_rule(thr, SPARK)["blocks"], seq.run_rule(mem, SPARK)["blocks"]]
+                blocks += [stopping.run_rule(thr, SPARK)["blocks"],
+                           stopping.run_rule(mem, SPARK)["blocks"]]
             per_model = np.max(blocks, axis=0)
             runs = float(per_model.mean()) * 3 * 10
             out.append({"throughput CV": f"{cv:.1%}", "effect": f"{eff:.0%}",

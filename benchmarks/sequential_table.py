@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 
-from containertax.analysis import sequential as seq
+from containertax.campaign import stopping
 
 CVS = (0.0006, 0.003, 0.04, 0.15)
 EFFECTS = (0.0, 0.01, 0.05)
@@ -26,7 +26,7 @@ DESIGNS = ((6, 30, 6), (6, 8, 2))
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--reps", type=int, default=100_000)
-    ap.add_argument("--spending", default="obrien-fleming", choices=seq.SPENDING)
+    ap.add_argument("--spending", default="obrien-fleming", choices=stopping.SPENDING)
     args = ap.parse_args()
     rng = np.random.default_rng(2025)
     print(f"{args.reps} replicates per row; {args.spending} spending, alpha 0.05, "
@@ -35,11 +35,11 @@ def main() -> None:
           "difference | equivalence | none |")
     print("|---|---|---|---|---|---|---|---|---|")
     for lo, hi, every in DESIGNS:
-        rule = seq.Rule(lo, hi, every, spending=args.spending)
+        rule = stopping.Rule(lo, hi, every, spending=args.spending)
         for cv in CVS:
             for eff in EFFECTS:
                 d = math.log1p(eff) + rng.normal(0, cv * math.sqrt(2), (args.reps, hi))
-                out = seq.run_rule(d, rule)
+                out = stopping.run_rule(d, rule)
                 mean = float(out["blocks"].mean())
                 ans = {a: float((out["answer"] == a).mean()) for a in
                        ("difference", "equivalence", "none")}

@@ -15,6 +15,7 @@ import pytest
 from scipy import stats as sps
 
 from containertax.analysis import sequential as seq
+from containertax.campaign import stopping
 
 N = 20_000  # replicates per scenario
 FALSE_FAIL = 1e-3
@@ -32,10 +33,10 @@ def simulate(cv: float, effect: float, design: tuple[int, int, int], seed: int,
              spending: str = "obrien-fleming") -> dict[str, np.ndarray]:
     """Per-block log ratios of two environments with the given run CV (each run's log
     value has SD cv, so the ratio has SD cv sqrt 2) and true ratio 1 + effect."""
-    rule = seq.Rule(*design, spending=spending)
+    rule = stopping.Rule(*design, spending=spending)
     rng = np.random.default_rng(seed)
     d = math.log1p(effect) + rng.normal(0, cv * math.sqrt(2), (N, rule.max_blocks))
-    return seq.run_rule(d, rule)
+    return stopping.run_rule(d, rule)
 
 
 @pytest.mark.parametrize("cv", CVS)
@@ -68,13 +69,13 @@ def test_coverage_of_adjusted_intervals(cv, design, effect):
 def test_planted_naive_rule_is_caught():
     """Planted: testing at the full alpha at every look (no spending) must fail the type I
     bound, so the check above can fail."""
-    rule = seq.Rule(4, 30, 2)
+    rule = stopping.Rule(4, 30, 2)
     rng = np.random.default_rng(4)
     d = rng.normal(0, 0.04, (N, 30))
     hits = np.zeros(N, bool)
     for n in rule.looks():
         x = d[:, :n]
-        s = seq.look_stats(x.mean(1), x.std(1, ddof=1), n, 0.05, rule.margin)
+        s = stopping.look_stats(x.mean(1), x.std(1, ddof=1), n, 0.05, rule.margin)
         hits |= s["difference"]
     assert hits.sum() > allowed(0.05)
 
@@ -88,28 +89,28 @@ def test_quiet_comparison_stops_at_first_look():
 
 
 def test_spending_and_looks():
-    rule = seq.Rule(6, 30, 6)
+    rule = stopping.Rule(6, 30, 6)
     assert rule.looks() == [6, 12, 18, 24, 30]
     assert rule.spent().sum() == pytest.approx(0.05)
     assert (rule.spent() > 0).all()
-    assert seq.Rule(4, 9, 2).looks() == [4, 6, 8, 9]
-    assert seq.Rule(4, 9, 2, spending="pocock").spent().sum() == pytest.approx(0.05)
+    assert stopping.Rule(4, 9, 2).looks() == [4, 6, 8, 9]
+    assert stopping.Rule(4, 9, 2, spending="pocock").spent().sum() == pytest.approx(0.05)
     with pytest.raises(ValueError, match="spending"):
-        seq.Rule(4, 9, 2, spending="x").spent()
+        stopping.Rule(4, 9, 2, spending="x").spent()
 
 
 def test_min_blocks_exact():
     # smallest attainable two-sided p of an exact sign-flip test: 2^(1-n)
-    assert seq.min_blocks_exact(0.05) == 6  # 2^-5 = 0.031 < 0.05 <= 2^-4
-    assert seq.min_blocks_exact(0.01) == 8
+    assert stopping.min_blocks_exact(0.05) == 6  # 2^-5 = 0.031 < 0.05 <= 2^-4
+    assert stopping.min_blocks_exact(0.01) == 8
 
 
 def test_degenerate_zero_variance():
     """Identical blocks: a defined answer, never a NaN decision."""
-    rule = seq.Rule(4, 8, 4)
-    out = seq.run_rule(np.zeros((1, 8)), rule)
+    rule = stopping.Rule(4, 8, 4)
+    out = stopping.run_rule(np.zeros((1, 8)), rule)
     assert out["answer"][0] == "equivalence" and out["blocks"][0] == 4
-    out = seq.run_rule(np.full((1, 8), 0.2), rule)
+    out = stopping.run_rule(np.full((1, 8), 0.2), rule)
     assert out["answer"][0] == "difference" and out["blocks"][0] == 4
 
 

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from containertax.campaign import config, paths, schedule
+from containertax.campaign import config, paths, schedule, stopping
 from containertax.core import records
 from containertax.core.errors import ContainertaxError
 
@@ -493,7 +493,7 @@ def _check(path: str, directory: str | None = None) -> int:
           f"({len(campaign.models)} models x {len(campaign.environments)} environments x "
           f"{campaign.repetitions} repetitions), results in {campaign.root}")
     if campaign.raw.get("stopping"):
-        print(config.stopping_summary(campaign.raw, len(cells)))
+        print(stopping.summary(campaign.raw, len(cells)))
     for warning in schedule.design_warnings(campaign):
         print(f"warning: {warning}")
     return 0

@@ -15,6 +15,7 @@ from containertax.campaign import lanes as ct_lanes
 from containertax.campaign.paths import image_slug
 from containertax.campaign import datasets as ct_datasets
 from containertax.campaign import integrity as ct_integrity
+from containertax.campaign import stopping as ct_stopping
 from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
 

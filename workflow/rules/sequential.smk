@@ -6,7 +6,7 @@
 # each model ran and may run. Cells keep their rules (cells.smk): exactly-once as there.
 import json
 
-STOP_LOOKS = ct_config.stopping_looks(CAMPAIGN.raw)
+STOP_LOOKS = ct_stopping.looks(CAMPAIGN.raw)
 # (model, repetition) -> (raw, cooldown, done) of each of the block's cells
 _CELL_TRIPLES = {}
 for _c, _raw, _cool, _done in zip(

@@ -29,118 +29,13 @@ a campaign's records (pandas).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy import stats as sps
 
-SPENDING = ("obrien-fleming", "pocock")
-
-
-@dataclass(frozen=True)
-class Rule:
-    """A stopping rule: spending function, looks (in blocks) and the study's alpha and
-    equivalence margin."""
-    min_blocks: int
-    max_blocks: int
-    every: int
-    spending: str = "obrien-fleming"
-    alpha: float = 0.05
-    margin: float = 0.05
-
-    @classmethod
-    def from_campaign(cls, campaign: Any) -> Rule:
-        """The campaign's rule (its looks from campaign.config.stopping_looks)."""
-        from containertax.campaign.config import stopping_looks
-
-        looks = stopping_looks(campaign.raw)
-        every = looks[1] - looks[0] if len(looks) > 1 else 1
-        return cls(min_blocks=looks[0], max_blocks=looks[-1], every=every,
-                   spending=str(campaign.raw["stopping"].get("spending",
-                                                             "obrien-fleming")),
-                   alpha=float(campaign.analysis["alpha"]),
-                   margin=float(campaign.analysis["equivalence_margin"]))
-
-    def looks(self) -> list[int]:
-        """Blocks at each look: min_blocks, then every `every`, and max_blocks last."""
-        out = list(range(self.min_blocks, self.max_blocks, max(self.every, 1)))
-        return [*out, self.max_blocks] if self.max_blocks not in out else out
-
-    def spent(self) -> np.ndarray:
-        """The level a_k of each look: increments of the spending function."""
-        t = np.array(self.looks(), dtype=float) / self.max_blocks
-        return np.diff(np.concatenate([[0.0], spending(self.spending, t, self.alpha)]))
-
-
-def spending(kind: str, t: np.ndarray, alpha: float) -> np.ndarray:
-    """Lan and DeMets (1983) spending functions: error spent up to information fraction t
-    (alpha at t = 1). O'Brien-Fleming-type 2 - 2 Phi(z_{1-alpha/2} / sqrt t) spends almost
-    nothing early; Pocock-type alpha log(1 + (e - 1) t) spends evenly."""
-    t = np.clip(np.asarray(t, dtype=float), 1e-12, 1.0)
-    if kind == "obrien-fleming":
-        return 2.0 - 2.0 * sps.norm.cdf(sps.norm.ppf(1 - alpha / 2) / np.sqrt(t))
-    if kind == "pocock":
-        return alpha * np.log1p((math.e - 1) * t)
-    raise ValueError(f"unknown spending function {kind!r}; choose one of {SPENDING}")
-
-
-def min_blocks_exact(alpha: float) -> int:
-    """The fewest blocks at which an exact sign-flip or Wilcoxon signed-rank test (the
-    paper's secondary tests) can reach alpha: smallest attainable two-sided p 2^(1-n)."""
-    n = 2
-    while 2.0 ** (1 - n) >= alpha:
-        n += 1
-    return n
-
-
-# --- one look -----------------------------------------------------------------------
-
-
-def look_stats(mean: np.ndarray, sd: np.ndarray, n: int, a: float,
-               margin: float) -> dict[str, np.ndarray]:
-    """Vectorised decisions of one look at level a from the mean and SD of n log ratios:
-    difference shown, equivalence shown, and the (1 - a) repeated interval (log scale).
-    Zero SD: the interval is the point; a mean of exactly 0 shows no difference."""
-    mean, sd = np.asarray(mean, float), np.asarray(sd, float)
-    se = sd / math.sqrt(n)
-    df = n - 1
-    q = sps.t.ppf(1 - a / 2, df)
-    q_tost = sps.t.ppf(1 - a, df)
-    band = math.log1p(margin)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        tstat = np.where(se > 0, mean / se, np.where(mean == 0, 0.0, np.inf))
-    p = 2 * sps.t.sf(np.abs(tstat), df)
-    diff = p < a
-    equiv = (mean - q_tost * se > -band) & (mean + q_tost * se < band)
-    return {"p": p, "difference": diff, "equivalence": equiv,
-            "low": mean - q * se, "high": mean + q * se}
-
-
-def run_rule(d: np.ndarray, rule: Rule) -> dict[str, np.ndarray]:
-    """Apply the rule to simulated or replayed log ratios d (replicates x max_blocks, in
-    block order) of one comparison: the look each stops at, its blocks, its answer and
-    its repeated interval (log scale). NaN blocks are not allowed here."""
-    d = np.atleast_2d(np.asarray(d, float))
-    reps = d.shape[0]
-    csum, csq = np.cumsum(d, axis=1), np.cumsum(d * d, axis=1)
-    stopped = np.zeros(reps, bool)
-    out = {k: np.full(reps, np.nan) for k in ("blocks", "low", "high", "p")}
-    out["answer"] = np.full(reps, "", dtype=object)
-    for n, a in zip(rule.looks(), rule.spent(), strict=True):
-        mean = csum[:, n - 1] / n
-        var = np.maximum(csq[:, n - 1] - n * mean * mean, 0) / (n - 1)
-        s = look_stats(mean, np.sqrt(var), n, a, rule.margin)
-        now = ~stopped & (s["difference"] | s["equivalence"] | (n == rule.max_blocks))
-        for k in ("low", "high", "p"):
-            out[k][now] = s[k][now]
-        out["blocks"][now] = n
-        out["answer"][now] = np.where(s["difference"][now], "difference",
-                                      np.where(s["equivalence"][now], "equivalence", "none"))
-        stopped |= now
-    return out
-
+# the rule itself is part of the design (campaign/stopping.py); here it meets the records
+from containertax.campaign.stopping import Rule, look_stats
 
 # --- the interim state of a campaign ------------------------------------------------
 

@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 
 from containertax import workloads
+from containertax.campaign import stopping
 from containertax.campaign.paths import CampaignPaths
 from containertax.core import packaged
 from containertax.core.errors import ContainertaxError
@@ -344,69 +345,9 @@ def _semantic_checks(data: dict[str, Any], source: str) -> None:
     problems += _results_dir_problems(data)
     problems += _metric_problems(data.get("analysis", {}))
     problems += _import_study_problems(data.get("analysis", {}))
-    problems += stopping_problems(data)
+    problems += stopping.problems(data)
     if problems:
         raise ConfigError(f"{source}:\n" + "\n".join(f"  {p}" for p in problems))
-
-
-def stopping_looks(data: dict[str, Any]) -> list[int]:
-    """Blocks at each look of a validated config's stopping rule (empty without one): from
-    min_blocks every `every` (default: the design's period), and repetitions last. One home:
-    analysis.sequential.Rule and the workflow's checkpoints read these."""
-    stop = data.get("stopping")
-    if not stop:
-        return []
-    from containertax.campaign import designs
-
-    reps = int(data["repetitions"])
-    period = designs.period(data["schedule"]["design"], len(data["environments"])) or 1
-    every = int(stop.get("every") or period)
-    looks = list(range(int(stop["min_blocks"]), reps, every))
-    return [*looks, reps]
-
-
-def stopping_summary(data: dict[str, Any], cells: int) -> str:
-    """The plan under a stopping rule, in words (`containertax check`)."""
-    looks = stopping_looks(data)
-    per_block = cells // max(int(data["repetitions"]), 1)
-    spend = data["stopping"].get("spending", "obrien-fleming")
-    return (f"stopping: {spend} spending, looks after {', '.join(map(str, looks))} blocks; "
-            f"{per_block * looks[0]} to {cells} cells (every model stopping at its first "
-            "look, or none before the maximum)")
-
-
-def stopping_problems(data: dict[str, Any]) -> list[str]:
-    """What a stopping rule cannot do as configured, with the fix."""
-    stop = data.get("stopping")
-    if not stop:
-        return []
-    from containertax.campaign import designs
-
-    out = []
-    reps, lo = int(data["repetitions"]), int(stop["min_blocks"])
-    alpha = float(data.get("analysis", {}).get("alpha", 0.05))
-    exact = next(n for n in range(2, 64) if 2.0 ** (1 - n) < alpha)
-    design = data["schedule"]["design"]
-    period = designs.period(design, len(data.get("environments", {}))) or 1
-    if "import_csv" in data.get("analysis", {}):
-        out.append("key 'stopping': an import has no blocks to stop; remove stopping "
-                   "(benchmarks/replay_stopping.py replays a rule on imported records).")
-    if stop.get("max_blocks", reps) != reps:
-        out.append(f"key 'stopping.max_blocks': {stop['max_blocks']} differs from "
-                   f"repetitions {reps}, which is the maximum; set them equal or drop "
-                   "stopping.max_blocks.")
-    if lo > reps:
-        out.append(f"key 'stopping.min_blocks': {lo} exceeds repetitions {reps}; lower it.")
-    if lo < exact:
-        out.append(f"key 'stopping.min_blocks': {lo} blocks cannot let an exact sign-flip "
-                   f"or Wilcoxon test reach alpha {alpha:g} (smallest p 2^(1-n)); set at "
-                   f"least {exact}.")
-    for key, value in (("min_blocks", lo), ("every", stop.get("every") or period)):
-        if int(value) % period:
-            out.append(f"key 'stopping.{key}': {value} is not a whole number of the "
-                       f"{design} design's period of {period} blocks; use a multiple of "
-                       f"{period} so that every look sees balanced blocks.")
-    return out
 
 
 BIBLIOGRAPHY = packaged.paper_dir() / "references.bib"

@@ -236,10 +236,10 @@ def stopped_at(campaign: Campaign) -> dict[str, int]:
     maximum), with the blocks they ran; a model still running is not named."""
     import json
 
-    from containertax.campaign.config import stopping_looks
+    from containertax.campaign import stopping
 
     ended: dict[str, int] = {}
-    for k in range(1, len(stopping_looks(campaign.raw)) + 1):
+    for k in range(1, len(stopping.looks(campaign.raw)) + 1):
         path = campaign.paths.interim(k)
         if not path.exists():
             break
@@ -254,9 +254,9 @@ def stopping_allowed(campaign: Campaign) -> dict[str, int]:
     (results/<c>/interim/look<k>.json); empty without a rule."""
     import json
 
-    from containertax.campaign.config import stopping_looks
+    from containertax.campaign import stopping
 
-    looks = stopping_looks(campaign.raw)
+    looks = stopping.looks(campaign.raw)
     if not looks:
         return {}
     allowed = {m.id: looks[0] for m in campaign.models}
