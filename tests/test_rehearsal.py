@@ -59,13 +59,26 @@ def test_rehearsal_go_no_go_with_real_snakemake(tmp_path):
     broken = rows[("small", "broken")]
     assert not broken["preflight"] and not broken["go"]
     assert broken["why"].startswith("preflight failed: environment broken")
+    # a cell that did not run is projected from the same model's run in another environment
+    assert broken["projected_from"] == "the run in native"
+    assert broken["projected_s"] == rows[("small", "native")]["projected_s"]
+    assert "would time out too" in rows[("slow", "broken")]["why"]
     e = result["estimate"]
-    assert e["cells"] == 30 * 4 and e["lower_bound"]
+    assert e["cells"] == 30 * 4 and e["projected_from_other_environment"] == 2
+    assert e["counted_at_timeout"] == 0
+    # without and with a stopping rule: the config has none, so the one it could add
+    stop = result["stopping"]
+    assert stop["rule"]["from_config"] is False and stop["rule"]["looks"][0] == 6
+    assert stop["without_s"] == pytest.approx(30 * stop["block_s"], rel=1e-3)
+    assert stop["min_s"] == pytest.approx(6 * stop["block_s"], rel=1e-3)
+    assert all(stop["min_s"] <= sc["wall_s"] <= stop["without_s"] for sc in stop["scenarios"])
     assert e["gate_s_per_cell"] == 30  # min_interval 60 s after a 30 s cooldown
     assert e["wall_s"] >= 30 * 4 * 60
     table = (root / "rehearsal.md").read_text()
     assert "| slow | native |" in table and "NO-GO" in table and "Verdict: NO-GO" in table
     assert "Verdict: NO-GO" in out.stdout
+    assert "Without a stopping rule" in table and "min_blocks: 6" in table
+    assert "(the run in native)" in table
     assert not (tmp_path / "results" / "tiny").exists()  # the study's folder is untouched
 
 
@@ -132,6 +145,10 @@ def test_rehearsal_names_each_missing_piece_with_its_fix(tmp_path):
     assert f"no checkpoint at {tmp_path / 'models' / 'absent'}" in absent
     assert "models[2].model_path" in absent and "docs/dgx-spark.md" in absent
     assert "dataset step" not in absent  # the same missing checkpoint, said once
+    # nothing ran: every cell is counted at its model's timeout, and said so
+    assert result["estimate"]["counted_at_timeout"] == len(result["rows"]) == 6
+    assert all(r["projected_s"] == 120 for r in result["rows"])
+    assert "at most 120.0 (timeout, not measured)" in rehearsal.render(result)
     image = rows[("good", "chroot")]
     assert "containertax-absent:none" in image and "docker pull" in image
     assert "the dataset step failed" in rows[("good", "native")]  # it blocks every preflight

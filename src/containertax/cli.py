@@ -494,6 +494,15 @@ def _check(path: str, directory: str | None = None) -> int:
           f"{campaign.repetitions} repetitions), results in {campaign.root}")
     if campaign.raw.get("stopping"):
         print(stopping.summary(campaign.raw, len(cells)))
+    now = {e.id: e.spec["options_source"]["sha256"] for e in campaign.environments
+           if (e.spec.get("options_source") or {}).get("sha256")}
+    if now:
+        from containertax.campaign import integrity
+
+        found = integrity.superseded_records(
+            [str(p) for p in campaign.paths.raw_records()], now)
+        if found:
+            print(f"warning: {integrity.superseded_message(found, None)}")
     for warning in schedule.design_warnings(campaign):
         print(f"warning: {warning}")
     return 0

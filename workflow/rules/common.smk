@@ -191,6 +191,26 @@ def cell_files(template):
     return CELL_FILES[template]
 
 
+# Records measured under derived options that have changed since (phase 2B's analysis ->
+# docker_optimised of 2C and 2D): they measured another variant, so when jobs run they are
+# moved aside (raw/.superseded/<when>/, never deleted) and their cells measured again; a
+# dry run names them (campaign/integrity.py).
+_OPTIONS_NOW = {
+    e.id: e.spec["options_source"]["sha256"]
+    for e in CAMPAIGN.environments
+    if (e.spec.get("options_source") or {}).get("sha256")
+}
+if _OPTIONS_NOW:
+    _SUPERSEDED = ct_integrity.superseded_records(
+        [raw for raw in cell_files(R.RAW) if Path(raw).exists()], _OPTIONS_NOW
+    )
+    if _SUPERSEDED and planning_only():
+        logger.warning(ct_integrity.superseded_message(_SUPERSEDED, None))
+    elif _SUPERSEDED:
+        _MOVED_TO = ct_integrity.move_superseded(PATHS, _SUPERSEDED)
+        logger.warning(ct_integrity.superseded_message(_SUPERSEDED, _MOVED_TO))
+
+
 # The raw records present when the workflow is planned, looked up once: the targets,
 # pending_cells, run_if_pending and record_folders each ask about every cell, and nothing
 # here writes a record before the DAG is built. (onsuccess looks again, after the jobs.)

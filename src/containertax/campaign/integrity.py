@@ -5,6 +5,10 @@ only when its (size, mtime_ns, inode) differs from the last check, kept in a sma
 in the campaign folder (paths.VERIFIED). Also finds file times in the future (clock skew),
 which make Snakemake's output-time guard fail analysis jobs.
 
+Also finds records measured under derived options (phase 2B -> docker_optimised of 2C and
+2D) that have changed since: they measured another variant, so when jobs run they are moved
+aside (never deleted) and their cells measured again (superseded_records).
+
 Standard library only: the Snakefile runs this when it plans the workflow.
 """
 
@@ -19,7 +23,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from containertax.campaign.paths import DAMAGED, CampaignPaths
+from containertax.campaign.paths import DAMAGED, SUPERSEDED, SUPERSEDED_NOTE, CampaignPaths
 
 FUTURE_S = 60.0  # a file time further ahead of this machine's clock is clock skew
 
@@ -137,3 +141,75 @@ def future_message(future: list[Path]) -> str:
             "Snakemake's guard fails any analysis job whose output is older than an input: "
             "set this machine's clock right, or reset those times with "
             "touch -c -d now FILE ... (the records' contents are not changed).")
+
+
+@dataclass(frozen=True)
+class Superseded:
+    """A raw record measured under other options than its environment's derived ones."""
+
+    path: Path
+    recorded: str | None  # sha256 of the derived file it was measured under (None: none)
+    current: str
+
+
+def superseded_records(present: list[str], current: dict[str, str]) -> list[Superseded]:
+    """The present records of each environment in `current` (environment -> sha256 of the
+    derived options file it now takes) whose provenance names another file content, or
+    none (measured before the options were derived). Only those environments' records are
+    read."""
+    out = []
+    for name in present:
+        raw = Path(name)
+        want = current.get(raw.parent.name)
+        if want is None:
+            continue
+        try:
+            data = json.loads(raw.read_bytes())
+        except (OSError, ValueError):
+            continue  # a damaged record: check_records names it
+        src = ((data.get("provenance") or {}).get("options_source") or {}) \
+            if isinstance(data, dict) else {}
+        if src.get("sha256") != want:
+            out.append(Superseded(raw, src.get("sha256"), want))
+    return out
+
+
+def _record_files(raw: Path) -> list[Path]:
+    """The record and its side files (.telemetry.csv, .requests.csv, .log, .cooldown.json)."""
+    stem = raw.name.removesuffix(".json")
+    return sorted(raw.parent.glob(f"{stem}.*"))
+
+
+def move_superseded(paths: CampaignPaths, found: list[Superseded]) -> Path:
+    """Move each superseded record with its side files to raw/.superseded/<when>/ (four
+    levels deep, where no reader of raw/*/*/ sees them), so that its cell runs again; a
+    note there says what each was measured under. Returns the folder."""
+    from containertax.core import records
+
+    folder = paths.aside(SUPERSEDED, records.aside_stamp())
+    for s in found:
+        moved = records.move_aside(_record_files(s.path), paths.raw_dir, folder)
+        cell = s.path.relative_to(paths.raw_dir)
+        records.append_ledger(paths.root, {
+            "step": "supersede", "event": "moved_aside", "model": cell.parts[0],
+            "environment": cell.parts[1], "record": str(cell), "options_sha256": s.recorded,
+            "now": s.current, "moved": [str(p) for p in moved]})
+    records.atomic_write_text(folder / SUPERSEDED_NOTE, json.dumps(
+        [{"record": str(s.path.relative_to(paths.raw_dir)), "options_sha256": s.recorded,
+          "now": s.current} for s in found], indent=1) + "\n")
+    return folder
+
+
+def superseded_message(found: list[Superseded], moved_to: Path | None) -> str:
+    """What was (or, while only planning, will be) moved aside, and why."""
+    envs = sorted({s.path.parent.name for s in found})
+    old = sorted({(s.recorded or "none")[:12] for s in found})
+    head = (f"{len(found)} raw record(s) of {', '.join(envs)} were measured under derived "
+            f"options (sha256 {', '.join(old)}) other than the current ones "
+            f"({found[0].current[:12]}): they measured another variant. ")
+    if moved_to is None:
+        return head + ("The next invocation that runs jobs moves them aside to "
+                       f"raw/.{SUPERSEDED}/ (nothing is deleted) and measures those cells "
+                       "again. E.g. " + ", ".join(str(s.path) for s in found[:3]))
+    return head + (f"Moved aside to {moved_to} (with {SUPERSEDED_NOTE} naming each); "
+                   "their cells are measured again.")

@@ -34,6 +34,9 @@ GATE = "cells/{model}/{environment}/rep{rep}.gate.json"
 ASIDE = "raw/.{why}/{stamp}"
 DAMAGED = "damaged"
 ORPHANED = "orphaned"
+# records measured under derived options that have changed since (integrity.superseded)
+SUPERSEDED = "superseded"
+SUPERSEDED_NOTE = "SUPERSEDED.json"  # in that folder: what each moved record measured
 # The run and cooldown steps' own outputs: the raw record and its .cooldown.json are no
 # rule's output, so Snakemake never deletes them (before a forced job, after a failed one).
 RAN = "cells/{model}/{environment}/rep{rep}.ran.json"

@@ -5,8 +5,10 @@ The rehearsal is its own campaign (`<name>-rehearsal`, its own results folder): 
 never enter the study's analysis. It runs the real workflow (preflight, datasets, gates,
 runs, cooldowns) for the first block of cells, then reads what happened: whether each
 cell started and finished, its memory and KV cache, its duration, that duration projected to
-the full number of requests against the model's timeout, and the whole campaign's wall time
-(runs + gates + cooldowns) and disk.
+the full number of requests against the model's timeout (a cell that did not run: from the
+same model's run in another environment, else counted at its timeout, said so), the whole
+campaign's wall time (runs + gates + cooldowns) and disk, and that time without and with a
+stopping rule (the config's, or the one it could add: campaign/stopping.py's plan).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from typing import Any
 import yaml
 
 from containertax import workloads
-from containertax.campaign import datasets, schedule
+from containertax.campaign import datasets, schedule, stopping
 from containertax.campaign.config import Campaign, load_campaign
 from containertax.campaign.paths import CampaignPaths
 from containertax.core import packaged, records
@@ -250,17 +252,19 @@ def judge(study: Campaign, rehearsal: Campaign, root: Path) -> dict[str, Any]:
                                                  if not preflight else "did not run"))
             rows.append(row)
     ran = [r for r in rows if r["ran"]]
+    _project_unrun(rows, ran)
     gate_temp = (sum(r["gate_wait_s"] for r in ran) / len(ran)) if ran else 0.0
     overhead = _harness_overhead(ledger, ran, rehearsal.thermal["cooldown_s"])
     per_cell_wait = (t["cooldown_s"] + max(0.0, t["min_interval_s"] - t["cooldown_s"])
                      + gate_temp + overhead)
-    run_s = sum(r["projected_s"] for r in ran)
-    missing = len(rows) - len(ran)
+    run_s = sum(r["projected_s"] for r in rows)
     wall = study.repetitions * (run_s + len(rows) * per_cell_wait)
     record_bytes = sum(r["disk_bytes"] * r["projected_s"] / max(r["duration_s"], 1e-9)
                        for r in ran)  # telemetry grows with the run
     static = _size([p for p in CampaignPaths(root).rootfs_dir.glob("*") if p.is_dir()])
     datasets = _dataset_bytes(study, rehearsal)
+    sources = [r["projected_from"] for r in rows]
+    block_s = len(rows) * per_cell_wait + run_s  # one block: every model x environment once
     return {
         "study": study.name, "rehearsal": rehearsal.name, "root": str(root),
         "rows": rows, "go": all(r["go"] for r in rows),
@@ -271,11 +275,57 @@ def judge(study: Campaign, rehearsal: Campaign, root: Path) -> dict[str, Any]:
             "gate_s_per_cell": abs(round(per_cell_wait - t["cooldown_s"] - overhead, 1)),
             "harness_s_per_cell": round(overhead, 1),
             "wall_s": round(wall, 1), "wall_days": round(wall / 86400, 2),
-            "lower_bound": missing > 0,
+            "projected_from_run": sources.count(THIS_RUN),
+            "projected_from_other_environment": sum(s.startswith(OTHER) for s in sources),
+            "counted_at_timeout": sources.count(AT_TIMEOUT),
             "disk_records_bytes": int(study.repetitions * record_bytes),
             "disk_rootfs_bytes": static, "disk_datasets_bytes": datasets,
         },
+        "stopping": _stopping(study, block_s),
     }
+
+
+THIS_RUN = "this run"
+OTHER = "the run in "
+AT_TIMEOUT = "timeout, not measured"
+
+
+def _project_unrun(rows: list[dict[str, Any]], ran: list[dict[str, Any]]) -> None:
+    """A row that did not run is projected from the same model's run in another
+    environment (the same work: a container's cost is what the study measures, not the
+    runtime's order of magnitude), else counted at its timeout, the most a run may take."""
+    for row in rows:
+        if row["ran"]:
+            row["projected_from"] = THIS_RUN
+            continue
+        same = [r for r in ran if r["model"] == row["model"]]
+        if same:
+            longest = max(same, key=lambda r: r["projected_s"])
+            row["projected_s"] = longest["projected_s"]
+            row["projected_from"] = OTHER + longest["environment"]
+            if longest["projected_s"] >= row["timeout_s"]:
+                row["why"] += (f"; projected {longest['projected_s']:.0f} s (from "
+                               f"{longest['environment']}) > timeout_s "
+                               f"{row['timeout_s']:.0f} s: would time out too")
+        else:
+            row["projected_s"] = row["timeout_s"]
+            row["projected_from"] = AT_TIMEOUT
+
+
+def _stopping(study: Campaign, block_s: float) -> dict[str, Any]:
+    """The campaign's time without a stopping rule and with one: the config's rule, or the
+    one it could add (stopping.default_stopping), expected for each planning SD of a
+    comparison with no true difference and with a clear one (stopping.plan)."""
+    comparisons = len(study.environments) - 1
+    plan = stopping.plan(study.raw, comparisons)
+    out: dict[str, Any] = {**plan, "block_s": round(block_s, 1),
+                           "without_s": round(study.repetitions * block_s, 1)}
+    if plan["rule"] is not None:
+        out["min_s"] = round(plan["rule"]["looks"][0] * block_s, 1)
+        for sc in out["scenarios"]:
+            sc["wall_s"] = round(sc["expected_blocks"] * block_s, 1)
+            sc["saved_pct"] = round(100 * (1 - sc["expected_blocks"] / study.repetitions), 1)
+    return out
 
 
 def _harness_overhead(ledger: list[dict[str, Any]], ran: list[dict[str, Any]],
@@ -348,17 +398,53 @@ def render(result: dict[str, Any]) -> str:
     for r in result["rows"]:
         cells = [r["model"], r["environment"], _fmt(r["preflight"]), _fmt(r["ran"]),
                  r.get("fits", "?"), _fmt(r.get("kv_cache_gib"), ".2f"), r["requests"],
-                 _fmt(r.get("duration_s"), ".1f"), _fmt(r.get("projected_s"), ".1f"),
+                 _fmt(r.get("duration_s"), ".1f"), _projected(r),
                  _fmt(r["timeout_s"], ".0f"), "GO" if r["go"] else "NO-GO",
                  _why(r).replace("|", "/").replace("\n", " ")[:400]]
         lines.append("| " + " | ".join(cells) + " |")
     e = result["estimate"]
+    counted = (f" ({e['projected_from_other_environment']} cell(s) projected from the same "
+               "model in another environment, "
+               f"{e['counted_at_timeout']} counted at their timeout)"
+               if e["projected_from_other_environment"] or e["counted_at_timeout"] else "")
     lines += ["", f"Campaign {result['study']}: {e['cells']} runs; runs {_dur(e['run_s'])} + "
               f"per run {e['cooldown_s_per_cell']:g} s cooldown, {e['gate_s_per_cell']:g} s "
               f"gate and {e['harness_s_per_cell']:g} s workflow = {_dur(e['wall_s'])} "
-              f"({e['wall_days']:g} days)"
-              + (" at least (some cells did not run)" if e["lower_bound"] else "") + ".",
+              f"({e['wall_days']:g} days){counted}.",
               f"Disk: records {_bytes(e['disk_records_bytes'])}, exported root filesystems "
               f"{_bytes(e['disk_rootfs_bytes'])}, datasets {_bytes(e['disk_datasets_bytes'])}.",
+              *_render_stopping(result["stopping"]),
               f"Verdict: {'GO' if result['go'] else 'NO-GO'}"]
     return "\n".join(lines)
+
+
+def _projected(row: dict[str, Any]) -> str:
+    """The projected duration, and where it comes from when not from this row's run."""
+    value = _fmt(row.get("projected_s"), ".1f")
+    source = row.get("projected_from", THIS_RUN)
+    if source == THIS_RUN:
+        return value
+    return f"at most {value} ({source})" if source == AT_TIMEOUT else f"{value} ({source})"
+
+
+def _render_stopping(s: dict[str, Any]) -> list[str]:
+    """Without and with a stopping rule: the minimum and the expected campaign time."""
+    head = f"Without a stopping rule: {_dur(s['without_s'])} (every block)."
+    if s["rule"] is None:
+        return ["", head + f" With one: {s['why']}."]
+    r = s["rule"]
+    which = ("the config's stopping rule" if r["from_config"] else
+             "a stopping rule (not in the config: add `stopping: "
+             + ", ".join(f"{k}: {v}" for k, v in r["stopping"].items()).join("{}") + "`)")
+    lines = ["", head + f" With {which}, {r['spending']} spending, looks after "
+             f"{', '.join(map(str, r['looks']))} blocks: at least {_dur(s['min_s'])} (every "
+             "model stopping at its first look); expected, simulated per model with "
+             f"{s['comparisons']} comparison(s) of one metric each (planning values of the "
+             "per-block SD, not measurements):", "",
+             "| per-block SD of a log ratio | true difference | expected blocks | "
+             "campaign time | saved |", "|---|---|---|---|---|"]
+    for sc in s["scenarios"]:
+        lines.append(f"| {100 * sc['sd']:g} % | {100 * sc['effect']:g} % | "
+                     f"{sc['expected_blocks']:.1f} | {_dur(sc['wall_s'])} | "
+                     f"{sc['saved_pct']:g} % |")
+    return [*lines, ""]

@@ -181,3 +181,69 @@ def problems(data: dict[str, Any]) -> list[str]:
                        f"{design} design's period of {period} blocks; use a multiple of "
                        f"{period} so that every look sees balanced blocks.")
     return out
+
+
+# --- what a rule can be expected to save, before the campaign ------------------------
+
+# Per-block SDs of a log ratio to plan with (planning values, not measurements: the spread
+# of a comparison is known only at its first look): a quiet workload, a middling one and a
+# noisy one. results/h100-stopping measured both ends on the H100 (a 10k fp32 matmul that
+# stopped at its first look, a bf16 4096 matmul that ran to the maximum).
+PLAN_SD = (0.005, 0.02, 0.05)
+
+
+def default_stopping(data: dict[str, Any]) -> dict[str, Any] | None:
+    """The rule a config without one could add: O'Brien-Fleming-type spending, the first
+    look at the fewest whole design periods with which the exact tests reach alpha, then
+    every period; None where the repetitions leave no look before the last."""
+    alpha = float(data.get("analysis", {}).get("alpha", 0.05))
+    period = designs.period(data["schedule"]["design"], len(data["environments"])) or 1
+    first = -(-min_blocks_exact(alpha) // period) * period
+    if first >= int(data["repetitions"]):
+        return None
+    return {"spending": "obrien-fleming", "min_blocks": first}
+
+
+def expected_blocks(rule: Rule, comparisons: int, sd: float, effect: float,
+                    sims: int = 2000, seed: int = 20261124) -> dict[str, float]:
+    """Monte Carlo, per model: the blocks it runs when each of its `comparisons` primary
+    comparisons (one metric each, all against one reference, so correlated 0.5) has true
+    ratio 1 + effect and per-block log-ratio SD sd. A model runs until every comparison has
+    its answer: the largest of their stopping blocks. Seeded: the same plan every time."""
+    rng = np.random.default_rng(seed)
+    n = rule.max_blocks
+    own = rng.normal(0.0, sd / math.sqrt(2), (comparisons, sims, n))
+    ref = rng.normal(0.0, sd / math.sqrt(2), (sims, n))
+    blocks = np.max([run_rule(math.log1p(effect) + own[j] - ref, rule)["blocks"]
+                     for j in range(max(comparisons, 1))], axis=0)
+    return {"mean": float(blocks.mean()),
+            "first_look": float(np.mean(blocks == rule.looks()[0]))}
+
+
+def plan(data: dict[str, Any], comparisons: int, sds: tuple[float, ...] = PLAN_SD
+         ) -> dict[str, Any]:
+    """The expected blocks per model under the config's rule, or under default_stopping
+    where it has none (said so), for each planning SD with no true difference (the costly
+    case: equivalence must be shown) and with a clear one (twice the equivalence margin)."""
+    own = bool(data.get("stopping"))
+    stop = data.get("stopping") if own else default_stopping(data)
+    if stop is None:
+        return {"rule": None, "why": (
+            f"{data['repetitions']} repetitions leave no look before the last (the exact "
+            f"tests need {min_blocks_exact(float(data.get('analysis', {}).get('alpha', 0.05)))}"
+            " blocks); no stopping rule can save runs")}
+    with_rule = {**data, "stopping": stop}
+    at = looks(with_rule)
+    rule = Rule(min_blocks=at[0], max_blocks=at[-1],
+                every=at[1] - at[0] if len(at) > 1 else 1,
+                spending=str(stop.get("spending", "obrien-fleming")),
+                alpha=float(data.get("analysis", {}).get("alpha", 0.05)),
+                margin=float(data.get("analysis", {}).get("equivalence_margin", 0.05)))
+    scenarios = []
+    for sd in sds:
+        for effect in (0.0, 2 * rule.margin):
+            e = expected_blocks(rule, comparisons, sd, effect)
+            scenarios.append({"sd": sd, "effect": effect, "expected_blocks": e["mean"],
+                              "first_look": e["first_look"]})
+    return {"rule": {"spending": rule.spending, "looks": at, "from_config": own,
+                     "stopping": stop}, "comparisons": comparisons, "scenarios": scenarios}
