@@ -263,3 +263,35 @@ def test_rehearsal_row_carries_the_risk(tmp_path):
     row = next(r for r in rows if r["model"] == model)
     assert row["at_risk"] == "FP8 MoE unverified on SM12x; fallback: NVFP4"
     assert "did not run" in row["why"]  # no record: not run, and the risk is on the row
+
+
+def test_kvstandin_cuda_sizing_needs_torch_and_says_so(tmp_path):
+    """--device cuda (sizing as TensorRT-LLM does, from torch.cuda.mem_get_info) in a
+    python without PyTorch: exit 2 and one line naming what is missing, no traceback."""
+    import importlib.util
+
+    from containertax.workloads import PROBE_DIR
+
+    if importlib.util.find_spec("torch") is not None:
+        pytest.skip("this python has PyTorch: tools/gpu/memory_chain.py covers it on a GPU")
+    out = subprocess.run([sys.executable, str(PROBE_DIR / "kvstandin.py"), "--out",
+                          str(tmp_path / "o.json"), "--device", "cuda"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and "needs PyTorch" in out.stderr
+    assert "Traceback" not in out.stderr and not (tmp_path / "o.json").exists()
+
+
+def test_committed_h100_memory_chain_says_what_the_docs_say():
+    """results/h100-memory-chain (the lent H100, tools/gpu/memory_chain.py): CUDA's free
+    memory, and the KV cache sized from it, are the same in every environment, the
+    4 GiB Docker limit included; only the host-sized chain shrinks under the limit (the
+    README's table and docs/dgx-spark.md state this)."""
+    data = json.loads((Path(__file__).parents[1] / "results" / "h100-memory-chain" / "raw"
+                       / "memory-chain.json").read_text())
+    rows = {(r["environment"], r["device"]): r for r in data["rows"]}
+    assert not any("error" in r for r in rows.values())
+    cuda = {env: r["kv_sized_gib"] for (env, dev), r in rows.items() if dev == "cuda"}
+    assert len(cuda) == 4 and len(set(cuda.values())) == 1
+    limited = rows[("docker_memory", "host")]
+    assert limited["free_source"] == "cgroup_headroom" and limited["cgroup_max_gib"] == 4.0
+    assert limited["kv_sized_gib"] < 4 < rows[("docker", "host")]["kv_sized_gib"] / 10

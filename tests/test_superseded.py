@@ -77,7 +77,8 @@ def test_changed_derived_options_move_old_records_aside_and_rerun_their_cells(tm
                            cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert check.returncode == 0 and "2 raw record(s) of optimised" in check.stdout
     dry = _snakemake(tmp_path, cfg, "-n")
-    assert dry.returncode == 0 and "next invocation that runs jobs moves them" in dry.stdout + dry.stderr
+    said = dry.stdout + dry.stderr
+    assert dry.returncode == 0 and "next invocation that runs jobs moves them" in said
     assert {_sha(p) for p in opt} == {first}  # a dry run moves nothing
 
     out = _snakemake(tmp_path, cfg)

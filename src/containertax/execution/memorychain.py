@@ -61,6 +61,7 @@ def from_probe(probe: dict[str, Any], metrics: dict[str, float]) -> dict[str, An
         "fraction": chain.get("fraction"),
         "kv_cache_sized_bytes": chain.get("kv_cache_sized_bytes"),
         "kv_cache_bytes": chain.get("kv_cache_allocated_bytes"),
+        "device": chain.get("device", "host"),
         "engine_view": engine_view(probe.get("log_key_lines") or []),
         "after": chain.get("after_allocation"),
     }
@@ -70,18 +71,23 @@ def from_probe(probe: dict[str, Any], metrics: dict[str, float]) -> dict[str, An
 
 
 def run_standin(campaign: Campaign, env_id: str, work: Path, fraction: float = 0.9,
-                max_alloc_mib: int = 64, timeout_s: float = 120.0) -> dict[str, Any]:
+                max_alloc_mib: int = 64, timeout_s: float = 120.0, device: str = "host"
+                ) -> dict[str, Any]:
     """The stand-in engine once in an environment; its memory chain and the launch's
-    resolved facts (telemetry opt-out, entrypoint, limits)."""
+    resolved facts (telemetry opt-out, entrypoint, limits). device "cuda": sized from
+    torch.cuda.mem_get_info() as TensorRT-LLM does (the environment's python has torch)."""
     launcher = environments.launcher(campaign, env_id)
     work.mkdir(parents=True, exist_ok=True)
     work.chmod(0o777)
     probe_in, work_in = launcher.inside(workloads.PROBE_DIR, work)
-    python = sys.executable if launcher.kind == "native" else launcher.env.python
+    # natively the configured python where the config names one (a GPU config's has torch)
+    python = (launcher.env.spec.get("python") or sys.executable
+              if launcher.kind == "native" else launcher.env.python)
     out = work / "kvstandin.json"
     out.unlink(missing_ok=True)
     argv = [python, str(probe_in / "kvstandin.py"), "--out", str(work_in / out.name),
-            "--fraction", str(fraction), "--max-alloc-mib", str(max_alloc_mib)]
+            "--fraction", str(fraction), "--max-alloc-mib", str(max_alloc_mib),
+            "--device", device]
     outcome = launcher.run(environments.Launch(
         argv=argv, probe_dir=workloads.PROBE_DIR, work_dir=work, timeout_s=timeout_s,
         label=f"kvstandin/{env_id}"))
