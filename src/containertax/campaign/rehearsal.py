@@ -372,7 +372,7 @@ def _fmt(v: Any, spec: str = "") -> str:
 def _dur(seconds: float) -> str:
     if seconds < 120:
         return f"{seconds:.0f} s"
-    if seconds < 7200:
+    if seconds < 3600:
         return f"{seconds / 60:.1f} min"
     return f"{seconds / 3600:.1f} h"
 
