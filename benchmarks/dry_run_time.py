@@ -6,6 +6,14 @@ that the bare one gets it too, whatever the current directory), best of 3, the t
 alternating so that a change of the machine's load falls on both:
 
     flock /tmp/ct-docker.lock .venv/bin/python benchmarks/dry_run_time.py [config/config.yaml]
+
+An environment whose options are `derived_from` another campaign (config.yaml's
+docker_optimised, from phase 2B) plans only once that campaign's analysis has derived
+them. The dry run's working directory is a temporary copy: the benchmark writes there a
+derived-options file of the form `containertax best-options --derive` writes
+(campaign/optimisation.py, derived_text), with no options. It is a planning fixture, not a
+measurement: the options it names are no result of phase 2B, and the real results/ folder
+is never touched. The job count does not depend on the options.
 """
 
 from __future__ import annotations
@@ -16,6 +24,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -79,11 +89,37 @@ def total_jobs(stdout: str) -> int:
     return int(match.group(1))
 
 
+def plant_derived(cfg: Path, work: Path) -> list[Path]:
+    """For every environment of `cfg` with `derived_from`, a derived-options file (the
+    deriving campaign's, under `work`) as a planning fixture; returns the files written."""
+    from containertax.campaign import config, paths
+
+    written = []
+    envs = (yaml.safe_load(cfg.read_text()) or {}).get("environments") or {}
+    for env_id, spec in envs.items():
+        if not isinstance(spec, dict) or "derived_from" not in spec:
+            continue
+        source = cfg.parent / str(spec["derived_from"])
+        deriving = config.load_file(source, workdir=work)
+        file = paths.derived_options(deriving.root, env_id)
+        file.parent.mkdir(parents=True, exist_ok=True)
+        file.write_text(yaml.safe_dump({
+            "campaign": deriving.name, "config": str(source), "metric": "token_throughput",
+            "comparisons": "(none: a planning fixture of benchmarks/dry_run_time.py)",
+            "comparisons_sha256": None, "qualifying": [],
+            "description": "planning fixture of benchmarks/dry_run_time.py (no options; "
+                           "not derived from any analysis)",
+            "options": {}}, sort_keys=False, default_flow_style=False))
+        written.append(file)
+    return written
+
+
 def main() -> int:
     cfg = Path(sys.argv[1] if len(sys.argv) > 1 else REPO / "config" / "config.yaml").resolve()
     sm = [sys.executable, "-m", "snakemake", "-n", "--quiet", "rules",
           "--workflow-profile", str(REPO / "profiles" / "default")]
     with tempfile.TemporaryDirectory() as work:
+        fixtures = plant_derived(cfg, Path(work))
         real_argv = [*sm, "--snakefile", str(REPO / "Snakefile"), "--directory", work,
                      "--configfile", str(cfg)]
         # a first run of each, not counted: the job counts, and warm file caches
@@ -114,6 +150,9 @@ def main() -> int:
           f"best {bare:.2f} s {[round(t, 2) for t in bare_times]} (first run, not counted: "
           f"{bare_first:.2f} s)")
     print(f"ratio: {real / bare:.2f}")
+    if fixtures:
+        print(f"planned with {len(fixtures)} derived-options planning fixture(s) (no "
+              f"options, not a result): {', '.join(f.name for f in fixtures)}")
     return 0
 
 

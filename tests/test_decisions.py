@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from containertax.analysis import decisions, facts, paper_values, quality, report
+from containertax.analysis.policy import AnalysisError
 from containertax.campaign import config
 from containertax.workloads.metric_registry import REGISTRY
 from tests.conftest import REPO, demo_config
@@ -45,6 +46,21 @@ def test_a_significant_a_a_difference_fails():
     assert decisions.aa_comparison_status(r, RES, ALPHA) == "failed"
     cal, found = quality.calibration(pd.DataFrame([r]), ALPHA, RES)
     assert cal["status"] == "failed" and found[0].severity == "error"
+
+
+def test_the_a_a_band_stated_is_the_one_used():
+    """The finding and the paper state the resolution the A/A was judged by (here 5 %),
+    never an assumed 2 %. Planted: a quality.json calibration without its resolution: the
+    paper refused it (it printed +-2 % before), naming the file and the fix."""
+    r = aa_row(0.01, -0.09, 0.11, 0.6, 1.0, 0.7)
+    cal, found = quality.calibration(pd.DataFrame([r]), ALPHA, 0.05)
+    message = next(f.message for f in found if f.check == "aa_resolution")
+    assert "resolution of 5 %" in message and "+-5 %" in message and "2 %" not in message
+    assert paper_values.calibration_macros(cal, REGISTRY)["aa-resolution"] == "5"
+    del cal["resolution"]
+    with pytest.raises(AnalysisError, match="quality.json.*no resolution.*rebuild"):
+        paper_values.calibration_macros(cal, REGISTRY)
+    assert paper_values.calibration_macros({"status": "none"})["aa-resolution"] == "--"
 
 
 def test_an_a_a_equivalent_within_the_resolution_passes_and_only_then():

@@ -10,7 +10,7 @@ from datetime import datetime
 
 import pytest
 
-from containertax.campaign import config, lanes, schedule, status
+from containertax.campaign import config, designs, lanes, schedule, status
 from containertax.core import records
 from containertax.execution import environments, gating, passthrough, thermal
 from tests.conftest import REPO
@@ -84,7 +84,7 @@ def test_every_lane_gets_every_sequence_of_the_design(config_dict, design, envs)
                                    for i in range(envs)}
     config_dict["reference_environment"] = "e0"
     config_dict["schedule"]["design"] = design
-    n_seq = len(schedule.williams_rows(envs)) if design == "williams" else 2
+    n_seq = len(designs.williams_rows(envs)) if design == "williams" else 2
     config_dict["repetitions"] = 2 * n_seq
     config_dict["lanes"] = [{"id": "a", "gpu": 0}, {"id": "b", "gpu": 1}]
     plan = schedule.plan(config.load_campaign(config_dict, "x.yaml"))

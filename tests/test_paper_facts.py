@@ -107,7 +107,7 @@ def test_a_williams_order_is_balanced_and_a_deviation_is_named():
     in position and carry-over. Planted: one block run out of order (by the records' start
     times) -> not balanced, and the run off its planned place is counted."""
     from containertax.analysis import order
-    from containertax.campaign.schedule import williams_rows
+    from containertax.campaign.designs import williams_rows
 
     two = order.balance(order.realised(_runs([["a", "b"], ["b", "a"]])), ["a", "b"])
     assert two["positions_balanced"] and two["carryover_balanced"]

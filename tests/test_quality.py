@@ -171,7 +171,7 @@ def _williams_table(rng: np.random.Generator, first_slower: float = 0.0, blocks:
     a block effect and an environment effect; the run first in its block `first_slower`
     slower."""
     from containertax.analysis.order import FIRST
-    from containertax.campaign.schedule import williams_rows
+    from containertax.campaign.designs import williams_rows
 
     envs = ["native", "native-aa", "chroot", "docker"]
     rows_ = williams_rows(len(envs))

@@ -10,14 +10,14 @@ from collections import Counter
 
 import pytest
 
-from containertax.campaign import config, schedule
+from containertax.campaign import config, designs, schedule
 from tests.conftest import REPO, demo_config
 
 
 @pytest.mark.parametrize("n", [2, 3, 4, 5, 6, 7, 8])
 def test_williams_balances_positions_and_carryover(n):
-    rows = schedule.williams_rows(n)
-    assert len(rows) == (2 * n if n % 2 else n) == schedule.period("williams", n)
+    rows = designs.williams_rows(n)
+    assert len(rows) == (2 * n if n % 2 else n) == designs.period("williams", n)
     for row in rows:
         assert sorted(row) == list(range(n))
     # position x environment: every cell of the table holds the same count
@@ -72,7 +72,7 @@ def test_check_prints_the_design_warnings(config_dict, tmp_path, capsys):
 
 def test_alternating_is_abba():
     rng = random.Random(0)
-    orders = [schedule.block_order("alternating", 2, i, rng)[1] for i in range(4)]
+    orders = [designs.block_order("alternating", 2, i, rng)[1] for i in range(4)]
     assert orders == [[0, 1], [1, 0], [0, 1], [1, 0]]
 
 

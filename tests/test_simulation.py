@@ -109,7 +109,7 @@ def test_whole_campaigns_before_and_after_correction():
         assert len(prim) == 4 and (prim.family_size == 4).all()
         raw += list(prim["p"] < ALPHA)
         any_bonf += bool((prim["p_bonferroni"] < ALPHA).any())
-        status = quality.calibration(out[out.family == "calibration"], ALPHA)[0]["status"]
+        status = quality.calibration(out[out.family == "calibration"], ALPHA, 0.02)[0]["status"]
         aa_fail += status == "failed"
     print(f"per test {np.mean(raw):.3f}, campaigns with a Bonferroni finding "
           f"{any_bonf / trials:.3f}, A/A failures {aa_fail / trials:.3f}")
@@ -133,7 +133,7 @@ def test_a_known_slowdown_fails_no_calibration_and_is_found():
     aa = out[out.family == "calibration"]
     # noise of 2 % a run over 6 blocks cannot show a 2 % resolution (the A/A interval is
     # about +-2.9 % wide): not failed, and inconclusive rather than passed
-    assert quality.calibration(aa, ALPHA)[0]["status"] == "inconclusive"
+    assert quality.calibration(aa, ALPHA, 0.02)[0]["status"] == "inconclusive"
 
 
 def _tidy(values, envs=("native", "native-aa", "chroot", "docker")):

@@ -150,6 +150,16 @@ def test_descriptives_and_percentiles_from_requests():
     assert lat["p99"] == pytest.approx(np.percentile(np.arange(1, 101.0), 99))
 
 
+def test_identical_values_have_exactly_zero_spread():
+    """Planted: seven identical values (a peak memory that never moves). np.std gives
+    1.5e-17 from its rounded mean, which the descriptives table printed as an SD and a CV
+    of 10^-16 (and was overfull for it); the spread is exactly zero."""
+    assert np.std(np.full(7, 0.1), ddof=1) > 0  # the rounding this guards against
+    row = st.describe(np.full(7, 0.1))
+    assert (row["sd"], row["cv"]) == (0.0, 0.0)
+    assert math.isnan(st.describe(np.array([0.1, math.nan]))["sd"])
+
+
 def _blocked(models=(("a", 0.0), ("b", 0.05)), n=10):
     rows = []
     for model, effect in models:

@@ -106,10 +106,13 @@ class Settings:
 
 
 def describe(values: np.ndarray) -> dict[str, float]:
+    """n, mean, median, SD, range, quartiles and CV of one cell's values."""
     v = np.asarray(values, dtype=float)
     n = len(v)
     mean = float(np.mean(v)) if n else math.nan
-    sd = float(np.std(v, ddof=1)) if n > 1 else math.nan
+    # identical values have no spread: np.std's rounded mean would give ~1e-16 instead,
+    # printed in the descriptives table as a spurious SD and CV (and widening it)
+    sd = (0.0 if np.ptp(v) == 0 else float(np.std(v, ddof=1))) if n > 1 else math.nan
     return {
         "n": n,
         "mean": mean,

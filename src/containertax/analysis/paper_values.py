@@ -276,6 +276,11 @@ def calibration_macros(cal: dict[str, Any], reg: dict[str, MetricInfo] | None = 
     if status not in AA_STATUSES:
         raise AnalysisError(f"quality.json: calibration status '{status}' is not one of "
                             f"{', '.join(AA_STATUSES)}; rebuild the quality step.")
+    has_resolution = isinstance(cal.get("resolution"), int | float)
+    if status != "none" and not has_resolution:
+        # the band the A/A was judged by is the analysis's, never a default the paper assumes
+        raise AnalysisError("quality.json: calibration has no resolution (the A/A band it "
+                            "was judged by); rebuild the quality step.")
     rows = [row for row in cal.get("comparisons", []) if row.get("family") == "calibration"]
     label = {metric: tables.in_prose(info, metric) for metric, info in (reg or {}).items()}
     replicas = replicas or {}
@@ -289,7 +294,7 @@ def calibration_macros(cal: dict[str, Any], reg: dict[str, MetricInfo] | None = 
             replicas.values())))) or "--",
         "aa-n": len(replicas),
         "aa-alpha": cal.get("alpha", "--"),
-        "aa-resolution": f"{100 * cal.get('resolution', 0.02):g}"}
+        "aa-resolution": f"{100 * cal['resolution']:g}" if has_resolution else "--"}
     for word in AA_STATUSES:
         values[f"aa-{word.replace(' ', '-')}"] = status == word
     # per metric, every family: the metrics whose verdicts carry the A/A's caveat

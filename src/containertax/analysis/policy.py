@@ -107,7 +107,7 @@ def headline(campaign: Campaign, runs: pd.DataFrame) -> str | None:
 
 def resolution(campaign: Campaign) -> float:
     """The resolution the campaign needs (analysis.resolution_pct), as a fraction."""
-    return float(campaign.analysis.get("resolution_pct", 2)) / 100
+    return float(campaign.analysis["resolution_pct"]) / 100  # the schema's default: 2
 
 
 def session_findings(campaign: Campaign) -> list[Any]:

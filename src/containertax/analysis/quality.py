@@ -562,7 +562,7 @@ def implausible(runs: pd.DataFrame, registry: dict[str, MetricInfo],
 
 
 def calibration(aa: pd.DataFrame, alpha: float,
-                resolution: float = 0.02) -> tuple[dict[str, Any], list[Finding]]:
+                resolution: float) -> tuple[dict[str, Any], list[Finding]]:
     """The A/A verdict, per comparison and per metric, by the decision table's criterion
     (analysis/decisions.py): passed only when equivalent within +-resolution (the
     campaign's analysis.resolution_pct), failed when the Bonferroni-corrected p within its

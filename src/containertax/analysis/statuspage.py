@@ -268,6 +268,26 @@ def _utc(text: str | None) -> float | None:
         return None
 
 
+def _svg_frame(chart_id: str, label: str, size: tuple[int, int],
+               frame: tuple[float, float, float, float]) -> list[str]:
+    """The opening of an inline SVG chart (id, size, accessible label) and its plot area
+    (x, y, width, height) as a white box with a grey border: shared by both charts."""
+    (width, height), (x, y, w, h) = size, frame
+    return [f'<svg id="{chart_id}" width="{width}" '
+            f'height="{height}" role="img" aria-label="{_e(label)}">',
+            f'<rect x="{x}" y="{y}" width="{w}" height="{h}" fill="#fff" stroke="#999"/>']
+
+
+def _svg_scale(d0: float, d1: float, p0: float, span: float) -> Callable[[float], float]:
+    """A linear axis: data d0 .. d1 onto pixels p0 .. p0 + span (d1 < d0 runs upward)."""
+    return lambda v: p0 + (v - d0) / (d1 - d0) * span
+
+
+def _svg_none(chart_id: str, words: str) -> str:
+    """What stands in for a chart with nothing to draw."""
+    return f'<p id="{chart_id}" class="muted">{words}</p>'
+
+
 def svg_chart(chart_id: str, series: list[tuple[str, str, list[tuple[float, float]]]],
               y_label: str, hlines: list[tuple[str, str, float]] | None = None,
               x_format: Callable[[float], str] = str, width: int = 1100,
@@ -277,24 +297,15 @@ def svg_chart(chart_id: str, series: list[tuple[str, str, list[tuple[float, floa
     and the page is rebuilt after every cell."""
     pts = [p for _, _, s in series for p in s]
     if not pts:
-        return f'<p id="{chart_id}" class="muted">no readings in the records (yet)</p>'
+        return _svg_none(chart_id, "no readings in the records (yet)")
     ys = [y for _, y in pts] + [y for _, _, y in hlines or []]
     x0, x1 = min(x for x, _ in pts), max(x for x, _ in pts)
     y0, y1 = math.floor(min(ys)) - 1, math.ceil(max(ys)) + 1
     x1 = x1 if x1 > x0 else x0 + 1
     left, right, top, bottom = 60, 60, 24, 40
     w, h = width - left - right, height - top - bottom
-
-    def sx(x: float) -> float:
-        return left + (x - x0) / (x1 - x0) * w
-
-    def sy(y: float) -> float:
-        return top + (y1 - y) / (y1 - y0) * h
-
-    parts = [f'<svg id="{chart_id}" width="{width}" '
-             f'height="{height}" role="img" aria-label="{_e(y_label)}">',
-             f'<rect x="{left}" y="{top}" width="{w}" height="{h}" fill="#fff" '
-             'stroke="#999"/>']
+    sx, sy = _svg_scale(x0, x1, left, w), _svg_scale(y1, y0, top, h)
+    parts = _svg_frame(chart_id, y_label, (width, height), (left, top, w, h))
     step = max(1, math.ceil((y1 - y0) / 8))
     for y in range(int(y0), int(y1) + 1, step):
         parts.append(f'<line x1="{left}" x2="{left + w}" y1="{sy(y):.1f}" y2="{sy(y):.1f}" '
@@ -330,20 +341,15 @@ def svg_intervals(chart_id: str, rows: list[dict[str, Any]], width: int = 1100) 
     interval, zero and the equivalence margin dashed."""
     shown = [r for r in rows if r["est"] is not None and math.isfinite(r["est"])]
     if not shown:
-        return f'<p id="{chart_id}" class="muted">no estimate yet (no complete block)</p>'
+        return _svg_none(chart_id, "no estimate yet (no complete block)")
     ends = [v for r in shown for v in (r["est"], r["low"], r["high"]) if math.isfinite(v)]
     margin = shown[0]["margin"]
     lo, hi = min(ends + [-margin]) * 1.15, max(ends + [margin]) * 1.15
     left, right, row_h = 330, 30, 26
     height, w = 40 + row_h * len(shown), width - left - right
-
-    def sx(v: float) -> float:
-        return left + (v - lo) / (hi - lo) * w
-
-    parts = [f'<svg id="{chart_id}" width="{width}" '
-             f'height="{height}" role="img" aria-label="interim estimates">',
-             f'<rect x="{left}" y="4" width="{w}" height="{height - 30}" fill="#fff" '
-             'stroke="#999"/>']
+    sx = _svg_scale(lo, hi, left, w)
+    parts = _svg_frame(chart_id, "interim estimates", (width, height),
+                       (left, 4, w, height - 30))
     for v, colour in ((0.0, "#555"), (-margin, "#c80"), (margin, "#c80")):
         parts.append(f'<line x1="{sx(v):.1f}" x2="{sx(v):.1f}" y1="4" y2="{height - 26}" '
                      f'stroke="{colour}" stroke-dasharray="5 4"/><text x="{sx(v):.1f}" '

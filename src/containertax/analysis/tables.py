@@ -236,7 +236,7 @@ def tests_table(results: pd.DataFrame, registry: dict[str, MetricInfo]) -> str:
         pval(r.p_bonferroni), pval(r.p_bh), pval(r.tost_p)])
     return longtable(["Model", "Metric (unit)", "Env.", "Family", "Primary test", "$p$",
                       r"$p_\mathrm{Bonf}$", r"$p_\mathrm{BH}$", r"$p_\mathrm{TOST}$"], rows,
-                     r"lL{0.17\linewidth}L{0.1\linewidth}lL{0.12\linewidth}rrrr",
+                     r"lL{0.15\linewidth}L{0.1\linewidth}lL{0.12\linewidth}rrrr",
                      "tab:tests")
 
 

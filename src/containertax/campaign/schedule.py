@@ -15,7 +15,7 @@ from pathlib import Path
 
 from containertax.campaign import lanes, paths
 from containertax.campaign.config import Campaign, ConfigError
-from containertax.campaign.designs import block_order, period, williams_rows  # noqa: F401
+from containertax.campaign.designs import block_order, period
 from containertax.core.cell import Cell
 
 FIELDS = ["position", "model", "environment", "repetition", "block", "sequence", "lane"]
