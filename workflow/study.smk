@@ -124,6 +124,8 @@ rule campaign:
         config=lambda wildcards: str(CAMPAIGNS[wildcards.campaign].config),
         derived=derived_inputs,
         raw=raw_folders,
+        # the summary's contents (quality, system facts) are study.py's
+        code=str(ct_packaged.package() / "analysis" / "study.py"),
     output:
         study_path(R.STUDY_CAMPAIGN, campaign="{campaign}"),
     log:
@@ -136,7 +138,7 @@ rule campaign:
             if STUDY.run_cells
             else " ".join(
                 shlex.quote(str(CAMPAIGNS[wildcards.campaign].campaign.root / f))
-                for f in (R.COMPARISONS, "stats/descriptives.csv")
+                for f in (R.COMPARISONS, "stats/descriptives.csv", R.QUALITY)
             )
         ),
         snakefile=str(REPO / "Snakefile"),
@@ -184,7 +186,7 @@ rule study_tables:
         table=study_path(R.STUDY_TABLE),
         parts=expand(
             study_path(f"{R.STUDY_PAPER}/{{part}}.tex"),
-            part=["numbers", "design", "dependence", "combined", "data"],
+            part=["numbers", "design", "dependence", "combined", "data", "system", "quality"],
         ),
     log:
         study_path("logs/study_tables.log"),
