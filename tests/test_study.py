@@ -84,6 +84,7 @@ def test_h100_study_builds_one_pdf_from_committed_raw_records(tmp_path):
     # no campaign derives another's options; what they share is stated from the records,
     # and they are never called independent replications
     flat = " ".join(text.split())
+    assert "Table 1: The system each campaign ran on" in flat
     assert "No campaign uses options derived" in flat
     assert "separate runs, not independent replications" in flat
     assert "independent replications of" in flat and "are independent" not in flat
@@ -92,13 +93,15 @@ def test_h100_study_builds_one_pdf_from_committed_raw_records(tmp_path):
                  for n in H100}
     for name in H100:  # the system table's facts are the records' own
         recs = [json.loads(p.read_text()) for p in
-                (tmp_path / "results" / name / "raw").glob("*/*/rep*.json")]
+                R.CampaignPaths(tmp_path / "results" / name).raw_records()]
+        assert recs
         gpu = {r["telemetry"]["gpu"]["driver"] for r in recs}
         assert summaries[name]["system"]["driver"] == sorted(gpu)
         assert {r["provenance"]["host"]["hostname"] for r in recs} == set(
             summaries[name]["system"]["host"])
+        system_tex = (root / R.STUDY_PAPER / "system.tex").read_text()
         for uuid in {r["telemetry"]["gpu"]["uuid"] for r in recs}:
-            assert uuid in flat.replace("- ", "-")
+            assert uuid in system_tex
     # each verdict is the decision table's, with the study's and with the campaign's BH p
     assert {"tost_p", "mde_rel", "equivalent", "verdict_study", "verdict_campaign"} <= set(table)
     for r in table.to_dict("records"):
@@ -407,6 +410,15 @@ def test_a_campaign_quality_error_reaches_the_study_abstract(tmp_path):
     assert "data-quality error" not in text.split("1 Design", 1)[0]
     assert r"\ctxdef{studyQualityErrors}{0}" in numbers
     assert "host name: vm" not in text and "??" not in text
+    assert "separate runs, not independent replications: they share" in text
+    # planted: two campaigns on wholly different systems share nothing, and say so
+    other = {k: [f"other-{k}"] for k in ct_study.SYSTEM_FACTS}
+    alone = _summary(tmp_path, "faulty-b", _rows([(-0.05, 0.001, 0.9)]), system=other)
+    numbers, text = _build(tmp_path / "apart", [good, alone])
+    abstract = text.split("1 Design", 1)[0]
+    assert "not independent replications. " in abstract and "they share" not in abstract
+    assert "No system fact is shared by every campaign" in text
+    assert r"\ctxdef{studyFactorsAll}{0}" in numbers
 
 
 def test_shared_factors_all_some_none():

@@ -124,8 +124,6 @@ rule campaign:
         config=lambda wildcards: str(CAMPAIGNS[wildcards.campaign].config),
         derived=derived_inputs,
         raw=raw_folders,
-        # the summary's contents (quality, system facts) are study.py's
-        code=str(ct_packaged.package() / "analysis" / "study.py"),
     output:
         study_path(R.STUDY_CAMPAIGN, campaign="{campaign}"),
     log:
@@ -143,6 +141,8 @@ rule campaign:
         ),
         snakefile=str(REPO / "Snakefile"),
         study=STUDY_SOURCE,
+        # a new summary format reruns the summaries (params rerun trigger)
+        summary_version=ct_study.SUMMARY_VERSION,
         py=PY,
         env=ENV,
     shell:

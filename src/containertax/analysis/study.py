@@ -164,6 +164,11 @@ def derived_sources(campaign: ct_config.Campaign) -> list[dict[str, Any]]:
             if e.spec.get("options_source", {}).get("kind") == "derived"]
 
 
+# the summary's format: raise it when summarize() writes other keys (workflow/study.smk
+# reruns the summaries when it changes; write() refuses a summary without the keys it reads)
+SUMMARY_VERSION = 2
+
+
 def summarize(study: Study, name: str) -> dict[str, Any]:
     """One campaign's entry of the study: its design, its data's hash, its comparisons."""
     entry = study.campaign(name)
@@ -397,8 +402,8 @@ def system_tex(summaries: list[dict[str, Any]]) -> str:
              cell(s, "image", "image_id"), cell(s, "date")] for s in summaries]
     header = ["Campaign", "Host", r"GPU\newline UUID", r"Driver\newline CUDA",
               r"Docker\newline Engine", r"Image\newline id", r"Days\newline (UTC)"]
-    return tables.longtable(header, rows, "L{2.0cm}L{0.8cm}L{2.6cm}L{1.3cm}L{2.2cm}"
-                            "L{2.4cm}L{1.7cm}", "tab:study-system")
+    return tables.longtable(header, rows, "L{1.9cm}L{0.8cm}L{2.6cm}L{1.5cm}L{2.2cm}"
+                            "L{2.3cm}L{1.7cm}", "tab:study-system")
 
 
 def quality_tex(summaries: list[dict[str, Any]]) -> str:
@@ -443,8 +448,8 @@ def combined_tex(table: pd.DataFrame, reg: dict[str, Any]) -> str:
                          tables.pval(r["p"]), tables.pval(r["p_bh_campaign"]),
                          tables.pval(r["p_bh_study"]), tables.pval(r["tost_p"]),
                          verdict_cell(r)])
-    return tables.longtable(header, rows, "L{1.5cm}L{2.2cm}L{1.1cm}rrrrrrL{2.3cm}",
-                            "tab:study-combined", colsep="3pt")
+    return tables.longtable(header, rows, "lL{1.8cm}lrrrrrrL{1.9cm}",
+                            "tab:study-combined", colsep="2.5pt")
 
 
 def data_tex(summaries: list[dict[str, Any]]) -> str:
@@ -494,9 +499,12 @@ def numbers(study: Study, table: pd.DataFrame, alpha: float,
     }
     for word, macro in VERDICT_MACRO.items():
         values[f"studyVerdict{macro}"] = int((words == word).sum())
-    for key, (state, value) in shared_factors(summaries).items():
+    shared = shared_factors(summaries)
+    for key, (state, value) in shared.items():
         values[f"studyFactor{FACTOR_MACRO[key]}"] = state
         values[f"studyFactor{FACTOR_MACRO[key]}Value"] = tables.tex(value) or "--"
+    values["studyFactorsAll"] = sum(state == 2 for state, _ in shared.values())
+    values["studyFactorsSome"] = sum(state == 1 for state, _ in shared.values())
     return values
 
 
