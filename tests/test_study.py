@@ -438,3 +438,17 @@ def test_summaries_from_an_older_version_are_refused_by_name(tmp_path):
     (tmp_path / "campaigns" / "a.json").write_text(json.dumps(summary))
     with pytest.raises(ct_study.StudyError, match=r"campaigns/a.json: no \['quality'\]"):
         ct_study.write(_study(["a"]), tmp_path / "campaigns", tmp_path)
+
+
+def test_system_facts_are_the_committed_records_own():
+    """The study's system table reads each campaign's raw records (not this machine)."""
+    c = config.load_file(REPO / "config" / "h100-matmul.yaml", REPO)
+    facts = ct_study.system_of(c)
+    recs = [json.loads(p.read_text()) for p in c.paths.raw_records()]
+    assert recs and facts["gpu_uuid"] == sorted({r["telemetry"]["gpu"]["uuid"] for r in recs})
+    assert facts["date"] == sorted({r["started_utc"][:10] for r in recs})
+    images = {r["environment"]["resolved"]["image"]["id"][7:19] for r in recs
+              if r["environment"].get("resolved", {}).get("image")}
+    assert images and facts["image_id"] == sorted(images)
+    tex = ct_study.system_tex([{"campaign": c.name, "system": facts}])
+    assert all(v in tex for v in facts["gpu_uuid"] + facts["driver"] + facts["image_id"])

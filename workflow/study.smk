@@ -186,7 +186,15 @@ rule study_tables:
         table=study_path(R.STUDY_TABLE),
         parts=expand(
             study_path(f"{R.STUDY_PAPER}/{{part}}.tex"),
-            part=["numbers", "design", "dependence", "combined", "data", "system", "quality"],
+            part=[
+                "numbers",
+                "design",
+                "dependence",
+                "combined",
+                "data",
+                "system",
+                "quality",
+            ],
         ),
     log:
         study_path("logs/study_tables.log"),
