@@ -136,11 +136,13 @@ rule campaign:
             if STUDY.run_cells
             else " ".join(
                 shlex.quote(str(CAMPAIGNS[wildcards.campaign].campaign.root / f))
-                for f in (R.COMPARISONS, "stats/descriptives.csv")
+                for f in (R.COMPARISONS, "stats/descriptives.csv", R.QUALITY)
             )
         ),
         snakefile=str(REPO / "Snakefile"),
         study=STUDY_SOURCE,
+        # a new summary format reruns the summaries (params rerun trigger)
+        summary_version=ct_study.SUMMARY_VERSION,
         py=PY,
         env=ENV,
     shell:
@@ -184,7 +186,15 @@ rule study_tables:
         table=study_path(R.STUDY_TABLE),
         parts=expand(
             study_path(f"{R.STUDY_PAPER}/{{part}}.tex"),
-            part=["numbers", "design", "dependence", "combined", "data"],
+            part=[
+                "numbers",
+                "design",
+                "dependence",
+                "combined",
+                "data",
+                "system",
+                "quality",
+            ],
         ),
     log:
         study_path("logs/study_tables.log"),

@@ -8,22 +8,31 @@ family), corrects them again as ONE family with the per-campaign routine
 data by folder and a content hash (sha256 over its sorted raw files). Where a campaign's
 environment takes options derived from another campaign's analysis (`derived_from`, phase
 2B -> 2C/2D), the dependence is stated from the derived file, not from the config's words.
+
+Each comparison of the family gets its verdict word from the campaign paper's decision table
+(analysis/decisions.py: TOST within the campaign's equivalence margin, the BH-corrected
+difference, the A/A and quality caveats), once with the campaign's own correction and once
+with the study's; each campaign's quality findings, exclusions and A/A status, and the
+system it ran on (read from its raw records), travel with it into the study's paper, which
+states from those records what the campaigns share (they are separate runs, not
+independent replications, where they share a host, a GPU, an image or a day).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import shutil
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import yaml
 
-from containertax.analysis import correction, tables
+from containertax.analysis import correction, decisions, quality_section, tables
 from containertax.campaign import config as ct_config
 from containertax.campaign import paths as R
 from containertax.core import records
@@ -155,6 +164,11 @@ def derived_sources(campaign: ct_config.Campaign) -> list[dict[str, Any]]:
             if e.spec.get("options_source", {}).get("kind") == "derived"]
 
 
+# the summary's format: raise it when summarize() writes other keys (workflow/study.smk
+# reruns the summaries when it changes; write() refuses a summary without the keys it reads)
+SUMMARY_VERSION = 2
+
+
 def summarize(study: Study, name: str) -> dict[str, Any]:
     """One campaign's entry of the study: its design, its data's hash, its comparisons."""
     entry = study.campaign(name)
@@ -164,6 +178,7 @@ def summarize(study: Study, name: str) -> dict[str, Any]:
     if not comparisons.is_file():
         raise StudyError(f"{comparisons} does not exist: campaign {name}'s analysis has not "
                          f"run (snakemake --configfile {entry.config} paper).")
+    metrics = sorted(set(pd.read_csv(comparisons)["metric"].astype(str)))
     return {
         "campaign": name, "config": str(entry.config), "description": c.raw.get("description", ""),
         "raw_dir": str(c.root / "raw"), "raw_sha256": digest, "raw_files": n_files,
@@ -174,22 +189,111 @@ def summarize(study: Study, name: str) -> dict[str, Any]:
         "comparisons": str(comparisons), "comparisons_sha256": file_hash(comparisons),
         "options": {e.id: e.spec.get("options_source") for e in c.environments
                     if e.spec.get("options_source")},
+        "alpha": c.analysis["alpha"], "equivalence_margin": c.analysis["equivalence_margin"],
+        "define_metrics": c.analysis.get("define_metrics"),
+        "quality": quality_of(c.paths.quality, metrics),
+        "system": system_of(c),
     }
+
+
+def quality_of(path: Path, metrics: list[str]) -> dict[str, Any]:
+    """What the campaign paper's quality section raises, from its quality.json: every
+    finding (check, severity, message), how many values the exclusion rule dropped, the
+    A/A control's status (overall and per metric) and the metrics an error concerns."""
+    if not Path(path).is_file():
+        raise StudyError(f"{path} does not exist: the campaign's quality step has not run "
+                         "(rerun the study workflow).")
+    report = json.loads(Path(path).read_text())
+    findings = [{k: f.get(k) for k in ("check", "severity", "message")}
+                for f in report.get("findings", [])]
+    calibration = report.get("calibration") or {}
+    return {"findings": findings, "excluded": len(report.get("excluded", [])),
+            "n_rows": int(report.get("n_rows", 0)),
+            "aa_status": str(calibration.get("status", "none")),
+            "aa_metrics": dict(calibration.get("metrics") or {}),
+            "error_metrics": sorted(decisions.error_metrics(report.get("findings", []),
+                                                            metrics))}
+
+
+# the system facts a campaign's records state, in the order the study's table prints them
+SYSTEM_FACTS = ("host", "gpu", "gpu_uuid", "driver", "cuda", "engine", "image", "image_id",
+                "date")
+
+
+def system_of(campaign: ct_config.Campaign) -> dict[str, list[str]]:
+    """Each system fact's values over the campaign's raw records (not the machine that
+    rebuilds the study): host name, GPU model and UUID, driver, CUDA (driver API), Docker
+    Engine, container image name and id, and the UTC days the runs started."""
+    from containertax.analysis.aggregate import read_records
+
+    seen: dict[str, set[str]] = {k: set() for k in SYSTEM_FACTS}
+
+    def note(key: str, value: Any) -> None:
+        if value not in (None, ""):
+            seen[key].add(str(value))
+
+    if not campaign.is_import:
+        for _, rec in read_records(campaign.root):
+            gpu = rec.telemetry.get("gpu") or {}
+            note("host", rec.provenance.get("host", {}).get("hostname"))
+            note("gpu", gpu.get("name") or rec.gate.get("sensor_info", {}).get("gpu_name"))
+            note("gpu_uuid", gpu.get("uuid") or rec.gate.get("sensor_info", {}).get("gpu_uuid"))
+            note("driver", gpu.get("driver"))
+            note("cuda", gpu.get("cuda_driver"))
+            resolved = rec.environment.get("resolved", {})
+            note("engine", resolved.get("engine_version"))
+            image = resolved.get("image") or {}
+            note("image", image.get("name"))
+            note("image_id", str(image.get("id") or "").removeprefix("sha256:")[:12])
+            note("date", str(rec.started_utc or "")[:10])
+    return {k: sorted(v) for k, v in seen.items()}
 
 
 COLUMNS = ["campaign", "model", "metric", "environment", "reference", "campaign_family",
            "n_blocks", "rel_overhead", "rel_ci_low", "rel_ci_high", "p",
-           "p_bonferroni_campaign", "p_bh_campaign"]
+           "p_bonferroni_campaign", "p_bh_campaign", "tost_p", "mde_rel"]
 
 
-def combine(study: Study, comparisons: dict[str, pd.DataFrame]) -> pd.DataFrame:
+@dataclass(frozen=True)
+class Evidence:
+    """What a campaign's decision table reads besides a comparison's statistics."""
+    alpha: float = 0.05
+    equivalence_margin: float = math.nan
+    directions: dict[str, str] = field(default_factory=dict)  # metric -> lower/higher/none
+    aa: dict[str, str] = field(default_factory=dict)  # metric -> A/A status
+    errors: frozenset[str] = frozenset()  # metrics an error-severity finding concerns
+
+
+def evidence_of(summary: dict[str, Any]) -> Evidence:
+    reg = registry(summary.get("define_metrics"))
+    quality = summary["quality"]
+    return Evidence(float(summary["alpha"]), float(summary["equivalence_margin"]),
+                    {m: info.direction for m, info in reg.items()},
+                    dict(quality["aa_metrics"]), frozenset(quality["error_metrics"]))
+
+
+def _verdict(r: dict[str, Any], ev: Evidence, p_bh: str) -> str:
+    """decisions.verdict with the named BH column as the difference's corrected p."""
+    row = {**r, "p_bh": r.get(p_bh)}
+    metric = str(r["metric"])
+    return decisions.verdict(row, ev.directions.get(metric, "none"), ev.alpha,
+                             aa_status=ev.aa.get(metric),
+                             quality_error=metric in ev.errors).short
+
+
+def combine(study: Study, comparisons: dict[str, pd.DataFrame],
+            evidence: dict[str, Evidence] | None = None) -> pd.DataFrame:
     """The study's family: every campaign's comparisons in the declared families, corrected
-    together (correction.correct over one family; the per-campaign adjustments kept)."""
+    together (correction.correct over one family; the per-campaign adjustments kept), each
+    with its campaign's equivalence test and MDE and its verdict by the decision table:
+    `verdict_campaign` with the campaign's BH p (as its paper says), `verdict_study` with
+    the study's (what the study may say)."""
+    evidence = evidence or {}
     frames = []
     for entry in study.campaigns:
         frame = comparisons[entry.name]
         if "family" not in frame:
-            raise StudyError(f"{entry.campaign.paths.comparisons}: no 'family' column; rebuild "
+            raise StudyError(f"{entry.name}'s comparisons.csv: no 'family' column; rebuild "
                              "the campaign's analysis.")
         mine = frame[frame["family"].isin(study.family)].copy()
         mine.insert(0, "campaign", entry.name)
@@ -199,8 +303,17 @@ def combine(study: Study, comparisons: dict[str, pd.DataFrame]) -> pd.DataFrame:
         frames.append(mine.reindex(columns=COLUMNS))
     table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=COLUMNS)
     out = correction.correct(table.assign(family="study"))
-    return out.rename(columns={"family": "study_family", "p_bonferroni": "p_bonferroni_study",
-                               "p_bh": "p_bh_study", "family_size": "study_family_size"})
+    out = out.rename(columns={"family": "study_family", "p_bonferroni": "p_bonferroni_study",
+                              "p_bh": "p_bh_study", "family_size": "study_family_size"})
+    ev = [evidence.get(str(c), Evidence()) for c in out["campaign"]]
+    rows = out.to_dict("records")
+    out["equivalence_margin"] = [e.equivalence_margin for e in ev]
+    out["equivalent"] = [bool(r["tost_p"] < e.alpha) if pd.notna(r["tost_p"]) else None
+                         for r, e in zip(rows, ev, strict=True)]
+    out["verdict_campaign"] = [_verdict(r, e, "p_bh_campaign")
+                               for r, e in zip(rows, ev, strict=True)]
+    out["verdict_study"] = [_verdict(r, e, "p_bh_study") for r, e in zip(rows, ev, strict=True)]
+    return out
 
 
 # --- LaTeX parts -----------------------------------------------------------------------
@@ -238,7 +351,8 @@ def options_sentence(env: str, src: dict[str, Any]) -> str:
 
 
 def dependence_tex(study: Study, summaries: list[dict[str, Any]]) -> str:
-    """Which campaign's analysis fed which campaign's design, from the derived files."""
+    """Which campaign's analysis fed which campaign's design, from the derived files; empty
+    where none did (study.tex says so from numbers.tex's studyDerived)."""
     lines = []
     for s in summaries:
         for env, src in s["options"].items():
@@ -246,29 +360,96 @@ def dependence_tex(study: Study, summaries: list[dict[str, Any]]) -> str:
                 lines.append(f"Campaign {tables.code(tables.tex(s['campaign']))} depends on "
                              f"{tables.code(tables.tex(src['campaign']))}: "
                              + options_sentence(env, src))
-    if not lines:
-        return ("The campaigns are independent: none uses options derived from another "
-                "campaign's analysis, so their comparisons are pooled as separate "
-                "experiments.\n")
-    return "\n\n".join(lines) + "\n"
+    return "\n\n".join(lines) + "\n" if lines else ""
+
+
+def derived_count(summaries: list[dict[str, Any]]) -> int:
+    return sum(src.get("kind") == "derived" for s in summaries for src in s["options"].values())
+
+
+# numbers.tex's name of each system fact (studyFactor<Name>: 2 shared by every campaign,
+# 1 by some, 0 by none; studyFactor<Name>Value: the value all share)
+FACTOR_MACRO = {"host": "Host", "gpu": "Gpu", "gpu_uuid": "GpuUuid", "driver": "Driver",
+                "cuda": "Cuda", "engine": "Engine", "image": "Image", "image_id": "ImageId",
+                "date": "Date"}
+
+
+def shared_factors(summaries: list[dict[str, Any]]) -> dict[str, tuple[int, str]]:
+    """Per system fact: 2 and the common value(s) where every campaign's records hold a
+    value in common, 1 where at least two campaigns do, 0 otherwise (a campaign whose
+    records state no value shares nothing)."""
+    out: dict[str, tuple[int, str]] = {}
+    for key in SYSTEM_FACTS:
+        sets = [set(s["system"].get(key, [])) for s in summaries]
+        common = set.intersection(*sets) if sets else set()
+        if len(sets) > 1 and common:
+            out[key] = (2, "; ".join(sorted(common)))
+        elif any(a & b for i, a in enumerate(sets) for b in sets[i + 1:]):
+            out[key] = (1, "")
+        else:
+            out[key] = (0, "")
+    return out
+
+
+def system_tex(summaries: list[dict[str, Any]]) -> str:
+    """Each campaign's system, from its raw records: one row per campaign."""
+    def cell(s: dict[str, Any], *keys: str) -> str:
+        values = ["; ".join(s["system"].get(k, [])) or "--" for k in keys]
+        return r"\newline ".join(tables.tex(v) for v in values)
+
+    rows = [[tables.code(tables.tex(s["campaign"])), cell(s, "host"),
+             cell(s, "gpu", "gpu_uuid"), cell(s, "driver", "cuda"), cell(s, "engine"),
+             cell(s, "image", "image_id"), cell(s, "date")] for s in summaries]
+    header = ["Campaign", "Host", r"GPU\newline UUID", r"Driver\newline CUDA",
+              r"Docker\newline Engine", r"Image\newline id", r"Days\newline (UTC)"]
+    return tables.longtable(header, rows, "L{1.9cm}L{0.8cm}L{2.6cm}L{1.5cm}L{2.2cm}"
+                            "L{2.3cm}L{1.7cm}", "tab:study-system")
+
+
+def quality_tex(summaries: list[dict[str, Any]]) -> str:
+    """Each campaign's quality: \\studyquality{campaign}{A/A status}{has A/A}{excluded}
+    {values}{findings}{errors}, then its findings as the campaign paper lists them."""
+    out = []
+    for s in summaries:
+        q = s["quality"]
+        reg = registry(s.get("define_metrics"))
+        errors = sum(f["severity"] == "error" for f in q["findings"])
+        out.append(f"\\studyquality{{{tables.tex(s['campaign'])}}}"
+                   f"{{{tables.tex(q['aa_status'])}}}{{{int(q['aa_status'] != 'none')}}}"
+                   f"{{{q['excluded']}}}{{{q['n_rows']}}}{{{len(q['findings'])}}}{{{errors}}}")
+        if q["findings"]:
+            out += ["\\begin{itemize}",
+                    *(quality_section.finding_item(f, reg) for f in q["findings"]),
+                    "\\end{itemize}"]
+    return "\n".join(out) + "\n"
+
+
+def verdict_cell(r: dict[str, Any]) -> str:
+    """The study's verdict; where the campaign's own correction gave another word, both
+    (\\verdictpair{study}{campaign}, worded in study.tex)."""
+    study, campaign = tables.tex(r["verdict_study"]), tables.tex(r["verdict_campaign"])
+    return study if study == campaign else f"\\verdictpair{{{study}}}{{{campaign}}}"
 
 
 def combined_tex(table: pd.DataFrame, reg: dict[str, Any]) -> str:
     """The study's family, one block of rows per campaign (its name as the block's head)."""
-    header = ["Model", "Metric", "Env.", r"$\Delta$ \% [95\% CI]", "$p$",
-              r"\shortstack{$p_\mathrm{BH}$\\campaign}", r"\shortstack{$p_\mathrm{Bonf}$\\study}",
-              r"\shortstack{$p_\mathrm{BH}$\\study}"]
+    header = ["Model", "Metric", "Env.", r"$\Delta$ \% [95\,\% CI]", r"MDE \%", "$p$",
+              r"\shortstack{$p_\mathrm{BH}$\\campaign}", r"\shortstack{$p_\mathrm{BH}$\\study}",
+              r"$p_\mathrm{TOST}$", "Verdict"]
     rows = []
     for campaign, rows_of in table.groupby("campaign", sort=False):
-        rows.append([f"\\multicolumn{{8}}{{l}}{{\\textit{{Campaign "
+        rows.append([f"\\multicolumn{{{len(header)}}}{{l}}{{\\textit{{Campaign "
                      f"{tables.tex(campaign)}}}}}"])
         for r in rows_of.to_dict("records"):
             rows.append([tables.code(tables.tex(r["model"])),
                          tables.tex(tables.in_prose(reg.get(r["metric"]), r["metric"])),
                          tables.code(tables.tex(r["environment"])), tables.rel_with_ci(r),
+                         tables.num(100 * r["mde_rel"], 2) if pd.notna(r["mde_rel"]) else "--",
                          tables.pval(r["p"]), tables.pval(r["p_bh_campaign"]),
-                         tables.pval(r["p_bonferroni_study"]), tables.pval(r["p_bh_study"])])
-    return tables.longtable(header, rows, "lL{3.6cm}llrrrr", "tab:study-combined")
+                         tables.pval(r["p_bh_study"]), tables.pval(r["tost_p"]),
+                         verdict_cell(r)])
+    return tables.longtable(header, rows, "lL{1.8cm}lrrrrrrL{1.9cm}",
+                            "tab:study-combined", colsep="2.5pt")
 
 
 def data_tex(summaries: list[dict[str, Any]]) -> str:
@@ -280,40 +461,84 @@ def data_tex(summaries: list[dict[str, Any]]) -> str:
     return tables.longtable(header, rows, "llrL{5cm}", "tab:study-data")
 
 
-def numbers(study: Study, table: pd.DataFrame, alpha: float) -> dict[str, Any]:
+VERDICT_MACRO = {"equivalent": "Equivalent", "overhead": "Overhead", "advantage": "Advantage",
+                 "difference": "Difference", "inconclusive": "Inconclusive",
+                 "not estimable": "NotEstimable"}
+
+
+def _names(items: list[str]) -> str:
+    return tables.join_words([f"\\texttt{{{tables.tex(i)}}}" for i in items])
+
+
+def numbers(study: Study, table: pd.DataFrame, alpha: float,
+            summaries: list[dict[str, Any]]) -> dict[str, Any]:
     sig_bh = int((table["p_bh_study"] < alpha).sum())
-    return {"studyName": tables.tex(study.name), "studyDescription": tables.tex(study.description),
-            "studyCampaigns": len(study.campaigns),
-            "studyFamilySize": int(table["p"].notna().sum()),
-            "studyFamilies": tables.tex(", ".join(study.family)), "studyAlpha": alpha,
-            "studySignificantBH": sig_bh,
-            "studySignificantBonferroni": int((table["p_bonferroni_study"] < alpha).sum())}
+    words = table["verdict_study"].astype(str).str.split(" (", regex=False).str[0]
+    margins = sorted({float(s["equivalence_margin"]) for s in summaries})
+    with_error = [s["campaign"] for s in summaries
+                  if any(f["severity"] == "error" for f in s["quality"]["findings"])]
+    aa_failed = [s["campaign"] for s in summaries if s["quality"]["aa_status"] == "failed"]
+    excluded = [s["campaign"] for s in summaries if s["quality"]["excluded"] > 0]
+    values: dict[str, Any] = {
+        "studyName": tables.tex(study.name), "studyDescription": tables.tex(study.description),
+        "studyCampaigns": len(study.campaigns),
+        "studyFamilySize": int(table["p"].notna().sum()),
+        "studyFamilies": tables.tex(", ".join(study.family)), "studyAlpha": alpha,
+        "studySignificantBH": sig_bh,
+        "studySignificantBonferroni": int((table["p_bonferroni_study"] < alpha).sum()),
+        "studyComparisons": len(table),
+        "studyVerdictCaveated": int(table["verdict_study"].astype(str).str.contains(
+            "(", regex=False).sum()),
+        "studyVerdictChanged": int((table["verdict_study"] != table["verdict_campaign"]).sum()),
+        "studyOneMargin": len(margins) == 1,
+        "studyMarginPct": ", ".join(f"{100 * m:g}" for m in margins) or "--",
+        "studyDerived": derived_count(summaries),
+        "studyQualityErrors": len(with_error), "studyQualityErrorCampaigns": _names(with_error),
+        "studyAAFailed": len(aa_failed), "studyAAFailedCampaigns": _names(aa_failed),
+        "studyExcludedCampaigns": len(excluded),
+    }
+    for word, macro in VERDICT_MACRO.items():
+        values[f"studyVerdict{macro}"] = int((words == word).sum())
+    shared = shared_factors(summaries)
+    for key, (state, value) in shared.items():
+        values[f"studyFactor{FACTOR_MACRO[key]}"] = state
+        values[f"studyFactor{FACTOR_MACRO[key]}Value"] = tables.tex(value) or "--"
+    values["studyFactorsAll"] = sum(state == 2 for state, _ in shared.values())
+    values["studyFactorsSome"] = sum(state == 1 for state, _ in shared.values())
+    return values
 
 
 def write(study: Study, summaries_dir: Path, out_dir: Path) -> pd.DataFrame:
     """study.csv, and the paper's generated parts under out_dir/paper."""
     summaries = [json.loads((summaries_dir / f"{c.name}.json").read_text())
                  for c in study.campaigns]
+    for s, c in zip(summaries, study.campaigns, strict=True):
+        missing = sorted({"quality", "system", "alpha", "equivalence_margin"} - set(s))
+        if missing:
+            raise StudyError(f"{summaries_dir / (c.name + '.json')}: no {missing}; it was "
+                             "written by an older version: delete it and rerun the study "
+                             "workflow.")
     comparisons = {s["campaign"]: pd.read_csv(s["comparisons"]) for s in summaries}
     for s in summaries:  # the analysis read is the analysis the summary hashed
         if file_hash(Path(s["comparisons"])) != s["comparisons_sha256"]:
             raise StudyError(f"{s['comparisons']} changed after its summary was written; "
                              "rerun the study workflow.")
-    table = combine(study, comparisons)
-    records.atomic_write_text(out_dir / R.STUDY_TABLE, table.to_csv(index=False))
-    alphas = {c.campaign.analysis["alpha"] for c in study.campaigns}
+    alphas = {float(s["alpha"]) for s in summaries}
     if len(alphas) != 1:
         raise StudyError(f"{study.source}: the campaigns use different alpha {sorted(alphas)}; "
                          "a study's family needs one.")
+    table = combine(study, comparisons, {s["campaign"]: evidence_of(s) for s in summaries})
+    records.atomic_write_text(out_dir / R.STUDY_TABLE, table.to_csv(index=False))
     reg: dict[str, Any] = {}
-    for c in study.campaigns:
-        reg.update(registry(c.campaign.analysis.get("define_metrics")))
+    for s in summaries:
+        reg.update(registry(s.get("define_metrics")))
     paper = out_dir / R.STUDY_PAPER
     paper.mkdir(parents=True, exist_ok=True)
-    parts = {"numbers.tex": tables.macros(numbers(study, table, alphas.pop())),
+    parts = {"numbers.tex": tables.macros(numbers(study, table, alphas.pop(), summaries)),
              "design.tex": design_tex(summaries),
              "dependence.tex": dependence_tex(study, summaries),
-             "combined.tex": combined_tex(table, reg), "data.tex": data_tex(summaries)}
+             "combined.tex": combined_tex(table, reg), "data.tex": data_tex(summaries),
+             "system.tex": system_tex(summaries), "quality.tex": quality_tex(summaries)}
     for name, text in parts.items():
         records.atomic_write_text(paper / name, text)
     return table
