@@ -6,19 +6,20 @@ The rule's statistics live here, below the campaign's config and schedule, becau
 plan (check, the workflow's checkpoints, the rehearsal) needs them before any record
 exists; analysis/sequential.py applies them to a campaign's records at each look. Rule
 and its guarantees: analysis/sequential.py's docstring and docs/measurement.md,
-"Sequential stopping". numpy/scipy only.
+"Sequential stopping". numpy/scipy only, imported by the functions that compute (a cell step and the
+workflow's planning read the looks without them: tests/test_cli_speed.py).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
-
-import numpy as np
-from scipy import stats as sps
+from typing import TYPE_CHECKING, Any
 
 from containertax.campaign import designs
+
+if TYPE_CHECKING:  # numpy and scipy load where a rule is computed, not where it is planned
+    import numpy as np
 
 SPENDING = ("obrien-fleming", "pocock")
 
@@ -52,6 +53,8 @@ class Rule:
 
     def spent(self) -> np.ndarray:
         """The level a_k of each look: increments of the spending function."""
+        import numpy as np
+
         t = np.array(self.looks(), dtype=float) / self.max_blocks
         return np.diff(np.concatenate([[0.0], spending(self.spending, t, self.alpha)]))
 
@@ -60,6 +63,9 @@ def spending(kind: str, t: np.ndarray, alpha: float) -> np.ndarray:
     """Lan and DeMets (1983) spending functions: error spent up to information fraction t
     (alpha at t = 1). O'Brien-Fleming-type 2 - 2 Phi(z_{1-alpha/2} / sqrt t) spends almost
     nothing early; Pocock-type alpha log(1 + (e - 1) t) spends evenly."""
+    import numpy as np
+    from scipy import stats as sps
+
     t = np.clip(np.asarray(t, dtype=float), 1e-12, 1.0)
     if kind == "obrien-fleming":
         return 2.0 - 2.0 * sps.norm.cdf(sps.norm.ppf(1 - alpha / 2) / np.sqrt(t))
@@ -85,6 +91,9 @@ def look_stats(mean: np.ndarray, sd: np.ndarray, n: int, a: float,
     """Vectorised decisions of one look at level a from the mean and SD of n log ratios:
     difference shown, equivalence shown, and the (1 - a) repeated interval (log scale).
     Zero SD: the interval is the point; a mean of exactly 0 shows no difference."""
+    import numpy as np
+    from scipy import stats as sps
+
     mean, sd = np.asarray(mean, float), np.asarray(sd, float)
     se = sd / math.sqrt(n)
     df = n - 1
@@ -104,6 +113,8 @@ def run_rule(d: np.ndarray, rule: Rule) -> dict[str, np.ndarray]:
     """Apply the rule to simulated or replayed log ratios d (replicates x max_blocks, in
     block order) of one comparison: the look each stops at, its blocks, its answer and
     its repeated interval (log scale). NaN blocks are not allowed here."""
+    import numpy as np
+
     d = np.atleast_2d(np.asarray(d, float))
     reps = d.shape[0]
     csum, csq = np.cumsum(d, axis=1), np.cumsum(d * d, axis=1)
@@ -210,6 +221,8 @@ def expected_blocks(rule: Rule, comparisons: int, sd: float, effect: float,
     comparisons (one metric each, all against one reference, so correlated 0.5) has true
     ratio 1 + effect and per-block log-ratio SD sd. A model runs until every comparison has
     its answer: the largest of their stopping blocks. Seeded: the same plan every time."""
+    import numpy as np
+
     rng = np.random.default_rng(seed)
     n = rule.max_blocks
     own = rng.normal(0.0, sd / math.sqrt(2), (comparisons, sims, n))
