@@ -19,6 +19,7 @@ fi
 .venv/bin/python -m pip install -q -e '.[dev,slurm]'
 export CONTAINERTAX_REQUIRE_SLURM=1 CONTAINERTAX_REQUIRE_CHROMIUM=1
 .venv/bin/ruff check src tests benchmarks tools
-.venv/bin/snakefmt --check Snakefile workflow/rules
+.venv/bin/snakefmt --check Snakefile workflow/rules workflow/study.smk
 .venv/bin/snakemake --lint --configfile config/demo.yaml
+.venv/bin/snakemake -s workflow/study.smk --lint --configfile config/study-h100.yaml
 .venv/bin/python -m pytest -q "$@"

@@ -86,3 +86,33 @@ def test_stopping_dag(tmp_path):
     table = interim(root)
     assert set(table["decision"]) == {"stop"} and set(table["look"]) == {1}
     assert (table["adj_low"] <= table["estimate"]).all()
+
+
+def test_killed_mid_look_then_rerun_measures_each_cell_once_and_decides_once(tmp_path):
+    """Snakemake killed (SIGKILL, its step orphaned) in the middle of the first look's
+    cells, then `--unlock` and a rerun as docs/running.md says: the checkpoint's DAG is
+    planned again from what is on disk, every cell of the look is measured exactly once
+    (the orphan's included), the look is decided once, and no cell beyond it runs."""
+    from collections import Counter
+
+    from tests.test_rerun import kill_snakemake_only, started, unlock_and_rerun, wait_for, why
+
+    cfg = campaign(tmp_path)
+    root = tmp_path / "results" / "seq"
+    proc = snakemake(tmp_path, cfg, "cells", "--cores", "1", popen=True)
+    wait_for(lambda: started(root, "run", 5), "the sixth cell's run")
+    kill_snakemake_only(proc)
+    assert not (root / "interim" / "look1.json").exists()
+    out = unlock_and_rerun(tmp_path, cfg)
+    assert out.returncode == 0, why(out)
+    ok = Counter(e["position"] for e in ledger(root)
+                 if e["step"] == "run" and e["event"] == "end" and e.get("status") == "ok")
+    assert len(ok) == 12 and set(ok.values()) == {1}, ok  # each cell measured once
+    assert len(records(root)) == 12
+    state = json.loads((root / "interim" / "look1.json").read_text())
+    assert state["models"]["n64"]["decision"] == "stop"
+    assert state["models"]["n64"]["blocks_run"] == 6
+    assert not (root / "interim" / "look2.json").exists()
+    decided = (root / "interim" / "look1.json").read_bytes()
+    again = snakemake(tmp_path, cfg, "cells", "--cores", "1")
+    assert again.returncode == 0 and (root / "interim" / "look1.json").read_bytes() == decided
