@@ -11,7 +11,7 @@ import shutil
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as hs
 from scipy import stats as sps
 
@@ -190,8 +190,24 @@ def campaigns(draw):
                                        "repetition", "block", "value"])
 
 
+def _frame(rows: list[tuple[str, str, int, float]]) -> pd.DataFrame:
+    return pd.DataFrame([{"model": m, "metric": METRIC, "environment": e, "unit": "x",
+                          "repetition": rep, "block": np.nan, "value": v}
+                         for m, e, rep, v in rows])
+
+
+# Found by the property test in a clean CI-like run (seeds 2 and 5), kept as fixed
+# examples: a subnormal reference value makes the ratio overflow, 100 x the relative
+# difference was printed '+inf'; an infinite MDE crashed the table's number format.
+SUBNORMAL_RATIO = _frame([("m1", "native", 3, 2.225074e-317), ("m1", "docker", 3, 1e-9)])
+INFINITE_MDE = _frame([("m0", "native", 5, 0.0), ("m0", "native", 6, 1.404185e-309),
+                       ("m0", "native-aa", 5, 0.0), ("m0", "native-aa", 6, 4.465020e-04)])
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(runs=campaigns(), signflip=hs.booleans())
+@example(runs=SUBNORMAL_RATIO, signflip=False)
+@example(runs=INFINITE_MDE, signflip=False)
 def test_property_no_exception_and_invariants(runs, signflip):
     s = st.Settings("native", bootstrap_resamples=50, seed=1,
                     primary_test="signflip" if signflip else "paired_t")

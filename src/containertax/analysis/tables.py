@@ -35,7 +35,8 @@ def code(escaped: str) -> str:
 
 
 def num(value: Any, digits: int = 3) -> str:
-    """Significant digits, plain notation for ordinary magnitudes, '--' for missing."""
+    """Significant digits, plain notation for ordinary magnitudes, '--' for missing,
+    NOT_ESTIMABLE for infinite."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "--"
     if isinstance(value, bool):
@@ -45,6 +46,8 @@ def num(value: Any, digits: int = 3) -> str:
     v = float(value)
     if v == 0:
         return "0"
+    if math.isinf(v):  # e.g. an MDE no number of blocks bounds: not estimable, never 'inf'
+        return NOT_ESTIMABLE
     if abs(v) >= 1e5 or abs(v) < 1e-3:
         mant, exp = f"{v:.{digits - 1}e}".split("e")
         return f"${mant}\\times10^{{{int(exp)}}}$"
@@ -67,9 +70,14 @@ def pval(p: Any) -> str:
     return "$<0.001$" if p < 0.001 else f"{p:.3f}"
 
 
+PCT_CAP = 1e4  # 1,000,000 %: beyond it a ratio is printed as a bound, never as 'inf'
+
+
 def pct(v: Any) -> str:
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "--"
+    if abs(v) >= PCT_CAP:  # e.g. a subnormal reference value: 100 v overflows to inf
+        return "$>{+}10^{6}$" if v > 0 else "$<{-}10^{6}$"
     text = f"{100 * v:+.1f}"
     return "$0.0$" if text in ("+0.0", "-0.0") else f"${text}$"  # no signed zero
 
