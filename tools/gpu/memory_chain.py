@@ -21,7 +21,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "src"))
 
-from containertax.campaign.config import load_campaign, read_config_file  # noqa: E402
+from containertax.campaign.config import load_campaign  # noqa: E402
+from containertax.campaign.configfile import read_config_file  # noqa: E402
 from containertax.execution import environments, memorychain  # noqa: E402
 
 LIMIT = "4g"  # room for Python, torch and a CUDA context; far below the host's memory

@@ -9,6 +9,7 @@ sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 # Planning needs only the campaign layer (config, schedule, paths): no analysis stack.
 import containertax.core.packaged as ct_packaged
 from containertax.campaign import config as ct_config
+from containertax.campaign import configfile as ct_configfile
 from containertax.campaign import paths as R
 from containertax.campaign import schedule as ct_schedule
 from containertax.campaign import lanes as ct_lanes
@@ -25,7 +26,7 @@ CONFIG_SOURCE = CLI_CONFIGS[-1] if CLI_CONFIGS else "config/config.yaml"
 try:
     # the file read strictly, for what Snakemake's reader lets pass (keys given twice)
     if Path(CONFIG_SOURCE).is_file():
-        ct_config.read_config_file(Path(CONFIG_SOURCE))
+        ct_configfile.read_config_file(Path(CONFIG_SOURCE))
     CAMPAIGN = ct_config.load_campaign(config, str(CONFIG_SOURCE))
     ct_config.check_owner(CAMPAIGN)
 except (ct_config.ConfigError, ValueError) as exc:  # WorkloadError is a ValueError

@@ -200,7 +200,7 @@ def config_keys() -> set[str]:
     import yaml
 
     from containertax import workloads
-    from containertax.campaign.config import SCHEMA_PATH
+    from containertax.campaign.validation import SCHEMA_PATH
 
     keys: set[str] = set()
 

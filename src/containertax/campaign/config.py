@@ -1,7 +1,10 @@
-"""Campaign configuration: schema validation, semantic checks and a typed view.
+"""Campaign configuration: the typed view of a validated config (Campaign), what its hash
+covers, and load_campaign, which lays a config on its base, resolves its environments,
+validates it (campaign/validation.py) and checks its workloads.
 
 The Snakefile and the command line load configs through the same function, so an error
-reads the same everywhere: it names the file, the key and the fix.
+reads the same everywhere: it names the file, the key and the fix. Reading a file strictly
+and `base:` live in campaign/configfile.py.
 """
 
 from __future__ import annotations
@@ -10,25 +13,17 @@ import copy
 import csv
 import hashlib
 import json
-import re
 from dataclasses import dataclass, field
-from functools import cache
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from containertax import workloads
-from containertax.campaign import stopping
+from containertax.campaign.configerror import ConfigError  # config.ConfigError, as ever
+from containertax.campaign.configfile import merge, read_config_file, resolve_base
 from containertax.campaign.paths import CampaignPaths
-from containertax.core import packaged
-from containertax.core.errors import ContainertaxError
-
-SCHEMA_PATH = packaged.schema("config.schema.yaml")
-
-
-class ConfigError(ContainertaxError, ValueError):
-    """A config that cannot drive a campaign; the message says where and how to fix it."""
+from containertax.campaign.validation import schema, validate
 
 
 @dataclass(frozen=True)
@@ -187,14 +182,14 @@ def _deref(sub: dict[str, Any]) -> dict[str, Any]:
     ref = sub.get("$ref")
     if ref:
         for part in ref.removeprefix("#/").split("/"):
-            sub = _schema()[part] if part == "$defs" else sub[part]
+            sub = schema()[part] if part == "$defs" else sub[part]
     return sub
 
 
 def _without_new_defaults(raw: dict[str, Any]) -> dict[str, Any]:
     out = copy.deepcopy(raw)
     for path in HASH_NEUTRAL_DEFAULTS:
-        parent, sub = out, _schema()
+        parent, sub = out, schema()
         for key in path[:-1]:
             parent = parent.get(key, {}) if isinstance(parent, dict) else {}
             sub = _deref(sub["properties"][key])
@@ -218,350 +213,6 @@ def _without_new_defaults(raw: dict[str, Any]) -> dict[str, Any]:
                 out[f"{kind}.{key}"] = now  # at the end: the key's position cannot matter
             elif work.get(key) == before:
                 del work[key]
-    return out
-
-
-# libyaml where PyYAML was built with it (ten times faster on the schema)
-YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-@cache
-def _schema() -> dict[str, Any]:
-    return yaml.load(SCHEMA_PATH.read_text(), Loader=YAML_LOADER)  # noqa: S506 - a safe loader
-
-
-def _extend_with_default(validator_class: type) -> type:
-    """A validator that fills in schema defaults, as snakemake.utils.validate does."""
-    validate_properties = validator_class.VALIDATORS["properties"]
-
-    def set_defaults(validator, properties, instance, schema):  # type: ignore[no-untyped-def]
-        if isinstance(instance, dict):
-            for prop, sub in properties.items():
-                if "default" in sub and prop not in instance:
-                    instance[prop] = copy.deepcopy(sub["default"])
-        yield from validate_properties(validator, properties, instance, schema)
-
-    import jsonschema  # noqa: PLC0415 - a cell step reads an already validated config
-
-    return jsonschema.validators.extend(validator_class, {"properties": set_defaults})
-
-
-@cache
-def _validator_class() -> type:
-    import jsonschema  # noqa: PLC0415
-
-    return _extend_with_default(jsonschema.Draft202012Validator)
-
-
-def _key(path: Any) -> str:
-    parts = [f"[{p}]" if isinstance(p, int) else f".{p}" for p in path]
-    return "".join(parts).lstrip(".") or "(top level)"
-
-
-def validate_schema(data: dict[str, Any], source: str) -> dict[str, Any]:
-    """Validate against the JSON Schema and fill in defaults; returns a new dict."""
-    data = copy.deepcopy(data)
-    validator = _validator_class()(_schema())
-    errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
-    if errors:
-        lines = []
-        for err in errors:
-            hint = err.schema.get("description", "") if isinstance(err.schema, dict) else ""
-            fix = f" (the key: {hint})" if hint and err.absolute_path else ""
-            lines.append(f"  {source}: key '{_key(err.absolute_path)}': {err.message}.{fix}")
-        raise ConfigError(
-            f"{source} does not match workflow/schemas/config.schema.yaml; correct these "
-            f"keys (config/README.md documents each):\n" + "\n".join(lines)
-        )
-    return data
-
-
-def _kind_problems(data: dict[str, Any]) -> list[str]:
-    """Workload kinds the registry lacks (the schema takes any name: the registry is the
-    one list of kinds)."""
-    named = [("workload.kind", (data.get("workload") or {}).get("kind"))]
-    named += [(f"models[{i}].kind", m.get("kind")) for i, m in enumerate(data.get("models") or [])
-              if isinstance(m, dict)]
-    return [f"key '{key}': unknown workload kind {kind!r}; choose one of "
-            f"{sorted(workloads.KINDS)} (a new kind: a module in containertax/workloads/ and "
-            "its line in workloads.REGISTRY)." for key, kind in named
-            if kind is not None and kind not in workloads.REGISTRY]
-
-
-def _semantic_checks(data: dict[str, Any], source: str) -> None:
-    problems: list[str] = _kind_problems(data)
-    envs = data.get("environments", {})
-    for env_id, env in envs.items():
-        if env["kind"] in ("chroot", "docker") and not env.get("image"):
-            problems.append(
-                f"key 'environments.{env_id}.image' is missing: a {env['kind']} environment "
-                "needs the image it runs (name:tag or id)."
-            )
-        if env["kind"] != "docker" and env.get("options"):
-            problems.append(
-                f"key 'environments.{env_id}.options' is only for kind docker; "
-                f"remove it or set kind: docker."
-            )
-        if env["kind"] != "chroot" and env.get("gpu"):
-            problems.append(
-                f"key 'environments.{env_id}.gpu' is only for kind chroot (native sees the "
-                "GPU; docker: options.nvidia_devices and options.nvidia_libraries, or "
-                "options.gpus with the NVIDIA Container Toolkit)."
-            )
-        for j, spec in enumerate(env.get("mounts") or []):
-            parts = str(spec).split(":")
-            target = parts[1] if len(parts) in (2, 3) else ""
-            if (len(parts) not in (2, 3) or not parts[0] or not target.startswith("/")
-                    or ".." in Path(target).parts
-                    or (len(parts) == 3 and parts[2] not in ("ro", "rw"))):
-                problems.append(
-                    f"key 'environments.{env_id}.mounts[{j}]': '{spec}' is not "
-                    "HOST:TARGET[:ro|rw] with an absolute TARGET free of '..' (e.g. "
-                    "/models:/models:ro).")
-        if env["kind"] == "native" and env.get("mounts"):
-            problems.append(
-                f"key 'environments.{env_id}.mounts': a native environment sees the host "
-                "filesystem; remove mounts."
-            )
-    ids = [m["id"] for m in data.get("models", [])]
-    dupes = sorted({i for i in ids if ids.count(i) > 1})
-    if dupes:
-        problems.append(f"key 'models': duplicate id(s) {dupes}; every model id must be unique.")
-    ref = data.get("reference_environment")
-    if ref is not None and envs and ref not in envs:
-        problems.append(
-            f"key 'reference_environment': '{ref}' is not an environment; "
-            f"choose one of {sorted(envs)}."
-        )
-    if data["thermal"]["sensor"] != "none" and data["thermal"]["timeout_s"] < data["thermal"][
-        "poll_s"
-    ]:
-        problems.append("key 'thermal.timeout_s' must be at least 'thermal.poll_s'.")
-    problems += _lanes_problems(data)
-    adaptive = data["thermal"]["adaptive"]
-    if adaptive["min_s"] > adaptive["max_s"]:
-        problems.append("key 'thermal.adaptive.min_s' must not exceed 'thermal.adaptive.max_s' "
-                        f"({adaptive['min_s']} > {adaptive['max_s']}).")
-    problems += _results_dir_problems(data)
-    problems += _metric_problems(data.get("analysis", {}))
-    problems += _import_study_problems(data.get("analysis", {}))
-    problems += stopping.problems(data)
-    if problems:
-        raise ConfigError(f"{source}:\n" + "\n".join(f"  {p}" for p in problems))
-
-
-BIBLIOGRAPHY = packaged.paper_dir() / "references.bib"
-
-
-def _import_study_problems(analysis: dict[str, Any]) -> list[str]:
-    """analysis.import_study describes an imported table, so it needs one; its citation
-    must be an entry of the paper's bibliography, else the PDF would print '(?)'."""
-    study = analysis.get("import_study")
-    if study is None:
-        return []
-    if "import_csv" not in analysis:
-        return ["key 'analysis.import_study' describes an imported study: set "
-                "analysis.import_csv too, or remove it."]
-    key = study.get("citation")
-    if key and BIBLIOGRAPHY.exists() and not re.search(
-            rf"@\w+\s*{{\s*{re.escape(key)}\s*,", BIBLIOGRAPHY.read_text()):
-        return [f"key 'analysis.import_study.citation': '{key}' is not an entry of "
-                f"{BIBLIOGRAPHY.name} (paper/); add the study's BibTeX entry there, or "
-                "leave citation out."]
-    return []
-
-
-def _lanes_problems(data: dict[str, Any]) -> list[str]:
-    """Semantic problems of the `lanes` key (the schema checks the shapes; campaign.lanes
-    reads the checked lanes)."""
-    problems: list[str] = []
-    configured = data.get("lanes") or []
-    ids = [str(lane.get("id")) for lane in configured]
-    dupes = sorted({i for i in ids if ids.count(i) > 1})
-    if dupes:
-        problems.append(f"key 'lanes': duplicate id(s) {dupes}; every lane id must be unique.")
-    places = [(lane.get("host"), str(lane.get("gpu"))) for lane in configured]
-    twice = sorted({f"{h or 'this host'}:{g}" for h, g in places if places.count((h, g)) > 1})
-    if twice:
-        problems.append(f"key 'lanes': GPU(s) {twice} named by more than one lane; two lanes on "
-                        "one GPU would measure each other's load. Give each lane its own GPU.")
-    reps = data.get("repetitions", 0)
-    if configured and reps < len(configured):
-        problems.append(f"key 'lanes': {len(configured)} lanes but only {reps} repetitions; "
-                        "a lane runs whole repetitions, so give at least one per lane.")
-    return problems
-
-
-def _results_dir_problems(data: dict[str, Any]) -> list[str]:
-    """results_dir stays inside the working directory (the checkout), unless the config
-    opts into an absolute folder with results_dir_absolute: true."""
-    text = str(data.get("results_dir", "results"))
-    path = Path(text)
-    if path.is_absolute():
-        if data.get("results_dir_absolute"):
-            return []
-        return [f"key 'results_dir': '{text}' is absolute; give a folder inside the working "
-                "directory (e.g. results), or set results_dir_absolute: true to put results "
-                "there on purpose."]
-    if ".." in path.parts or not path.parts:
-        return [f"key 'results_dir': '{text}' leaves the working directory; give a folder "
-                "inside it (e.g. results)."]
-    return []
-
-
-def _metric_problems(analysis: dict[str, Any]) -> list[str]:
-    """Metrics and the headline metric must be known: an unknown one silently analysed
-    nothing (a paper of '0 primary tests') or was replaced by another."""
-    from containertax.workloads import metric_registry as registry
-
-    known = registry.registry(analysis.get("define_metrics"))
-    problems = []
-    unknown = [m for m in analysis.get("metrics") or [] if m not in known]
-    if unknown:
-        problems.append(f"key 'analysis.metrics': unknown metric(s) {unknown}; choose from "
-                        f"{sorted(known)} or define them under analysis.define_metrics.")
-    head = analysis.get("headline_metric")
-    chosen = analysis.get("metrics") or sorted(known)
-    if head is not None and head not in chosen:
-        problems.append(f"key 'analysis.headline_metric': '{head}' is not "
-                        + ("one of analysis.metrics " if analysis.get("metrics") else
-                           "a known metric ") + f"{sorted(chosen)}; choose one of them.")
-    return problems
-
-
-def merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
-    """`over` laid on `base`: mappings merge key by key, null removes a key, anything else
-    (lists included) replaces."""
-    out = copy.deepcopy(base)
-    for key, value in over.items():
-        if value is None:
-            out.pop(key, None)
-        elif isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = merge(out[key], value)
-        else:
-            out[key] = copy.deepcopy(value)
-    return out
-
-
-MAX_NODES = 100_000  # the demo config has ~100; an alias bomb expands to billions
-
-
-class _StrictLoader(yaml.SafeLoader):
-    """YAML as a config needs it: a key given twice is an error (PyYAML keeps the last one
-    silently), and a document whose aliases expand beyond MAX_NODES values (a 'billion
-    laughs') is refused before anything copies it."""
-
-    def get_single_node(self) -> Any:
-        node = super().get_single_node()
-        sizes: dict[int, int] = {}
-
-        def expanded(n: Any) -> int:
-            if id(n) not in sizes:
-                sizes[id(n)] = 1  # a cycle counts once
-                if isinstance(n, yaml.SequenceNode):
-                    sizes[id(n)] += sum(expanded(c) for c in n.value)
-                elif isinstance(n, yaml.MappingNode):
-                    sizes[id(n)] += sum(expanded(k) + expanded(v) for k, v in n.value)
-                sizes[id(n)] = min(sizes[id(n)], MAX_NODES + 1)
-            return sizes[id(n)]
-
-        if node is not None and expanded(node) > MAX_NODES:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"its aliases (*name) expand to more than {MAX_NODES} values; "
-                "write the values out instead", node.start_mark)
-        return node
-
-    def construct_mapping(self, node: Any, deep: bool = False) -> dict[Any, Any]:
-        seen: dict[Any, Any] = {}
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=deep)
-            if key in seen:
-                raise yaml.constructor.ConstructorError(
-                    "in a mapping", node.start_mark,
-                    f"key '{key}' is given twice (first on line {seen[key].line + 1}); "
-                    "keep one", key_node.start_mark)
-            seen[key] = key_node.start_mark
-        return super().construct_mapping(node, deep=deep)
-
-
-def _yaml_problem(exc: yaml.YAMLError) -> str:
-    """'line L, column C: what is wrong', from PyYAML's marked errors."""
-    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
-    what = " ".join(str(x) for x in (getattr(exc, "context", None),
-                                     getattr(exc, "problem", None)) if x) or str(exc)
-    if "\t" in what or "tab" in what:
-        what += " (YAML indents with spaces, never tabs)"
-    return where + what
-
-
-def _read_yaml(path: Path, named_by: str) -> dict[str, Any]:
-    """A config file's mapping, or a ConfigError naming the file (and who named it)."""
-    via = "" if named_by == str(path) else f" (named by {named_by})"
-    if path.is_dir():
-        raise ConfigError(f"{path}{via} is a folder, not a config file; name a .yaml file.")
-    try:
-        with path.open() as fh:
-            data = yaml.load(fh, Loader=_StrictLoader)  # noqa: S506 (a SafeLoader)
-    except FileNotFoundError:
-        raise ConfigError(f"{named_by}: no such config file {path}.") from None
-    except UnicodeDecodeError:
-        raise ConfigError(f"{path}{via} is not a text file; name a .yaml config.") from None
-    except OSError as exc:
-        raise ConfigError(f"{path}{via} cannot be read: {exc.strerror}.") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}{via}: not valid YAML: {_yaml_problem(exc)}.") from None
-    except RecursionError:
-        raise ConfigError(f"{path}{via}: nested too deeply to be a config.") from None
-    if not isinstance(data, dict) or not data:
-        what = "empty" if data is None or data == {} else f"a {type(data).__name__}"
-        raise ConfigError(
-            f"{path}{via} is {what}, not a mapping of keys: a config starts with e.g. "
-            "'campaign: NAME' (config/README.md documents each key).")
-    return data
-
-
-def resolve_base(data: dict[str, Any], source: str, chain: tuple[str, ...] = ()) -> dict[str, Any]:
-    """A config with `base: FILE` is that file (itself resolved) with this one laid on it;
-    `models` may then list ids of the base's models to run a subset of them."""
-    if "base" not in data:
-        return data
-    if not isinstance(data["base"], str) or not data["base"]:
-        raise ConfigError(f"{source}: key 'base' must be the path of a config file (relative "
-                          f"to {source}), got {data['base']!r}.")
-    path = (Path(source).parent / str(data["base"])).resolve()
-    if str(path) in chain:
-        raise ConfigError(f"{source}: key 'base': {path} inherits from itself "
-                          f"({' -> '.join(chain)}).")
-    named = f"{source}: key 'base'"
-    raw_base = _read_yaml(path, named)
-    stray = sorted(str(k) for k in raw_base if k not in _schema()["properties"] and k != "base")
-    if stray:
-        raise ConfigError(f"{named}: {path} is not a campaign config (unknown top-level "
-                          f"key(s) {stray}); name a config file such as config/config.yaml.")
-    base = resolve_base(raw_base, str(path), (*chain, str(path)))
-    over = {k: v for k, v in data.items() if k != "base"}
-    models = over.pop("models", None)
-    merged = merge(base, over)
-    if models is not None:
-        merged["models"] = _select_models(models, base.get("models", []), source, path)
-    merged["based_on"] = [str(data["base"]), *base.get("based_on", [])]
-    return merged
-
-
-def _select_models(models: list[Any], base_models: list[Any], source: str,
-                   base_path: Path) -> list[Any]:
-    by_id = {m.get("id"): m for m in base_models if isinstance(m, dict)}
-    out = []
-    for i, m in enumerate(models):
-        if isinstance(m, str):
-            if m not in by_id:
-                raise ConfigError(
-                    f"{source}: key 'models[{i}]': '{m}' is not a model of {base_path}; "
-                    f"choose from {sorted(by_id)} or give the model's mapping.")
-            out.append(copy.deepcopy(by_id[m]))
-        else:
-            out.append(m)
     return out
 
 
@@ -624,27 +275,6 @@ def resolve_replicas(envs: dict[str, Any], source: str) -> dict[str, Any]:
     return out
 
 
-def _check_metric_names(data: dict[str, Any], source: str) -> None:
-    """Metric names in the analysis section must be known: a misspelt name would silently
-    analyse nothing."""
-    from containertax.workloads.metric_registry import registry
-
-    analysis = data.get("analysis", {})
-    known = registry(analysis.get("define_metrics"))
-    problems = []
-    for key in ("metrics", "primary_metrics"):
-        for i, name in enumerate(analysis.get(key) or []):
-            if name not in known:
-                problems.append(f"key 'analysis.{key}[{i}]': '{name}' is not a known metric; "
-                                "correct the name or define it under analysis.define_metrics.")
-    head = analysis.get("headline_metric")
-    if head is not None and head not in known:
-        problems.append(f"key 'analysis.headline_metric': '{head}' is not a known metric; "
-                        "correct the name or define it under analysis.define_metrics.")
-    if problems:
-        raise ConfigError(f"{source}:\n" + "\n".join(f"  {p}" for p in problems))
-
-
 def load_campaign(data: dict[str, Any], source: str = "<config>",
                   workdir: Path = Path(".")) -> Campaign:
     """Validate a config mapping (already parsed) and return the campaign it describes,
@@ -666,9 +296,7 @@ def load_campaign(data: dict[str, Any], source: str = "<config>",
         data["environments"] = resolve_replicas(
             resolve_extends(resolve_derived(data["environments"], source, workdir), source),
             source)
-    data = validate_schema(data, source)
-    _semantic_checks(data, source)
-    _check_metric_names(data, source)
+    data = validate(data, source)
     campaign = campaign_of(data, source, workdir)
     if not campaign.is_import:
         _workload_checks(campaign)
@@ -714,16 +342,11 @@ def _workload_checks(campaign: Campaign) -> None:
         raise ConfigError("\n".join(problems))
 
 
-def read_config_file(path: Path) -> dict[str, Any]:
-    """A config file read strictly (keys given twice, alias bombs, tabs: errors with line)."""
-    return _read_yaml(Path(path), str(path))
-
-
 def load_file(path: str | Path, workdir: Path = Path(".")) -> Campaign:
     path = Path(path)
     if not path.exists():
         raise ConfigError(f"{path}: no such config file.")
-    campaign = load_campaign(_read_yaml(path, str(path)), str(path), workdir)
+    campaign = load_campaign(read_config_file(path), str(path), workdir)
     check_owner(campaign)
     return campaign
 
@@ -801,8 +424,7 @@ def resolve_derived(envs: dict[str, Any], source: str, workdir: Path = Path(".")
             raise ConfigError(f"{key}.derived_from': {config_file} does not exist; name the "
                               "deriving campaign's config relative to this file (e.g. "
                               "phase-2b.yaml).")
-        deriving = load_campaign(_read_yaml(config_file, str(config_file)), str(config_file),
-                                 workdir)
+        deriving = load_campaign(read_config_file(config_file), str(config_file), workdir)
         file = derived_options(deriving.root, env_id)
         own = {k: v for k, v in spec.items() if k != "derived_from"}
         source_info: dict[str, Any] = {"kind": "derived", "campaign": deriving.name,
