@@ -32,6 +32,10 @@ class Problem:
     message: str
 
 
+# LaTeX's request for another pass (paper.build honours it; what remains is a problem)
+RERUN = re.compile(r"Label\(s\) may have changed|Rerun to get")
+
+
 def check_log(log: str, overfull_pt: float = OVERFULL_PT) -> list[Problem]:
     out = []
     for kind, pattern in (("undefined-reference", r"Reference `([^']+)' on page (\d+) undefined"),
@@ -40,7 +44,7 @@ def check_log(log: str, overfull_pt: float = OVERFULL_PT) -> list[Problem]:
             out.append(Problem(kind, f"page {page}", f"{key} is undefined"))
     if "There were undefined references" in log and not out:
         out.append(Problem("undefined-reference", "log", "LaTeX reports undefined references"))
-    if re.search(r"Label\(s\) may have changed|Rerun to get", log):
+    if RERUN.search(log):
         out.append(Problem("rerun", "log", "LaTeX asks for another run (cross-references "
                                            "unresolved)"))
     for m in re.finditer(
