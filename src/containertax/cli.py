@@ -494,8 +494,7 @@ def _check(path: str, directory: str | None = None) -> int:
           f"{campaign.repetitions} repetitions), results in {campaign.root}")
     if campaign.raw.get("stopping"):
         print(stopping.summary(campaign.raw, len(cells)))
-    now = {e.id: e.spec["options_source"]["sha256"] for e in campaign.environments
-           if (e.spec.get("options_source") or {}).get("sha256")}
+    now = campaign.derived_options_sha256()
     if now:
         from containertax.campaign import integrity
 

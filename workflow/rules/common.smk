@@ -196,11 +196,7 @@ def cell_files(template):
 # docker_optimised of 2C and 2D): they measured another variant, so when jobs run they are
 # moved aside (raw/.superseded/<when>/, never deleted) and their cells measured again; a
 # dry run names them (campaign/integrity.py).
-_OPTIONS_NOW = {
-    e.id: e.spec["options_source"]["sha256"]
-    for e in CAMPAIGN.environments
-    if (e.spec.get("options_source") or {}).get("sha256")
-}
+_OPTIONS_NOW = CAMPAIGN.derived_options_sha256()
 if _OPTIONS_NOW:
     _SUPERSEDED = ct_integrity.superseded_records(
         [raw for raw in cell_files(R.RAW) if Path(raw).exists()], _OPTIONS_NOW

@@ -110,6 +110,12 @@ class Campaign:
     def model(self, model_id: str) -> Model:
         return next(m for m in self.models if m.id == model_id)
 
+    def derived_options_sha256(self) -> dict[str, str]:
+        """Environment -> sha256 of the derived options file it now takes (derived and
+        written only): what a record's provenance.options_source must name to be current."""
+        return {e.id: e.spec["options_source"]["sha256"] for e in self.environments
+                if (e.spec.get("options_source") or {}).get("sha256")}
+
     def analysis_models(self) -> list[str]:
         """Models of the analysis, known when the workflow is planned: the config's, or
         those of an imported table (read with the standard library: planning imports no

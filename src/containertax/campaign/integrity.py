@@ -121,8 +121,7 @@ def damaged_message(paths: CampaignPaths, damaged: list[Damaged]) -> str:
     for d in damaged:
         cell = f"{d.path.parent.parent.name}/{d.path.parent.name}/{d.path.stem}"
         lines.append(f"  {d.path} (cell {cell}): {d.why}")
-        stem = d.path.name.removesuffix(".json")
-        files = sorted(d.path.parent.glob(f"{stem}.*"))
+        files = _record_files(d.path)
         target = aside / d.path.parent.relative_to(paths.raw_dir)
         commands.append(f"  mkdir -p {shlex.quote(str(target))} && mv "
                         + " ".join(shlex.quote(str(f)) for f in files)

@@ -36,15 +36,21 @@ class Rule:
     margin: float = 0.05
 
     @classmethod
+    def from_config(cls, data: dict[str, Any]) -> Rule:
+        """The rule of a config with `stopping:` (its looks from `looks`; alpha and margin
+        the analysis', schema defaults where a config not yet validated leaves them out)."""
+        at = looks(data)
+        analysis = data.get("analysis", {})
+        return cls(min_blocks=at[0], max_blocks=at[-1],
+                   every=at[1] - at[0] if len(at) > 1 else 1,
+                   spending=str(data["stopping"].get("spending", "obrien-fleming")),
+                   alpha=float(analysis.get("alpha", 0.05)),
+                   margin=float(analysis.get("equivalence_margin", 0.05)))
+
+    @classmethod
     def from_campaign(cls, campaign: Any) -> Rule:
-        """The campaign's rule (its looks from `looks`)."""
-        at = looks(campaign.raw)
-        every = at[1] - at[0] if len(at) > 1 else 1
-        return cls(min_blocks=at[0], max_blocks=at[-1], every=every,
-                   spending=str(campaign.raw["stopping"].get("spending",
-                                                             "obrien-fleming")),
-                   alpha=float(campaign.analysis["alpha"]),
-                   margin=float(campaign.analysis["equivalence_margin"]))
+        """The campaign's rule."""
+        return cls.from_config(campaign.raw)
 
     def looks(self) -> list[int]:
         """Blocks at each look: min_blocks, then every `every`, and max_blocks last."""
@@ -245,18 +251,12 @@ def plan(data: dict[str, Any], comparisons: int, sds: tuple[float, ...] = PLAN_S
             f"{data['repetitions']} repetitions leave no look before the last (the exact "
             f"tests need {min_blocks_exact(float(data.get('analysis', {}).get('alpha', 0.05)))}"
             " blocks); no stopping rule can save runs")}
-    with_rule = {**data, "stopping": stop}
-    at = looks(with_rule)
-    rule = Rule(min_blocks=at[0], max_blocks=at[-1],
-                every=at[1] - at[0] if len(at) > 1 else 1,
-                spending=str(stop.get("spending", "obrien-fleming")),
-                alpha=float(data.get("analysis", {}).get("alpha", 0.05)),
-                margin=float(data.get("analysis", {}).get("equivalence_margin", 0.05)))
+    rule = Rule.from_config({**data, "stopping": stop})
     scenarios = []
     for sd in sds:
         for effect in (0.0, 2 * rule.margin):
             e = expected_blocks(rule, comparisons, sd, effect)
             scenarios.append({"sd": sd, "effect": effect, "expected_blocks": e["mean"],
                               "first_look": e["first_look"]})
-    return {"rule": {"spending": rule.spending, "looks": at, "from_config": own,
+    return {"rule": {"spending": rule.spending, "looks": rule.looks(), "from_config": own,
                      "stopping": stop}, "comparisons": comparisons, "scenarios": scenarios}

@@ -47,7 +47,6 @@ def main(argv=None):
                         "torch.cuda.mem_get_info() as TensorRT-LLM does")
     args = p.parse_args(argv)
     result = header("kvstandin", T_ENTER, 0.0, {"engine": "kvstandin"})
-    cuda = None
     if args.device == "cuda":
         try:
             import torch
@@ -62,9 +61,8 @@ def main(argv=None):
     seen = memory_view()
     if args.device == "cuda":
         free_dev, total_dev = torch.cuda.mem_get_info()
-        cuda = {"device": torch.cuda.get_device_name(0), "free_bytes": int(free_dev),
-                "total_bytes": int(total_dev), "torch": torch.__version__}
-        seen["cuda"] = cuda
+        seen["cuda"] = {"device": torch.cuda.get_device_name(0), "free_bytes": int(free_dev),
+                        "total_bytes": int(total_dev), "torch": torch.__version__}
         free, source = int(free_dev), "cuda_mem_get_info"
     else:
         free, source = free_bytes(seen)
