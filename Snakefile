@@ -1,62 +1,33 @@
-# Native vs container GPU inference: models x environments x repetitions, each cell behind
-# a thermal gate, in a counterbalanced order, with raw records that are never overwritten;
-# then quality checks, statistics, correction, figures, tables and the paper PDF.
+# Native vs container GPU inference, as a study or as one campaign.
+#   snakemake --cores 1                                    the DGX Spark study: phases 2A and
+#       2B, the Docker options 2B's analysis derives, then 2C and 2D, and the study paper
+#       (config/study-spark.yaml; workflow/study.smk)
+#   snakemake --cores 1 --configfile config/FILE.yaml      one campaign (workflow/campaign.smk),
+#       or the study a config with a top-level study: key declares
 from snakemake.utils import min_version
 
 min_version("9.17")
 
 
-configfile: "config/config.yaml"
+configfile: "config/study-spark.yaml"
 
 
-report: "workflow/report/workflow.rst"
+include: "workflow/rules/mode.smk"
 
 
-include: "workflow/rules/common.smk"
+if STUDY_MODE:
 
-
-if CAMPAIGN.is_import:
-
-    include: "workflow/rules/import.smk"
+    include: "workflow/study.smk"
 
 else:
 
-    include: "workflow/rules/preflight.smk"
-    include: "workflow/rules/cells.smk"
-    include: "workflow/rules/aggregate.smk"
+    include: "workflow/campaign.smk"
 
 
-STOPPING = bool(CAMPAIGN.raw.get("stopping")) and not CAMPAIGN.is_import
-if STOPPING:
-
-    include: "workflow/rules/sequential.smk"
-
-
-include: "workflow/rules/analysis.smk"
-
-
-rule resolved_config:
-    """The validated config every step reads: written before the DAG is built when jobs
-    run (workflow/rules/common.smk); this job stands for it in a plan of a fresh folder.
-    """
-    output:
-        RESOLVED,
-    log:
-        at(R.STEP_LOG, step="resolved_config"),
-    run:
-        ct_config.write_resolved(CAMPAIGN, Path(output[0]))
-
-
-rule all:
+rule default:
+    """What `snakemake --cores 1` makes: the study's paper (rule study), or the campaign's
+    cells and paper (rule all)."""
     default_target: True
     input:
-        [] if CAMPAIGN.is_import else [at(R.SCHEDULE), at(R.SYSTEM)],
-        sequential_targets if STOPPING else unfinished_cell_files(),
-        ANALYSIS_OUTPUTS,  # the paper and its parts: a missing one is rebuilt (analysis.smk)
-
-
-rule cells:
-    """Only the benchmark cells (on a machine without the analysis stack or TeX)."""
-    input:
-        [] if CAMPAIGN.is_import else [at(R.SCHEDULE), at(R.SYSTEM)],
-        sequential_targets if STOPPING else unfinished_cell_files(),
+        rules.study.input if STUDY_MODE else rules.all.input,
+    localrule: True

@@ -19,7 +19,8 @@ fi
 .venv/bin/python -m pip install -q -e '.[dev,slurm]'
 export CONTAINERTAX_REQUIRE_SLURM=1 CONTAINERTAX_REQUIRE_CHROMIUM=1
 .venv/bin/ruff check src tests benchmarks tools
-.venv/bin/snakefmt --check Snakefile workflow/rules workflow/study.smk
+.venv/bin/snakefmt --check Snakefile workflow
 .venv/bin/snakemake --lint --configfile config/demo.yaml
-.venv/bin/snakemake -s workflow/study.smk --lint --configfile config/study-h100.yaml
+.venv/bin/snakemake --lint                                   # the default study
+.venv/bin/snakemake --lint --configfile config/study-h100.yaml
 .venv/bin/python -m pytest -q "$@"

@@ -198,14 +198,45 @@ def test_spark_dry_run_shows_2c_and_2d_depending_on_2b_derived_options(tmp_path)
         into = (label[derive], label[f"campaign campaign: {name}"]) in edges
         assert into == (name in ("dgx-spark-2c", "dgx-spark")), name  # 2C, 2D only
     assert (label["campaign campaign: dgx-spark-2b"], label[derive]) in edges
-    # the campaign's own workflow: 2C's optimised cells wait for the file (missing input)
-    plain = subprocess.run(
+    # a phase run alone before 2B's analysis: check's message with the command that makes
+    # the derived file, never Snakemake's missing input (2C and config.yaml, which is 2D)
+    for alone in ("phase-2c.yaml", "config.yaml"):
+        plain = subprocess.run(
+            [sys.executable, "-m", "snakemake", "-n", "--snakefile", str(REPO / "Snakefile"),
+             "--directory", str(tmp_path), "--configfile", str(cfg / alone)],
+            capture_output=True, text=True, timeout=600)
+        said = plain.stdout + plain.stderr
+        assert plain.returncode != 0
+        assert "MissingInputException" not in said and "Missing input" not in said, said
+        assert "results/dgx-spark-2b/derived/docker_optimised.yaml) do not exist yet" in said
+        assert "--derive docker_optimised" in said and "snakemake --cores 1" in said
+
+
+def test_bare_snakemake_plans_the_whole_spark_study(tmp_path):
+    """`snakemake --cores 1` with no --configfile on a fresh checkout is the DGX Spark
+    study: each phase's cells, 2C and 2D after 2B's derived options, the study paper."""
+    copy_configs(tmp_path)
+    out = subprocess.run(
         [sys.executable, "-m", "snakemake", "-n", "--snakefile", str(REPO / "Snakefile"),
-         "--directory", str(tmp_path), "--configfile", str(cfg / "phase-2c.yaml")],
+         "--directory", str(tmp_path)], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    said = out.stdout + out.stderr
+    planned = dict(re.findall(r"campaign (\S+) \(config/phase-2\w\.yaml\): .* = (\d+) cells", said))
+    assert planned == {"dgx-spark-2a": "60", "dgx-spark-2b": "300", "dgx-spark-2c": "90",
+                       "dgx-spark": "900"}, said[-3000:]
+    waits = re.findall(r"campaign (\S+) .*after dgx-spark-2b's analysis derives", said)
+    assert waits == ["dgx-spark-2c", "dgx-spark"]
+    stats = dict(re.findall(r"^(campaign|derive_options|study_tables|study_pdf)\s+(\d+)$",
+                            said, re.M))
+    assert stats == {"campaign": "4", "derive_options": "1", "study_tables": "1",
+                     "study_pdf": "1"}, said[-3000:]
+    # the same Snakefile with --configfile runs one campaign (the demo plans its cells)
+    demo = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-n", "--snakefile", str(REPO / "Snakefile"),
+         "--directory", str(tmp_path), "--configfile", str(tmp_path / "config" / "demo.yaml")],
         capture_output=True, text=True, timeout=600)
-    assert plain.returncode != 0
-    assert "results/dgx-spark-2b/derived/docker_optimised.yaml" in plain.stdout + plain.stderr
-    assert "environment=docker_optimised" in plain.stdout + plain.stderr
+    assert demo.returncode == 0, demo.stderr[-3000:]
+    assert re.search(r"^run\s+32$", demo.stdout, re.M) and "study_pdf" not in demo.stdout
 
 
 def _settle(tmp_path: Path) -> None:

@@ -1,106 +1,17 @@
 # A study: several campaigns as one workflow and one paper (config `study:`, e.g.
 # config/study-h100.yaml, config/study-spark.yaml). Run from the checkout:
-#   snakemake -s workflow/study.smk --cores 2 --configfile config/study-h100.yaml
+#   snakemake --cores 1                                      the default, the DGX Spark study
+#   snakemake --cores 1 --configfile config/study-h100.yaml  another (the Snakefile runs a
+#       config with a top-level study: key as a study; -s workflow/study.smk does the same)
 # Each campaign runs its own workflow (the Snakefile, as a nested Snakemake: its cells when
 # the study says run_cells, and always its analysis up to stats/comparisons.csv); a
 # campaign whose environment takes options derived from another's analysis (phase 2B ->
 # docker_optimised of 2C and 2D) depends on the derived file, so it cannot run before the
 # file exists and runs again when its content changes (the file is rewritten only then).
 # The study then pools the declared family, corrects it as one, and builds one PDF.
-import re
-import shlex
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(workflow.basedir).parent / "src"))
-
-from containertax.campaign import paths as R
-from containertax.campaign import optimisation as ct_optimisation
-from containertax.core import packaged as ct_packaged
-from snakemake.exceptions import WorkflowError
-
-REPO = Path(workflow.basedir).parent
-CLI_CONFIGS = list(workflow.overwrite_configfiles or [])
-if not CLI_CONFIGS:
-    raise WorkflowError(
-        "workflow/study.smk needs a study config: --configfile config/study-h100.yaml"
-    )
-STUDY_SOURCE = str(CLI_CONFIGS[-1])
-try:
-    from containertax.analysis import study as ct_study
-
-    STUDY = ct_study.load(config, STUDY_SOURCE)
-except ValueError as exc:  # StudyError and ConfigError are ValueErrors
-    raise WorkflowError(str(exc)) from None
-
-OUT = STUDY.root
-CAMPAIGNS = {c.name: c for c in STUDY.campaigns}
-PY = shlex.quote(sys.executable)
-# the steps import this checkout's package, whichever one the interpreter has installed
-ENV = (
-    f"export PYTHONPATH={shlex.quote(str(REPO / 'src'))}${{PYTHONPATH:+:$PYTHONPATH}};"
-)
 
 
-def planning_only():
-    from snakemake.cli import get_argument_parser
-
-    args, _ = get_argument_parser().parse_known_args(sys.argv[1:])
-    return bool(args.dryrun or args.lint or args.dag or args.rulegraph or args.summary)
-
-
-# Options a campaign derives for another (phase 2B -> 2C, 2D): refreshed from the deriving
-# campaign's analysis before the DAG is built, and rewritten only when their content
-# changes, so that the campaigns using them rerun exactly then (mtime rerun triggers).
-DERIVED = {}  # derived file -> (deriving campaign's config, environment)
-for _c in STUDY.campaigns:
-    for _src in ct_study.derived_sources(_c.campaign):
-        DERIVED[_src["file"]] = (_src["config"], _src["environment"])
-if not planning_only():
-    for _file, (_cfg, _env) in DERIVED.items():
-        ct_optimisation.refresh_derived(Path(_cfg), _env)
-
-
-# editing the study's analysis code rebuilds its tables (mtime rerun triggers)
-STUDY_CODE = [
-    str(ct_packaged.package() / layer / f"{m}.py")
-    for layer, m in (
-        ("analysis", "study"),
-        ("analysis", "tables"),
-        ("analysis", "correction"),
-        ("workloads", "metric_registry"),
-    )
-]
-
-
-def study_path(template, **fill):
-    return str(OUT / (template.format(**fill) if fill else template))
-
-
-def derived_inputs(wildcards):
-    """The derived option files this campaign's environments take."""
-    return [
-        s["file"]
-        for s in ct_study.derived_sources(CAMPAIGNS[wildcards.campaign].campaign)
-    ]
-
-
-def deriving_campaign(wildcards):
-    """The summary of the campaign whose analysis derives this file (existence only: the
-    file's content, refreshed before the DAG is built, decides what reruns)."""
-    cfg, _ = DERIVED[wildcards.derived]
-    name = next(
-        c.name
-        for c in STUDY.campaigns
-        if Path(c.config).resolve() == Path(cfg).resolve()
-    )
-    return ancient(study_path(R.STUDY_CAMPAIGN, campaign=name))
-
-
-def raw_folders(wildcards):
-    """The campaign's raw record folders (a new record changes a folder's mtime)."""
-    raw = CAMPAIGNS[wildcards.campaign].campaign.root / "raw"
-    return sorted(str(p) for p in raw.glob("*/*") if p.is_dir()) if raw.is_dir() else []
+include: "rules/study_common.smk"
 
 
 wildcard_constraints:

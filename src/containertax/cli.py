@@ -10,7 +10,6 @@ import argparse
 import contextlib
 import json
 import logging
-import re
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -346,7 +345,7 @@ def _best_options_args(p: argparse.ArgumentParser) -> None:
 
 
 def _rehearse_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("config", help="the study's config file (e.g. config/config.yaml)")
+    p.add_argument("config", help="the campaign's config file (e.g. config/config.yaml)")
     p.add_argument("--requests", type=int, help="requests (repeats) per run; default per "
                    "workload: trtllm 32, transformers 2, matmul 3, microbench 10")
     p.add_argument("--snakemake", nargs=argparse.REMAINDER, default=[],
@@ -435,32 +434,17 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
 
-def _study_campaigns(path: Path) -> list[Path] | None:
-    """The campaign configs a study config names (relative to its folder), else None."""
-    import yaml
-
-    try:
-        text = path.read_text()
-        # only a file with a top-level study: key is parsed here (the campaign check reads
-        # every other file strictly, aliases and duplicate keys included)
-        data = yaml.safe_load(text) if re.search(r"^study:", text, re.M) else None
-    except (OSError, ValueError, yaml.YAMLError):  # not text, unreadable, not YAML
-        return None  # the campaign check says what is wrong with the file
-    if not isinstance(data, dict) or not isinstance(data.get("study"), dict):
-        return None
-    return [path.parent / str(c.get("config")) for c in data["study"].get("campaigns") or []
-            if isinstance(c, dict)]
-
-
 def _check(path: str, directory: str | None = None) -> int:
     """Everything about a config that can be known without running it, in seconds; the
     README's commands run this first, before Snakemake reads the file its own way. Its
     relative paths are resolved where Snakemake will resolve them (paths.project_root),
     wherever check itself runs."""
-    study = _study_campaigns(Path(path))
+    from containertax.campaign.configfile import study_campaigns
+
+    study = study_campaigns(Path(path))
     if study is not None:  # a study config: check each campaign it names
-        print(f"{path}: a study of {len(study)} campaigns (run it with snakemake -s "
-              f"workflow/study.smk --configfile {path}); checking each:")
+        print(f"{path}: a study of {len(study)} campaigns (run it with snakemake --cores 1 "
+              f"--configfile {path}); checking each:")
         return max([_check(str(c), directory) for c in study], default=0)
     workdir = paths.project_root(Path(path), Path(directory) if directory else None)
     if not workdir.is_dir():

@@ -20,15 +20,21 @@ from containertax.campaign import stopping as ct_stopping
 from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
 
-# With --configfile, the profile's replace-workflow-config makes that file the whole config.
-CLI_CONFIGS = list(workflow.overwrite_configfiles or [])
-CONFIG_SOURCE = CLI_CONFIGS[-1] if CLI_CONFIGS else "config/config.yaml"
+# A campaign is run with --configfile (workflow/rules/mode.smk); the profile's
+# replace-workflow-config makes that file the whole config.
+CONFIG_SOURCE = CLI_CONFIGS[-1]
 try:
     # the file read strictly, for what Snakemake's reader lets pass (keys given twice)
     if Path(CONFIG_SOURCE).is_file():
         ct_configfile.read_config_file(Path(CONFIG_SOURCE))
     CAMPAIGN = ct_config.load_campaign(config, str(CONFIG_SOURCE))
     ct_config.check_owner(CAMPAIGN)
+    # options another campaign's analysis derives and that do not exist yet (phase 2C/2D
+    # before 2B's analysis): check's message, with the command that makes them, rather than
+    # Snakemake's missing input
+    _UNDERIVED = ct_config.underived(CAMPAIGN)
+    if _UNDERIVED:
+        raise ct_config.ConfigError("\n".join(_UNDERIVED))
 except (ct_config.ConfigError, ValueError) as exc:  # WorkloadError is a ValueError
     raise WorkflowError(str(exc)) from None
 

@@ -462,8 +462,9 @@ def underived(campaign: Campaign) -> list[str]:
             problems.append(
                 f"{key}.derived_from': the options derived by campaign {src['campaign']} "
                 f"({src['file']}) do not exist yet; run its analysis and then "
-                f"`containertax best-options {src['config']} --derive {env.id}` (the study "
-                "workflow does both), or set declared_by_hand: true with the options.")
+                f"`containertax best-options {src['config']} --derive {env.id}`; the study "
+                "does both (`snakemake --cores 1` runs the DGX Spark study, 2A to 2D); or set "
+                "declared_by_hand: true with the options.")
         elif env.id == "docker_optimised" and not src:
             problems.append(
                 f"{key}': its options are neither derived (derived_from: phase-2b.yaml) nor "

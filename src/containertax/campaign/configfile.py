@@ -4,6 +4,7 @@ the file and the line) and laying configs on their base (`base: FILE`)."""
 from __future__ import annotations
 
 import copy
+import re
 from pathlib import Path
 from typing import Any
 
@@ -88,6 +89,22 @@ def _read_yaml(path: Path, named_by: str) -> dict[str, Any]:
             f"{path}{via} is {what}, not a mapping of keys: a config starts with e.g. "
             "'campaign: NAME' (config/README.md documents each key).")
     return data
+
+
+def study_campaigns(path: Path) -> list[Path] | None:
+    """The campaign configs a study config names (relative to its folder), or None when the
+    file is no study config (no top-level `study:` mapping). Only such a file is parsed here:
+    every other file is read strictly by the campaign's own reading, which says what is wrong.
+    `containertax check` and the Snakefile (a study or one campaign) decide by this."""
+    try:
+        text = Path(path).read_text()
+        data = yaml.safe_load(text) if re.search(r"^study:", text, re.M) else None
+    except (OSError, ValueError, yaml.YAMLError):  # not text, unreadable, not YAML
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("study"), dict):
+        return None
+    return [Path(path).parent / str(c.get("config"))
+            for c in data["study"].get("campaigns") or [] if isinstance(c, dict)]
 
 
 def read_config_file(path: Path) -> dict[str, Any]:

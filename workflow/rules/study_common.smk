@@ -1,0 +1,122 @@
+# A study's shared state: the study config, its campaigns, the derived options refreshed
+# before the DAG is built, and the rules' input functions (workflow/study.smk).
+import re
+import shlex
+import sys
+from pathlib import Path
+
+# the checkout (or the installed package's share/): the Snakefile's folder, which includes
+# this file, or workflow/'s parent when this file is run itself (-s workflow/study.smk)
+REPO = Path(workflow.basedir)
+if not (REPO / "Snakefile").is_file():
+    REPO = REPO.parent
+sys.path.insert(0, str(REPO / "src"))
+
+from containertax.campaign import paths as R
+from containertax.campaign import optimisation as ct_optimisation
+from containertax.core import packaged as ct_packaged
+from snakemake.exceptions import WorkflowError
+
+CLI_CONFIGS = list(workflow.overwrite_configfiles or [])
+if not CLI_CONFIGS and not config.get("study"):
+    raise WorkflowError(
+        "workflow/study.smk needs a study config: --configfile config/study-h100.yaml"
+    )
+# without --configfile: the Snakefile's default study
+STUDY_SOURCE = str(CLI_CONFIGS[-1]) if CLI_CONFIGS else "config/study-spark.yaml"
+try:
+    from containertax.analysis import study as ct_study
+
+    STUDY = ct_study.load(config, STUDY_SOURCE)
+except ValueError as exc:  # StudyError and ConfigError are ValueErrors
+    raise WorkflowError(str(exc)) from None
+
+OUT = STUDY.root
+CAMPAIGNS = {c.name: c for c in STUDY.campaigns}
+PY = shlex.quote(sys.executable)
+# the steps import this checkout's package, whichever one the interpreter has installed
+ENV = (
+    f"export PYTHONPATH={shlex.quote(str(REPO / 'src'))}${{PYTHONPATH:+:$PYTHONPATH}};"
+)
+
+
+def planning_only():
+    from snakemake.cli import get_argument_parser
+
+    args, _ = get_argument_parser().parse_known_args(sys.argv[1:])
+    return bool(args.dryrun or args.lint or args.dag or args.rulegraph or args.summary)
+
+
+# Options a campaign derives for another (phase 2B -> 2C, 2D): refreshed from the deriving
+# campaign's analysis before the DAG is built, and rewritten only when their content
+# changes, so that the campaigns using them rerun exactly then (mtime rerun triggers).
+DERIVED = {}  # derived file -> (deriving campaign's config, environment)
+for _c in STUDY.campaigns:
+    for _src in ct_study.derived_sources(_c.campaign):
+        DERIVED[_src["file"]] = (_src["config"], _src["environment"])
+if not planning_only():
+    for _file, (_cfg, _env) in DERIVED.items():
+        ct_optimisation.refresh_derived(Path(_cfg), _env)
+else:
+    # a plan shows each campaign's own cells, which its nested workflow runs: the study's
+    # jobs below are one per campaign
+    from containertax.campaign import schedule as ct_schedule
+
+    for _c in STUDY.campaigns:
+        _cc = _c.campaign
+        _what = (
+            f"{len(_cc.models)} model(s) x {len(_cc.environments)} environment(s) x "
+            f"{_cc.repetitions} repetitions = {len(ct_schedule.plan(_cc))} cells"
+            if STUDY.run_cells and not _cc.is_import
+            else "its analysis only"
+        )
+        _after = "".join(
+            f", after {s['campaign']}'s analysis derives {s['environment']}'s options"
+            for s in ct_study.derived_sources(_cc)
+        )
+        print(
+            f"study {STUDY.name}: campaign {_c.name} ({_c.config}): {_what}{_after}",
+            file=sys.stderr,
+        )
+
+
+# editing the study's analysis code rebuilds its tables (mtime rerun triggers)
+STUDY_CODE = [
+    str(ct_packaged.package() / layer / f"{m}.py")
+    for layer, m in (
+        ("analysis", "study"),
+        ("analysis", "tables"),
+        ("analysis", "correction"),
+        ("workloads", "metric_registry"),
+    )
+]
+
+
+def study_path(template, **fill):
+    return str(OUT / (template.format(**fill) if fill else template))
+
+
+def derived_inputs(wildcards):
+    """The derived option files this campaign's environments take."""
+    return [
+        s["file"]
+        for s in ct_study.derived_sources(CAMPAIGNS[wildcards.campaign].campaign)
+    ]
+
+
+def deriving_campaign(wildcards):
+    """The summary of the campaign whose analysis derives this file (existence only: the
+    file's content, refreshed before the DAG is built, decides what reruns)."""
+    cfg, _ = DERIVED[wildcards.derived]
+    name = next(
+        c.name
+        for c in STUDY.campaigns
+        if Path(c.config).resolve() == Path(cfg).resolve()
+    )
+    return ancient(study_path(R.STUDY_CAMPAIGN, campaign=name))
+
+
+def raw_folders(wildcards):
+    """The campaign's raw record folders (a new record changes a folder's mtime)."""
+    raw = CAMPAIGNS[wildcards.campaign].campaign.root / "raw"
+    return sorted(str(p) for p in raw.glob("*/*") if p.is_dir()) if raw.is_dir() else []
