@@ -35,13 +35,14 @@ from typing import Any
 import numpy as np
 
 # the rule itself is part of the design (campaign/stopping.py); here it meets the records
-from containertax.campaign.stopping import Rule, look_stats
+from containertax.campaign.stopping import SHAPE_LEVEL, Rule, look_stats, shape
 
 # --- the interim state of a campaign ------------------------------------------------
 
 
 INTERIM_COLUMNS = ["model", "look", "blocks", "alpha_look", "metric", "environment",
-                   "against", "estimate", "adj_low", "adj_high", "p", "answer", "decision"]
+                   "against", "estimate", "adj_low", "adj_high", "p", "answer", "decision",
+                   "alpha_tost", "alpha_spent", "boundaries", "margin", "t", "shape", "why"]
 
 
 def _pairs(campaign: Any) -> list[tuple[str, str]]:
@@ -70,35 +71,67 @@ def log_ratios(runs: Any, model: str, metric: str, env: str, against: str) -> np
 def decide(runs: Any, campaign: Any, primary: dict[str, list[str]]) -> list[dict[str, Any]]:
     """Every look reached by each model in a table of runs (runs.csv's columns): one row
     per model, look and primary comparison. A model's decision at a look is 'stop' when
-    every comparison has its answer, 'max' at max_blocks, 'continue' otherwise; looks
-    after a stop are not made (its later blocks, if any ran, are not looked at)."""
+    every comparison has its answer and its blocks pass the shape check, 'max' at
+    max_blocks, 'continue' otherwise (with `why`: the comparisons still open or the shape
+    check that failed); looks after a stop are not made (its later blocks, if any ran,
+    are not looked at). An A/A replica is decided within its own band (the resolution)."""
     rule = rule_of(campaign)
+    replicas = set(campaign.replicas)
     rows: list[dict[str, Any]] = []
+    two_sided, one_sided = rule.levels()
+    spent = rule.spent()
     for model in [m.id for m in campaign.models]:
         comps = [(m, e, a) for m in primary.get(model, []) for e, a in _pairs(campaign)]
         ratios = {c: log_ratios(runs, model, *c) for c in comps}
-        for k, (n, a) in enumerate(zip(rule.looks(), rule.spent(), strict=True), 1):
+        for k, n in enumerate(rule.looks(), 1):
             if not comps or min(len(r) for r in ratios.values()) < n:
                 break  # this look is not reached yet
+            a, a1 = float(two_sided[k - 1]), float(one_sided[k - 1])
             look = []
             for (metric, env, against), d in ratios.items():
                 x = d[:n]
+                margin = rule.margin_of(env in replicas)
                 s = look_stats(np.array([x.mean()]), np.array([x.std(ddof=1)]), n, a,
-                               rule.margin)
+                               margin, a1)
                 answer = ("difference" if s["difference"][0] else
                           "equivalence" if s["equivalence"][0] else "none")
+                form = shape(x[None, :]) if rule.shape_check else None
                 look.append({"model": model, "look": k, "blocks": n, "alpha_look": a,
                              "metric": metric, "environment": env, "against": against,
                              "estimate": math.expm1(x.mean()),
                              "adj_low": math.expm1(s["low"][0]),
                              "adj_high": math.expm1(s["high"][0]),
-                             "p": float(s["p"][0]), "answer": answer})
-            done = all(r["answer"] != "none" for r in look)
-            decision = "stop" if done else "max" if n >= rule.max_blocks else "continue"
-            rows += [{**r, "decision": decision} for r in look]
+                             "p": float(s["p"][0]), "answer": answer,
+                             "alpha_tost": a1, "alpha_spent": float(spent[k - 1]),
+                             "boundaries": rule.boundaries, "margin": margin,
+                             "t": float(s["t"][0]),
+                             "shape": str(form["reason"][0]) if form else "not checked",
+                             "skewness": float(form["skewness"][0]) if form else None,
+                             "skew_limit": float(form["skew_limit"]) if form else None,
+                             "outlier": float(form["outlier"][0]) if form else None,
+                             "outlier_limit": float(form["outlier_limit"]) if form else None})
+            answered = all(r["answer"] != "none" for r in look)
+            odd = [r for r in look if r["shape"] not in ("", "not checked")]
+            decision = ("stop" if answered and not odd else
+                        "max" if n >= rule.max_blocks else "continue")
+            why = "; ".join(
+                [f"{r['environment']}/{r['against']} {r['metric']}: no answer yet"
+                 for r in look if r["answer"] == "none"]
+                + [f"{r['environment']}/{r['against']} {r['metric']}: shape check failed "
+                   f"({_shape_words(r)})" for r in odd])
+            rows += [{**r, "decision": decision, "why": why} for r in look]
             if decision != "continue":
                 break
     return rows
+
+
+def _shape_words(r: dict[str, Any]) -> str:
+    if r["shape"] == "skew":
+        return (f"skewness {r['skewness']:+.2f} beyond +-{r['skew_limit']:.2f}, which "
+                f"normal blocks exceed with probability {SHAPE_LEVEL:g}")
+    return (f"a block {r['outlier']:.1f} SDs of the others from their mean, beyond "
+            f"{r['outlier_limit']:.1f}, which normal blocks exceed with probability "
+            f"{SHAPE_LEVEL:g}")
 
 
 def rule_of(campaign: Any) -> Rule:
@@ -168,10 +201,17 @@ def interim_state(campaign: Any, runs: Any, look: int) -> dict[str, Any]:
         models[m.id] = {"decision": last["decision"] if last else "continue",
                         "looks_made": int(last["look"]) if last else 0,
                         "blocks_run": int(last["blocks"]) if last else 0,
-                        "blocks_possible": looks[-1], "blocks_allowed": allowed[m.id]}
+                        "blocks_possible": looks[-1], "blocks_allowed": allowed[m.id],
+                        "why": last["why"] if last else "look not made"}
+    rule = rule_of(campaign)
+    two_sided, one_sided = rule.levels()
     return {"look": look, "blocks": looks[look - 1], "looks": looks,
-            "rule": {"spending": rule_of(campaign).spending,
-                     "alpha": rule_of(campaign).alpha, "margin": rule_of(campaign).margin},
+            "rule": {"spending": rule.spending,
+                     "alpha": rule.alpha, "margin": rule.margin,
+                     "boundaries": rule.boundaries, "gamma": rule.gamma,
+                     "resolution": rule.resolution, "shape_check": rule.shape_check,
+                     "levels_two_sided": [float(a) for a in two_sided],
+                     "levels_one_sided": [float(a) for a in one_sided]},
             "continuing": [m for m, v in models.items() if v["decision"] == "continue"],
             "models": models, "rows": rows}
 
@@ -193,7 +233,8 @@ def write_interim(campaign: Any, look: int, out: Path,
     return state
 
 
-SPENDING_WORDS = {"obrien-fleming": "O'Brien--Fleming-type", "pocock": "Pocock-type"}
+SPENDING_WORDS = {"obrien-fleming": "O'Brien--Fleming-type", "pocock": "Pocock-type",
+                  "hsd": "Hwang--Shih--DeCani"}
 
 
 def last_state(campaign: Any, runs: Any) -> list[dict[str, Any]]:
