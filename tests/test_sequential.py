@@ -481,5 +481,14 @@ def test_plan_of_the_spark_config_and_its_limits():
     assert stopping.problems({**data, "stopping": plan["rule"]["stopping"]}) == []
     null = [s["expected_blocks"] for s in plan["scenarios"] if s["effect"] == 0]
     assert null == sorted(null) and null[0] >= 6 and null[-1] <= 30
+    # the proposal for the first look: a config can take it (check accepts it), it needs
+    # no more blocks than the O'Brien-Fleming design from the same first look, and its
+    # expected blocks hold on a fresh simulation with the full boundaries (seed 99)
+    for p in plan["proposals"]:
+        assert stopping.problems({**data, "stopping": p["stopping"]}) == []
+        assert p["expected_blocks"] <= p["default_expected_blocks"] + 1e-9
+        rule = stopping.Rule.from_config({**data, "stopping": p["stopping"]})
+        again = stopping.expected_blocks(rule, 2, p["sd"], 0.0, sims=2000, seed=99)["mean"]
+        assert again == pytest.approx(p["expected_blocks"], abs=0.6)
     short = stopping.plan({**data, "repetitions": 6}, 2)
     assert short["rule"] is None and "no look before the last" in short["why"]

@@ -46,6 +46,7 @@ class Rule:
     gamma: float = -4.0  # the Hwang-Shih-DeCani family's parameter (spending "hsd")
     resolution: float | None = None  # an A/A replica's own band (analysis.resolution_pct)
     shape_check: bool = True
+    exact_reps: int = EXACT_REPLICATES  # fewer only to compare designs (propose)
 
     @classmethod
     def from_config(cls, data: dict[str, Any]) -> Rule:
@@ -96,7 +97,7 @@ class Rule:
             raise ValueError(f"unknown boundaries {self.boundaries!r}; choose one of "
                              f"{BOUNDARIES}")
         two, one = exact_boundaries(tuple(self.looks()), self.spending, self.alpha,
-                                    self.gamma)
+                                    self.gamma, self.exact_reps)
         return np.array(two), np.array(one)
 
     def margin_of(self, replica: bool) -> float:
@@ -444,7 +445,9 @@ def plan(data: dict[str, Any], comparisons: int, sds: tuple[float, ...] = PLAN_S
          ) -> dict[str, Any]:
     """The expected blocks per model under the config's rule, or under default_stopping
     where it has none (said so), for each planning SD with no true difference (the costly
-    case: equivalence must be shown) and with a clear one (twice the equivalence margin)."""
+    case: equivalence must be shown) and with a clear one (twice the equivalence margin);
+    and per planning SD the design that needs the fewest blocks (propose), whose keys a
+    config can take as its `stopping:`."""
     own = bool(data.get("stopping"))
     stop = data.get("stopping") if own else default_stopping(data)
     if stop is None:
@@ -459,5 +462,49 @@ def plan(data: dict[str, Any], comparisons: int, sds: tuple[float, ...] = PLAN_S
             e = expected_blocks(rule, comparisons, sd, effect)
             scenarios.append({"sd": sd, "effect": effect, "expected_blocks": e["mean"],
                               "first_look": e["first_look"]})
+    period = designs.period(data["schedule"]["design"], len(data["environments"])) or 1
+    proposals = [propose(sd, comparisons, int(data["repetitions"]), period, rule.alpha,
+                         rule.margin, sims=1000) for sd in sds]
     return {"rule": {"spending": rule.spending, "looks": rule.looks(), "from_config": own,
-                     "stopping": stop}, "comparisons": comparisons, "scenarios": scenarios}
+                     "stopping": stop}, "comparisons": comparisons, "scenarios": scenarios,
+            "proposals": proposals}
+
+
+# candidate spending functions of a proposal: (spending, gamma)
+PROPOSE_SPENDING = (("obrien-fleming", -4.0), ("hsd", -2.0), ("hsd", 0.0), ("hsd", 1.0),
+                    ("pocock", -4.0))
+
+
+def propose(sd: float, comparisons: int, max_blocks: int, period: int, alpha: float = 0.05,
+            margin: float = 0.05, sims: int = 2000) -> dict[str, Any]:
+    """The design (first look, looks between, spending function) with the fewest expected
+    blocks per model for comparisons of per-block log-ratio SD sd with no true difference
+    (the costly case: equivalence must be shown), under the same alpha and exact
+    boundaries. Candidates: first look at the fewest whole periods with which the exact
+    tests reach alpha and up to three periods later, looks every 1 to 3 periods, and
+    O'Brien-Fleming, Pocock and the Hwang-Shih-DeCani family (gamma -2, 0, 1). Compared on
+    one seeded simulation (boundaries from 200,000 paths); returns the best design's
+    `stopping:` keys, its expected blocks and the O'Brien-Fleming design from the same
+    first look every period (the default) for comparison."""
+    first = -(-min_blocks_exact(alpha) // period) * period
+    best, default = None, None
+    for lo in range(first, min(first + 3 * period, max_blocks - 1) + 1, period):
+        for every in (period, 2 * period, 3 * period):
+            if lo + every > max_blocks and lo != max_blocks:
+                continue
+            for kind, gamma in PROPOSE_SPENDING:
+                rule = Rule(lo, max_blocks, every, spending=kind, gamma=gamma, alpha=alpha,
+                            margin=margin, exact_reps=200_000)
+                mean = expected_blocks(rule, comparisons, sd, 0.0, sims)["mean"]
+                if best is None or mean < best[0] - 1e-9:
+                    best = (mean, rule)
+                if (lo, every, kind) == (first, period, "obrien-fleming"):
+                    default = mean
+    assert best is not None
+    rule = best[1]
+    keys: dict[str, Any] = {"spending": rule.spending, "min_blocks": rule.min_blocks,
+                            "every": rule.every, "boundaries": "exact"}
+    if rule.spending == "hsd":
+        keys["gamma"] = rule.gamma
+    return {"sd": sd, "stopping": keys, "looks": rule.looks(), "expected_blocks": best[0],
+            "default_expected_blocks": default}
