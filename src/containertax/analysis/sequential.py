@@ -3,27 +3,30 @@ block is needed, with intervals valid over the repeated looks.
 
 Rule (docs/measurement.md, "Sequential stopping"): group-sequential alpha spending. The
 looks are fixed in the config (after min_blocks, then every `every` blocks, and at
-max_blocks); the spending function (Lan-DeMets O'Brien-Fleming-type, or Pocock-type)
-gives the error alpha(t) spent up to information fraction t = n / max_blocks, and look k
-may use the increment a_k = alpha(t_k) - alpha(t_{k-1}). Each look's tests are the
-study's own, on the log ratio per block (paired t, n - 1 df), at level a_k:
+max_blocks); the spending function (Lan-DeMets O'Brien-Fleming-type, Pocock-type or
+Hwang-Shih-DeCani) gives the error alpha(t) spent up to information fraction t = n /
+max_blocks. Each look's tests are the study's own, on the log ratio per block (paired t,
+n - 1 df), at nominal levels a_k (two-sided) and b_k (one-sided):
 
   difference   two-sided paired t p < a_k (the repeated interval below excludes 0)
-  equivalence  TOST at level a_k within the analysis' band [-log(1+m), log(1+m)]: the
-               (1 - 2 a_k) interval inside the band
+  equivalence  TOST at level b_k within the band [-log(1+m), log(1+m)]: the (1 - 2 b_k)
+               interval inside it; m the equivalence margin, for an A/A replica the
+               resolution (analysis.resolution_pct)
   interval     the (1 - a_k) t interval of the mean log ratio, exponentiated minus one
 
-Since sum a_k = alpha, the union bound makes every guarantee hold over all looks whatever
-the correlation between looks and exactly at small n (t, not normal, quantiles): type I
-error of the difference test <= alpha, size of the equivalence test at the margin <=
-alpha, simultaneous coverage of the repeated intervals >= 1 - alpha. It is conservative
-against the exact recursive boundaries (whose normal joint law is not that of t statistics
-with 3 to 29 df); tests/test_sequential.py measures how much.
+boundaries exact (default): a_k and b_k are the t levels of boundaries that spend exactly
+alpha(t_k) by look k (the t statistics' joint law is free of the unknown variance;
+stopping.exact_boundaries); union: a_k = b_k = alpha(t_k) - alpha(t_{k-1}), whose sum
+bounds the error. Either way type I error of the difference test <= alpha, size of the
+equivalence test at the margin <= alpha, simultaneous coverage of the repeated intervals
+>= 1 - alpha over all looks, in small samples, for normal blocks; with the shape check a
+look whose blocks look skewed or hold a block far from the rest does not stop, and the
+guarantees are stated for blocks it lets through (tests/test_sequential.py).
 
 A model stops when every primary comparison of it has its answer (difference or
-equivalence shown), or at max_blocks; all its environments stop together, so blocks stay
-complete and paired. Standard library and numpy/scipy only in the rule; `interim` reads
-a campaign's records (pandas).
+equivalence shown) on blocks that pass the shape check, or at max_blocks; all its
+environments stop together, so blocks stay complete and paired. Standard library and
+numpy/scipy only in the rule; `interim` reads a campaign's records (pandas).
 """
 
 from __future__ import annotations
@@ -282,5 +285,21 @@ def macros(campaign: Any, runs: Any, words: Any = str) -> dict[str, Any]:
             "seq/looks": ", ".join(map(str, rule.looks())),
             "seq/nlooks": len(rule.looks()),
             "seq/min": rule.min_blocks, "seq/max": rule.max_blocks,
+            "seq/boundaries": (
+                "each look tests at a nominal $t$ level from boundaries on the $t$ "
+                "statistics that spend exactly $\\alpha$ over the looks (their joint law "
+                "does not depend on the unknown variance; computed once for the design "
+                "by a seeded simulation): "
+                if rule.boundaries == "exact" else
+                "look $k$ tests at the increment $a_k$ of the spending function, and the "
+                "increments sum to $\\alpha$ (the union bound; conservative): ")
+                + ", ".join(f"{a:.2g}" for a in rule.levels()[0]) + " two-sided.",
+            "seq/checks": (
+                ("A look stopped a model only where the per-block log ratios passed a "
+                 "shape check (skewness, one block far from the others), and "
+                 if rule.shape_check else "No shape check was made; ")
+                + "an A/A replica was decided within the resolution "
+                + (f"($\\pm{100 * rule.resolution:g}$\\,\\%)."
+                   if rule.resolution is not None else ".")),
             "seq/stops": "; ".join(stops),
             "seq/intervals": "; ".join(intervals) or "none"}
