@@ -100,7 +100,7 @@ def _partial(d: np.ndarray, rule: stopping.Rule, looks: list[int],
             break
         x = d[:n]
         s = stopping.look_stats(np.array([x.mean()]), np.array([x.std(ddof=1)]), n, a,
-                                margin, a1)
+                                margin, rule.tost_level(a1, replica))
         ans = ("difference" if s["difference"][0] else
                "equivalence" if s["equivalence"][0] else None)
         odd = rule.shape_check and stopping.shape(x[None, :])["reason"][0] != ""

@@ -9,7 +9,11 @@ as 30 blocks': the share of simulated campaigns whose answer equals the fixed de
 
     PYTHONPATH=src python benchmarks/stopping_goals.py [--reps 20000]
 
-One comparison per model (the issue's case).
+One comparison per model (the issue's case). Second table: an A/A replica (no true
+difference) and how often it passes its calibration (analysis/decisions.py: TOST at alpha
+within +-2 %, the resolution, and the 95 % t interval inside +-2 %) on the blocks of the
+look where it stopped, before (decided within the 5 % margin) and after (within its own
+2 %), and on all 30 blocks.
 """
 
 from __future__ import annotations
@@ -68,6 +72,44 @@ def main() -> None:
             print(f"| {cv:.1%} | <= {goal} | {name} | {short} | {r['blocks']:.2f} | "
                   f"{r['answered']:.3f} | {r['type1']:.4f} | {r['size']:.4f} | "
                   f"{r['coverage']:.4f} | {r['same']:.3f} |", flush=True)
+    replica_table(args.reps)
+
+
+def calibration_passes(d: np.ndarray, resolution: float = 0.02, alpha: float = 0.05
+                       ) -> np.ndarray:
+    """Per row, whether the A/A calibration passes on these blocks."""
+    from scipy import stats as sps
+
+    n = d.shape[1]
+    m, se = d.mean(1), d.std(1, ddof=1) / math.sqrt(n)
+    band = math.log1p(resolution)
+    q95, q90 = sps.t.ppf(0.975, n - 1), sps.t.ppf(1 - alpha, n - 1)
+    tost = (m - q90 * se > -band) & (m + q90 * se < band)
+    inside = (np.expm1(m - q95 * se) >= -resolution) & (np.expm1(m + q95 * se) <= resolution)
+    return tost & inside
+
+
+def replica_table(reps: int) -> None:
+    print("\n| run CV | rule | mean blocks | stopped as equivalent | calibration passes at "
+          "the stopping look | at 30 blocks |")
+    print("|---|---|---|---|---|---|")
+    for cv in (0.005, 0.01, 0.02):
+        rng = np.random.default_rng(int(cv * 1e5))
+        d = rng.normal(0, cv * math.sqrt(2), (reps, 30))
+        rules = {"before: within the 5 % margin (union)":
+                 stopping.Rule(6, 30, 6, boundaries="union", shape_check=False),
+                 "after: within its 2 % (exact + check)":
+                 stopping.Rule(6, 30, 6, resolution=0.02)}
+        full = calibration_passes(d).mean()
+        for name, rule in rules.items():
+            out = stopping.run_rule(d, rule, replica=True)
+            passes = np.zeros(reps, bool)
+            for n in rule.looks():
+                at = out["blocks"] == n
+                passes[at] = calibration_passes(d[at, :n])
+            print(f"| {cv:.1%} | {name} | {out['blocks'].mean():.2f} | "
+                  f"{(out['answer'] == 'equivalence').mean():.3f} | {passes.mean():.3f} | "
+                  f"{full:.3f} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -89,11 +89,12 @@ def decide(runs: Any, campaign: Any, primary: dict[str, list[str]]) -> list[dict
         for k, n in enumerate(rule.looks(), 1):
             if not comps or min(len(r) for r in ratios.values()) < n:
                 break  # this look is not reached yet
-            a, a1 = float(two_sided[k - 1]), float(one_sided[k - 1])
+            a = float(two_sided[k - 1])
             look = []
             for (metric, env, against), d in ratios.items():
                 x = d[:n]
                 margin = rule.margin_of(env in replicas)
+                a1 = rule.tost_level(float(one_sided[k - 1]), env in replicas)
                 s = look_stats(np.array([x.mean()]), np.array([x.std(ddof=1)]), n, a,
                                margin, a1)
                 answer = ("difference" if s["difference"][0] else

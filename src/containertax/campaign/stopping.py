@@ -105,6 +105,12 @@ class Rule:
         resolution (analysis.resolution_pct), the others within the equivalence margin."""
         return self.resolution if replica and self.resolution is not None else self.margin
 
+    def tost_level(self, level: float, replica: bool) -> float:
+        """Each TOST side's level at a look: the look's own, for an A/A replica at most
+        alpha / 2, so that a replica stopped as equivalent also has its 95 % interval inside
+        the band, as its calibration asks (analysis/decisions.py: aa_comparison_status)."""
+        return min(level, self.alpha / 2) if replica and self.resolution is not None else level
+
 
 def spending(kind: str, t: np.ndarray, alpha: float, gamma: float = -4.0) -> np.ndarray:
     """Lan and DeMets (1983) spending functions: error spent up to information fraction t
@@ -280,7 +286,7 @@ def run_rule(d: np.ndarray, rule: Rule, replica: bool = False) -> dict[str, np.n
     for n, a, a1 in zip(rule.looks(), *rule.levels(), strict=True):
         mean = csum[:, n - 1] / n
         var = np.maximum(csq[:, n - 1] - n * mean * mean, 0) / (n - 1)
-        s = look_stats(mean, np.sqrt(var), n, a, margin, a1)
+        s = look_stats(mean, np.sqrt(var), n, a, margin, rule.tost_level(a1, replica))
         answered = s["difference"] | s["equivalence"]
         why = np.full(reps, "", dtype=object)
         if rule.shape_check:
