@@ -111,6 +111,23 @@ def _partial(d: np.ndarray, rule: stopping.Rule, looks: list[int],
     return {"stopped_at": f"> {len(d)}", "answer": "continues", "interval": ""}
 
 
+def proposals(rows: list[dict]) -> list[dict]:
+    """Per replayed comparison, the design stopping.propose picks for its measured
+    per-block SD (the planning step, here from real spreads)."""
+    out = []
+    for r in rows:
+        sd = r["cv_pct"] * math.sqrt(2) / 100
+        aa = r["comparison"].split("/")[0].endswith("-aa")
+        p = stopping.propose(sd, 1, 30, 6, sims=1000, resolution=0.02 if aa else None)
+        keys = ", ".join(f"{k}: {v:g}" if isinstance(v, float) else f"{k}: {v}"
+                         for k, v in p["stopping"].items() if k != "boundaries")
+        out.append({"campaign": r["campaign"], "model": r["model"],
+                    "comparison": r["comparison"], "sd_pct": 100 * sd, "proposed": keys,
+                    "expected": round(p["expected_blocks"], 2),
+                    "obrien-fleming 6 every 6": round(p["default_expected_blocks"], 2)})
+    return out
+
+
 def projection(reps: int) -> list[dict]:
     """Expected runs and hours of the 900-run plan: per model 2 environments x
     (throughput at the given CV with a null or 1 % effect, memory at 1 % CV with a 30 %
@@ -147,6 +164,12 @@ def main() -> None:
           "check (before #33); exact: exact boundaries, shape check, an A/A replica "
           "within 2 % (after)\n")
     print(pd.DataFrame(rows).to_markdown(index=False, floatfmt=".3g"))
+    print("\nProposed from each comparison's measured spread (stopping.propose: the "
+          "looks and spending function with the fewest expected blocks, 30 at most, looks "
+          "on whole periods of 6 blocks as in the Spark plan, no true difference, exact "
+          "boundaries, an A/A replica within 2 %), against the Spark plan's O'Brien-Fleming "
+          "rule from 6 every 6:\n")
+    print(pd.DataFrame(proposals(rows)).to_markdown(index=False, floatfmt=".3g"))
     print(f"\nProjection for config/config.yaml ({RUNS_PLAN} runs, {HOURS_PLAN:g} h), "
           f"{args.reps} replicates:\n")
     print(pd.DataFrame(projection(args.reps)).to_markdown(index=False))

@@ -430,18 +430,20 @@ def default_stopping(data: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def expected_blocks(rule: Rule, comparisons: int, sd: float, effect: float,
-                    sims: int = 2000, seed: int = 20261124) -> dict[str, float]:
+                    sims: int = 2000, seed: int = 20261124, replica: bool = False
+                    ) -> dict[str, float]:
     """Monte Carlo, per model: the blocks it runs when each of its `comparisons` primary
     comparisons (one metric each, all against one reference, so correlated 0.5) has true
     ratio 1 + effect and per-block log-ratio SD sd. A model runs until every comparison has
-    its answer: the largest of their stopping blocks. Seeded: the same plan every time."""
+    its answer: the largest of their stopping blocks (replica: A/A replicas, decided within
+    the rule's resolution). Seeded: the same plan every time."""
     import numpy as np
 
     rng = np.random.default_rng(seed)
     n = rule.max_blocks
     own = rng.normal(0.0, sd / math.sqrt(2), (comparisons, sims, n))
     ref = rng.normal(0.0, sd / math.sqrt(2), (sims, n))
-    blocks = np.max([run_rule(math.log1p(effect) + own[j] - ref, rule)["blocks"]
+    blocks = np.max([run_rule(math.log1p(effect) + own[j] - ref, rule, replica)["blocks"]
                      for j in range(max(comparisons, 1))], axis=0)
     return {"mean": float(blocks.mean()),
             "first_look": float(np.mean(blocks == rule.looks()[0]))}
@@ -482,7 +484,8 @@ PROPOSE_SPENDING = (("obrien-fleming", -4.0), ("hsd", -2.0), ("hsd", 0.0), ("hsd
 
 
 def propose(sd: float, comparisons: int, max_blocks: int, period: int, alpha: float = 0.05,
-            margin: float = 0.05, sims: int = 2000) -> dict[str, Any]:
+            margin: float = 0.05, sims: int = 2000, resolution: float | None = None
+            ) -> dict[str, Any]:
     """The design (first look, looks between, spending function) with the fewest expected
     blocks per model for comparisons of per-block log-ratio SD sd with no true difference
     (the costly case: equivalence must be shown), under the same alpha and exact
@@ -491,7 +494,8 @@ def propose(sd: float, comparisons: int, max_blocks: int, period: int, alpha: fl
     O'Brien-Fleming, Pocock and the Hwang-Shih-DeCani family (gamma -2, 0, 1). Compared on
     one seeded simulation (boundaries from 200,000 paths); returns the best design's
     `stopping:` keys, its expected blocks and the O'Brien-Fleming design from the same
-    first look every period (the default) for comparison."""
+    first look every period (the default) for comparison. resolution: the comparisons are
+    A/A replicas decided within it."""
     first = -(-min_blocks_exact(alpha) // period) * period
     best, default = None, None
     for lo in range(first, min(first + 3 * period, max_blocks - 1) + 1, period):
@@ -500,8 +504,9 @@ def propose(sd: float, comparisons: int, max_blocks: int, period: int, alpha: fl
                 continue
             for kind, gamma in PROPOSE_SPENDING:
                 rule = Rule(lo, max_blocks, every, spending=kind, gamma=gamma, alpha=alpha,
-                            margin=margin, exact_reps=200_000)
-                mean = expected_blocks(rule, comparisons, sd, 0.0, sims)["mean"]
+                            margin=margin, exact_reps=200_000, resolution=resolution)
+                mean = expected_blocks(rule, comparisons, sd, 0.0, sims,
+                                       replica=resolution is not None)["mean"]
                 if best is None or mean < best[0] - 1e-9:
                     best = (mean, rule)
                 if (lo, every, kind) == (first, period, "obrien-fleming"):
