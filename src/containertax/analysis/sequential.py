@@ -254,6 +254,17 @@ def last_state(campaign: Any, runs: Any) -> list[dict[str, Any]]:
     return decide(runs, campaign, _primary(campaign, runs)) if len(runs) else []
 
 
+def _checks_words(rule: Rule, replicas: bool) -> str:
+    """The shape check and the A/A replica's band, in the paper's words."""
+    shape_words = ("A look stopped a model only where the per-block log ratios of every "
+                   "comparison passed a shape check (skewness, one block far from the "
+                   "others)." if rule.shape_check else "No shape check was made.")
+    if not replicas or rule.resolution is None:
+        return shape_words
+    return (shape_words + " An A/A replica was decided within the resolution "
+            f"($\\pm{100 * rule.resolution:g}$\\,\\%), not the margin.")
+
+
 def macros(campaign: Any, runs: Any, words: Any = str) -> dict[str, Any]:
     """The paper's values for paper/sequential.tex (\\ctx{seq/...}); none without a
     stopping rule, so a fixed design's numbers.tex is unchanged. words: a metric's name
@@ -295,12 +306,6 @@ def macros(campaign: Any, runs: Any, words: Any = str) -> dict[str, Any]:
                 "look $k$ tests at the increment $a_k$ of the spending function, and the "
                 "increments sum to $\\alpha$ (the union bound; conservative): ")
                 + ", ".join(f"{a:.2g}" for a in rule.levels()[0]) + " two-sided.",
-            "seq/checks": (
-                ("A look stopped a model only where the per-block log ratios passed a "
-                 "shape check (skewness, one block far from the others), and "
-                 if rule.shape_check else "No shape check was made; ")
-                + "an A/A replica was decided within the resolution "
-                + (f"($\\pm{100 * rule.resolution:g}$\\,\\%)."
-                   if rule.resolution is not None else ".")),
+            "seq/checks": _checks_words(rule, bool(campaign.replicas)),
             "seq/stops": "; ".join(stops),
             "seq/intervals": "; ".join(intervals) or "none"}
