@@ -25,13 +25,19 @@ import pandas as pd
 
 from containertax.analysis import sequential as seq
 from containertax.analysis.aggregate import tidy
-from containertax.analysis.report import primary_metrics, read_import
+from containertax.analysis.policy import primary_metrics
+from containertax.analysis.report import read_import
 from containertax.campaign import stopping
 from containertax.campaign.config import load_file
 
 CONFIGS = ("config/h100-matmul.yaml", "config/h100-engine-balanced.yaml",
-           "config/h100-engine.yaml", "config/sani2025.yaml")
-SPARK = stopping.Rule(6, 30, 6)
+           "config/h100-engine.yaml", "config/h100-engine-gqa.yaml", "config/h100.yaml",
+           "config/h100-variants.yaml", "config/h100-stopping.yaml",
+           "config/h200x2-lanes.yaml", "config/h200x2-onelane.yaml", "config/sani2025.yaml")
+# before issue #33 (union bound, no shape check) and after (exact boundaries, shape check)
+RULES = {"union": stopping.Rule(6, 30, 6, boundaries="union", shape_check=False),
+         "exact": stopping.Rule(6, 30, 6, resolution=0.02)}
+SPARK = RULES["union"]
 RUNS_PLAN, HOURS_PLAN = 900, 340.0  # the Spark plan: 10 models x 3 environments x 30
 
 
@@ -67,33 +73,59 @@ def replay(path: str) -> list[dict]:
                 n = len(d)
                 if n < SPARK.min_blocks:
                     continue
-                out = _partial(d[:SPARK.max_blocks], [k for k in SPARK.looks() if k <= n])
                 full = fixed_answer(d, SPARK.alpha, SPARK.margin)  # the rule's margin
-                rows.append({"campaign": campaign.name, "model": model, "metric": metric,
-                             "comparison": f"{env}/{against}", "blocks": n,
-                             "cv_pct": 100 * float(np.std(d, ddof=1)) / math.sqrt(2),
-                             "stopped_at": out["stopped_at"], "answer": out["answer"],
-                             "adjusted": out["interval"], "full_answer": full,
-                             "same": ("n/a" if out["answer"] == "continues"
-                                      else str(out["answer"] == full))})
+                row = {"campaign": campaign.name, "model": model, "metric": metric,
+                       "comparison": f"{env}/{against}", "blocks": n,
+                       "cv_pct": 100 * float(np.std(d, ddof=1)) / math.sqrt(2),
+                       "full_answer": full}
+                for name, rule in RULES.items():
+                    out = _partial(d[:rule.max_blocks], rule,
+                                   [k for k in rule.looks() if k <= n],
+                                   replica=env in replicas)
+                    row |= {f"{name}_at": out["stopped_at"], f"{name}": out["answer"],
+                            f"{name}_adjusted": out["interval"],
+                            f"{name}_same": ("n/a" if out["answer"] == "continues"
+                                             else str(out["answer"] == full))}
+                rows.append(row)
     return rows
 
 
-def _partial(d: np.ndarray, looks: list[int]) -> dict:
-    """The rule's looks that the data reach (a campaign shorter than the maximum)."""
-    for n, a in zip(SPARK.looks(), SPARK.spent(), strict=False):
+def _partial(d: np.ndarray, rule: stopping.Rule, looks: list[int],
+             replica: bool = False) -> dict:
+    """The rule's looks that the data reach (a campaign shorter than the maximum); an
+    A/A replica decided within the resolution (analysis default 2 %) under the new rule."""
+    margin = rule.margin_of(replica)
+    for n, a, a1 in zip(rule.looks(), *rule.levels(), strict=False):
         if n not in looks:
             break
         x = d[:n]
         s = stopping.look_stats(np.array([x.mean()]), np.array([x.std(ddof=1)]), n, a,
-                           SPARK.margin)
+                                margin, rule.tost_level(a1, replica))
         ans = ("difference" if s["difference"][0] else
                "equivalence" if s["equivalence"][0] else None)
-        if ans:
+        odd = rule.shape_check and stopping.shape(x[None, :])["reason"][0] != ""
+        if ans and not odd:
             lo, hi = math.expm1(s["low"][0]), math.expm1(s["high"][0])
             return {"stopped_at": n, "answer": ans,
                     "interval": f"[{lo:+.2%}, {hi:+.2%}]"}
     return {"stopped_at": f"> {len(d)}", "answer": "continues", "interval": ""}
+
+
+def proposals(rows: list[dict]) -> list[dict]:
+    """Per replayed comparison, the design stopping.propose picks for its measured
+    per-block SD (the planning step, here from real spreads)."""
+    out = []
+    for r in rows:
+        sd = r["cv_pct"] * math.sqrt(2) / 100
+        aa = r["comparison"].split("/")[0].endswith("-aa")
+        p = stopping.propose(sd, 1, 30, 6, sims=1000, resolution=0.02 if aa else None)
+        keys = ", ".join(f"{k}: {v:g}" if isinstance(v, float) else f"{k}: {v}"
+                         for k, v in p["stopping"].items() if k != "boundaries")
+        out.append({"campaign": r["campaign"], "model": r["model"],
+                    "comparison": r["comparison"], "sd_pct": 100 * sd, "proposed": keys,
+                    "expected": round(p["expected_blocks"], 2),
+                    "obrien-fleming 6 every 6": round(p["default_expected_blocks"], 2)})
+    return out
 
 
 def projection(reps: int) -> list[dict]:
@@ -127,9 +159,17 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=20_000)
     args = ap.parse_args()
     rows = [r for path in args.configs for r in replay(path)]
-    print(f"Rule: {SPARK.spending}, looks after {SPARK.looks()} blocks, alpha "
-          f"{SPARK.alpha}, margin {SPARK.margin:.0%}\n")
+    print(f"Rules: {SPARK.spending}, looks after {SPARK.looks()} blocks, alpha "
+          f"{SPARK.alpha}, margin {SPARK.margin:.0%}; union: the union bound, no shape "
+          "check (before #33); exact: exact boundaries, shape check, an A/A replica "
+          "within 2 % (after)\n")
     print(pd.DataFrame(rows).to_markdown(index=False, floatfmt=".3g"))
+    print("\nProposed from each comparison's measured spread (stopping.propose: the "
+          "looks and spending function with the fewest expected blocks, 30 at most, looks "
+          "on whole periods of 6 blocks as in the Spark plan, no true difference, exact "
+          "boundaries, an A/A replica within 2 %), against the Spark plan's O'Brien-Fleming "
+          "rule from 6 every 6:\n")
+    print(pd.DataFrame(proposals(rows)).to_markdown(index=False, floatfmt=".3g"))
     print(f"\nProjection for config/config.yaml ({RUNS_PLAN} runs, {HOURS_PLAN:g} h), "
           f"{args.reps} replicates:\n")
     print(pd.DataFrame(projection(args.reps)).to_markdown(index=False))

@@ -27,15 +27,19 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--reps", type=int, default=100_000)
     ap.add_argument("--spending", default="obrien-fleming", choices=stopping.SPENDING)
+    ap.add_argument("--boundaries", default="exact", choices=stopping.BOUNDARIES)
+    ap.add_argument("--no-shape-check", action="store_true")
     args = ap.parse_args()
     rng = np.random.default_rng(2025)
-    print(f"{args.reps} replicates per row; {args.spending} spending, alpha 0.05, "
+    print(f"{args.reps} replicates per row; {args.spending} spending, {args.boundaries} "
+          f"boundaries, shape check {'off' if args.no_shape_check else 'on'}, alpha 0.05, "
           "margin 5 %\n")
     print("| looks (blocks) | run CV | effect | mean blocks | fixed | saved | "
           "difference | equivalence | none |")
     print("|---|---|---|---|---|---|---|---|---|")
     for lo, hi, every in DESIGNS:
-        rule = stopping.Rule(lo, hi, every, spending=args.spending)
+        rule = stopping.Rule(lo, hi, every, spending=args.spending,
+                             boundaries=args.boundaries, shape_check=not args.no_shape_check)
         for cv in CVS:
             for eff in EFFECTS:
                 d = math.log1p(eff) + rng.normal(0, cv * math.sqrt(2), (args.reps, hi))

@@ -3,27 +3,30 @@ block is needed, with intervals valid over the repeated looks.
 
 Rule (docs/measurement.md, "Sequential stopping"): group-sequential alpha spending. The
 looks are fixed in the config (after min_blocks, then every `every` blocks, and at
-max_blocks); the spending function (Lan-DeMets O'Brien-Fleming-type, or Pocock-type)
-gives the error alpha(t) spent up to information fraction t = n / max_blocks, and look k
-may use the increment a_k = alpha(t_k) - alpha(t_{k-1}). Each look's tests are the
-study's own, on the log ratio per block (paired t, n - 1 df), at level a_k:
+max_blocks); the spending function (Lan-DeMets O'Brien-Fleming-type, Pocock-type or
+Hwang-Shih-DeCani) gives the error alpha(t) spent up to information fraction t = n /
+max_blocks. Each look's tests are the study's own, on the log ratio per block (paired t,
+n - 1 df), at nominal levels a_k (two-sided) and b_k (one-sided):
 
   difference   two-sided paired t p < a_k (the repeated interval below excludes 0)
-  equivalence  TOST at level a_k within the analysis' band [-log(1+m), log(1+m)]: the
-               (1 - 2 a_k) interval inside the band
+  equivalence  TOST at level b_k within the band [-log(1+m), log(1+m)]: the (1 - 2 b_k)
+               interval inside it; m the equivalence margin, for an A/A replica the
+               resolution (analysis.resolution_pct)
   interval     the (1 - a_k) t interval of the mean log ratio, exponentiated minus one
 
-Since sum a_k = alpha, the union bound makes every guarantee hold over all looks whatever
-the correlation between looks and exactly at small n (t, not normal, quantiles): type I
-error of the difference test <= alpha, size of the equivalence test at the margin <=
-alpha, simultaneous coverage of the repeated intervals >= 1 - alpha. It is conservative
-against the exact recursive boundaries (whose normal joint law is not that of t statistics
-with 3 to 29 df); tests/test_sequential.py measures how much.
+boundaries exact (default): a_k and b_k are the t levels of boundaries that spend exactly
+alpha(t_k) by look k (the t statistics' joint law is free of the unknown variance;
+stopping.exact_boundaries); union: a_k = b_k = alpha(t_k) - alpha(t_{k-1}), whose sum
+bounds the error. Either way type I error of the difference test <= alpha, size of the
+equivalence test at the margin <= alpha, simultaneous coverage of the repeated intervals
+>= 1 - alpha over all looks, in small samples, for normal blocks; with the shape check a
+look whose blocks look skewed or hold a block far from the rest does not stop, and the
+guarantees are stated for blocks it lets through (tests/test_sequential.py).
 
 A model stops when every primary comparison of it has its answer (difference or
-equivalence shown), or at max_blocks; all its environments stop together, so blocks stay
-complete and paired. Standard library and numpy/scipy only in the rule; `interim` reads
-a campaign's records (pandas).
+equivalence shown) on blocks that pass the shape check, or at max_blocks; all its
+environments stop together, so blocks stay complete and paired. Standard library and
+numpy/scipy only in the rule; `interim` reads a campaign's records (pandas).
 """
 
 from __future__ import annotations
@@ -35,13 +38,14 @@ from typing import Any
 import numpy as np
 
 # the rule itself is part of the design (campaign/stopping.py); here it meets the records
-from containertax.campaign.stopping import Rule, look_stats
+from containertax.campaign.stopping import SHAPE_LEVEL, Rule, look_stats, shape
 
 # --- the interim state of a campaign ------------------------------------------------
 
 
 INTERIM_COLUMNS = ["model", "look", "blocks", "alpha_look", "metric", "environment",
-                   "against", "estimate", "adj_low", "adj_high", "p", "answer", "decision"]
+                   "against", "estimate", "adj_low", "adj_high", "p", "answer", "decision",
+                   "alpha_tost", "alpha_spent", "boundaries", "margin", "t", "shape", "why"]
 
 
 def _pairs(campaign: Any) -> list[tuple[str, str]]:
@@ -70,35 +74,68 @@ def log_ratios(runs: Any, model: str, metric: str, env: str, against: str) -> np
 def decide(runs: Any, campaign: Any, primary: dict[str, list[str]]) -> list[dict[str, Any]]:
     """Every look reached by each model in a table of runs (runs.csv's columns): one row
     per model, look and primary comparison. A model's decision at a look is 'stop' when
-    every comparison has its answer, 'max' at max_blocks, 'continue' otherwise; looks
-    after a stop are not made (its later blocks, if any ran, are not looked at)."""
+    every comparison has its answer and its blocks pass the shape check, 'max' at
+    max_blocks, 'continue' otherwise (with `why`: the comparisons still open or the shape
+    check that failed); looks after a stop are not made (its later blocks, if any ran,
+    are not looked at). An A/A replica is decided within its own band (the resolution)."""
     rule = rule_of(campaign)
+    replicas = set(campaign.replicas)
     rows: list[dict[str, Any]] = []
+    two_sided, one_sided = rule.levels()
+    spent = rule.spent()
     for model in [m.id for m in campaign.models]:
         comps = [(m, e, a) for m in primary.get(model, []) for e, a in _pairs(campaign)]
         ratios = {c: log_ratios(runs, model, *c) for c in comps}
-        for k, (n, a) in enumerate(zip(rule.looks(), rule.spent(), strict=True), 1):
+        for k, n in enumerate(rule.looks(), 1):
             if not comps or min(len(r) for r in ratios.values()) < n:
                 break  # this look is not reached yet
+            a = float(two_sided[k - 1])
             look = []
             for (metric, env, against), d in ratios.items():
                 x = d[:n]
+                margin = rule.margin_of(env in replicas)
+                a1 = rule.tost_level(float(one_sided[k - 1]), env in replicas)
                 s = look_stats(np.array([x.mean()]), np.array([x.std(ddof=1)]), n, a,
-                               rule.margin)
+                               margin, a1)
                 answer = ("difference" if s["difference"][0] else
                           "equivalence" if s["equivalence"][0] else "none")
+                form = shape(x[None, :]) if rule.shape_check else None
                 look.append({"model": model, "look": k, "blocks": n, "alpha_look": a,
                              "metric": metric, "environment": env, "against": against,
                              "estimate": math.expm1(x.mean()),
                              "adj_low": math.expm1(s["low"][0]),
                              "adj_high": math.expm1(s["high"][0]),
-                             "p": float(s["p"][0]), "answer": answer})
-            done = all(r["answer"] != "none" for r in look)
-            decision = "stop" if done else "max" if n >= rule.max_blocks else "continue"
-            rows += [{**r, "decision": decision} for r in look]
+                             "p": float(s["p"][0]), "answer": answer,
+                             "alpha_tost": a1, "alpha_spent": float(spent[k - 1]),
+                             "boundaries": rule.boundaries, "margin": margin,
+                             "t": float(s["t"][0]),
+                             "shape": str(form["reason"][0]) if form else "not checked",
+                             "skewness": float(form["skewness"][0]) if form else None,
+                             "skew_limit": float(form["skew_limit"]) if form else None,
+                             "outlier": float(form["outlier"][0]) if form else None,
+                             "outlier_limit": float(form["outlier_limit"]) if form else None})
+            answered = all(r["answer"] != "none" for r in look)
+            odd = [r for r in look if r["shape"] not in ("", "not checked")]
+            decision = ("stop" if answered and not odd else
+                        "max" if n >= rule.max_blocks else "continue")
+            why = "; ".join(
+                [f"{r['environment']}/{r['against']} {r['metric']}: no answer yet"
+                 for r in look if r["answer"] == "none"]
+                + [f"{r['environment']}/{r['against']} {r['metric']}: shape check failed "
+                   f"({_shape_words(r)})" for r in odd])
+            rows += [{**r, "decision": decision, "why": why} for r in look]
             if decision != "continue":
                 break
     return rows
+
+
+def _shape_words(r: dict[str, Any]) -> str:
+    if r["shape"] == "skew":
+        return (f"skewness {r['skewness']:+.2f} beyond +-{r['skew_limit']:.2f}, which "
+                f"normal blocks exceed with probability {SHAPE_LEVEL:g}")
+    return (f"a block {r['outlier']:.1f} SDs of the others from their mean, beyond "
+            f"{r['outlier_limit']:.1f}, which normal blocks exceed with probability "
+            f"{SHAPE_LEVEL:g}")
 
 
 def rule_of(campaign: Any) -> Rule:
@@ -168,10 +205,17 @@ def interim_state(campaign: Any, runs: Any, look: int) -> dict[str, Any]:
         models[m.id] = {"decision": last["decision"] if last else "continue",
                         "looks_made": int(last["look"]) if last else 0,
                         "blocks_run": int(last["blocks"]) if last else 0,
-                        "blocks_possible": looks[-1], "blocks_allowed": allowed[m.id]}
+                        "blocks_possible": looks[-1], "blocks_allowed": allowed[m.id],
+                        "why": last["why"] if last else "look not made"}
+    rule = rule_of(campaign)
+    two_sided, one_sided = rule.levels()
     return {"look": look, "blocks": looks[look - 1], "looks": looks,
-            "rule": {"spending": rule_of(campaign).spending,
-                     "alpha": rule_of(campaign).alpha, "margin": rule_of(campaign).margin},
+            "rule": {"spending": rule.spending,
+                     "alpha": rule.alpha, "margin": rule.margin,
+                     "boundaries": rule.boundaries, "gamma": rule.gamma,
+                     "resolution": rule.resolution, "shape_check": rule.shape_check,
+                     "levels_two_sided": [float(a) for a in two_sided],
+                     "levels_one_sided": [float(a) for a in one_sided]},
             "continuing": [m for m, v in models.items() if v["decision"] == "continue"],
             "models": models, "rows": rows}
 
@@ -193,7 +237,8 @@ def write_interim(campaign: Any, look: int, out: Path,
     return state
 
 
-SPENDING_WORDS = {"obrien-fleming": "O'Brien--Fleming-type", "pocock": "Pocock-type"}
+SPENDING_WORDS = {"obrien-fleming": "O'Brien--Fleming-type", "pocock": "Pocock-type",
+                  "hsd": "Hwang--Shih--DeCani"}
 
 
 def last_state(campaign: Any, runs: Any) -> list[dict[str, Any]]:
@@ -207,6 +252,17 @@ def last_state(campaign: Any, runs: Any) -> list[dict[str, Any]]:
         if path.exists():
             return list(json.loads(path.read_text())["rows"])
     return decide(runs, campaign, _primary(campaign, runs)) if len(runs) else []
+
+
+def _checks_words(rule: Rule, replicas: bool) -> str:
+    """The shape check and the A/A replica's band, in the paper's words."""
+    shape_words = ("A look stopped a model only where the per-block log ratios of every "
+                   "comparison passed a shape check (skewness, one block far from the "
+                   "others)." if rule.shape_check else "No shape check was made.")
+    if not replicas or rule.resolution is None:
+        return shape_words
+    return (shape_words + " An A/A replica was decided within the resolution "
+            f"($\\pm{100 * rule.resolution:g}$\\,\\%), not the margin.")
 
 
 def macros(campaign: Any, runs: Any, words: Any = str) -> dict[str, Any]:
@@ -241,5 +297,15 @@ def macros(campaign: Any, runs: Any, words: Any = str) -> dict[str, Any]:
             "seq/looks": ", ".join(map(str, rule.looks())),
             "seq/nlooks": len(rule.looks()),
             "seq/min": rule.min_blocks, "seq/max": rule.max_blocks,
+            "seq/boundaries": (
+                "each look tests at a nominal $t$ level from boundaries on the $t$ "
+                "statistics that spend exactly $\\alpha$ over the looks (their joint law "
+                "does not depend on the unknown variance; computed once for the design "
+                "by a seeded simulation): "
+                if rule.boundaries == "exact" else
+                "look $k$ tests at the increment $a_k$ of the spending function, and the "
+                "increments sum to $\\alpha$ (the union bound; conservative): ")
+                + ", ".join(f"{a:.2g}" for a in rule.levels()[0]) + " two-sided.",
+            "seq/checks": _checks_words(rule, bool(campaign.replicas)),
             "seq/stops": "; ".join(stops),
             "seq/intervals": "; ".join(intervals) or "none"}

@@ -447,4 +447,15 @@ def _render_stopping(s: dict[str, Any]) -> list[str]:
         lines.append(f"| {100 * sc['sd']:g} % | {100 * sc['effect']:g} % | "
                      f"{sc['expected_blocks']:.1f} | {_dur(sc['wall_s'])} | "
                      f"{sc['saved_pct']:g} % |")
+    lines += ["", "Proposed for the first look: per planning SD, the looks and spending "
+              "function with the fewest expected blocks under no true difference (same "
+              "alpha, exact boundaries; a config takes it as its `stopping:`):", "",
+              "| per-block SD of a log ratio | stopping | looks | expected blocks | "
+              "O'Brien-Fleming every period |", "|---|---|---|---|---|"]
+    for p in s.get("proposals", []):
+        keys = "{" + ", ".join(f"{k}: {v:g}" if isinstance(v, float) else f"{k}: {v}"
+                               for k, v in p["stopping"].items()) + "}"
+        lines.append(f"| {100 * p['sd']:g} % | `{keys}` | "
+                     f"{', '.join(map(str, p['looks']))} | {p['expected_blocks']:.1f} | "
+                     f"{p['default_expected_blocks']:.1f} |")
     return [*lines, ""]

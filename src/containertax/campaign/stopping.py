@@ -12,6 +12,7 @@ workflow's planning read the looks without them: tests/test_cli_speed.py).
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -21,7 +22,14 @@ from containertax.campaign import designs
 if TYPE_CHECKING:  # numpy and scipy load where a rule is computed, not where it is planned
     import numpy as np
 
-SPENDING = ("obrien-fleming", "pocock")
+SPENDING = ("obrien-fleming", "pocock", "hsd")
+# exact: boundaries on the t statistics calibrated to the full alpha over the looks (their
+# joint law under no difference is free of the unknown variance); union: each look at the
+# spending function's increment (the sum bounds the error, conservatively)
+BOUNDARIES = ("exact", "union")
+EXACT_REPLICATES = 1_000_000  # Monte Carlo SD of the calibrated alpha: 2.2e-4 at 0.05
+EXACT_SEED = 20261126
+SHAPE_LEVEL = 0.01  # false alarm of each shape check (skewness, one outlying block) per look
 
 
 @dataclass(frozen=True)
@@ -34,6 +42,11 @@ class Rule:
     spending: str = "obrien-fleming"
     alpha: float = 0.05
     margin: float = 0.05
+    boundaries: str = "exact"
+    gamma: float = -4.0  # the Hwang-Shih-DeCani family's parameter (spending "hsd")
+    resolution: float | None = None  # an A/A replica's own band (analysis.resolution_pct)
+    shape_check: bool = True
+    exact_reps: int = EXACT_REPLICATES  # fewer only to compare designs (propose)
 
     @classmethod
     def from_config(cls, data: dict[str, Any]) -> Rule:
@@ -41,11 +54,16 @@ class Rule:
         the analysis', schema defaults where a config not yet validated leaves them out)."""
         at = looks(data)
         analysis = data.get("analysis", {})
+        stop = data["stopping"]
         return cls(min_blocks=at[0], max_blocks=at[-1],
                    every=at[1] - at[0] if len(at) > 1 else 1,
-                   spending=str(data["stopping"].get("spending", "obrien-fleming")),
+                   spending=str(stop.get("spending", "obrien-fleming")),
                    alpha=float(analysis.get("alpha", 0.05)),
-                   margin=float(analysis.get("equivalence_margin", 0.05)))
+                   margin=float(analysis.get("equivalence_margin", 0.05)),
+                   boundaries=str(stop.get("boundaries", "exact")),
+                   gamma=float(stop.get("gamma", -4.0)),
+                   resolution=float(analysis.get("resolution_pct", 2)) / 100,
+                   shape_check=bool(stop.get("shape_check", True)))
 
     @classmethod
     def from_campaign(cls, campaign: Any) -> Rule:
@@ -62,13 +80,44 @@ class Rule:
         import numpy as np
 
         t = np.array(self.looks(), dtype=float) / self.max_blocks
-        return np.diff(np.concatenate([[0.0], spending(self.spending, t, self.alpha)]))
+        return np.diff(np.concatenate([[0.0], spending(self.spending, t, self.alpha,
+                                                       self.gamma)]))
+
+    def levels(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per look, the nominal t-test levels the rule uses: two-sided (difference shown
+        when p < it; the reported interval is at 1 - it) and one-sided (each TOST side).
+        union: both the spending function's increment a_k. exact: those of the boundaries
+        calibrated to spend exactly alpha(t_k) by look k (exact_boundaries)."""
+        import numpy as np
+
+        if self.boundaries == "union":
+            a = self.spent()
+            return a, a.copy()
+        if self.boundaries != "exact":
+            raise ValueError(f"unknown boundaries {self.boundaries!r}; choose one of "
+                             f"{BOUNDARIES}")
+        two, one = exact_boundaries(tuple(self.looks()), self.spending, self.alpha,
+                                    self.gamma, self.exact_reps)
+        return np.array(two), np.array(one)
+
+    def margin_of(self, replica: bool) -> float:
+        """The equivalence band of a comparison: an A/A replica is decided within its own
+        resolution (analysis.resolution_pct), the others within the equivalence margin."""
+        return self.resolution if replica and self.resolution is not None else self.margin
+
+    def tost_level(self, level: float, replica: bool) -> float:
+        """Each TOST side's level at a look: the look's own, for an A/A replica at most
+        alpha / 2, so that a replica stopped as equivalent also has its 95 % interval inside
+        the band, as its calibration asks (analysis/decisions.py: aa_comparison_status)."""
+        return min(level, self.alpha / 2) if replica and self.resolution is not None else level
 
 
-def spending(kind: str, t: np.ndarray, alpha: float) -> np.ndarray:
+def spending(kind: str, t: np.ndarray, alpha: float, gamma: float = -4.0) -> np.ndarray:
     """Lan and DeMets (1983) spending functions: error spent up to information fraction t
     (alpha at t = 1). O'Brien-Fleming-type 2 - 2 Phi(z_{1-alpha/2} / sqrt t) spends almost
-    nothing early; Pocock-type alpha log(1 + (e - 1) t) spends evenly."""
+    nothing early; Pocock-type alpha log(1 + (e - 1) t) spends evenly; Hwang, Shih and
+    DeCani (1990) alpha (1 - e^(-gamma t)) / (1 - e^(-gamma)) runs between them with gamma
+    (-4 about O'Brien-Fleming, 1 about Pocock; 0 spends in proportion to t)."""
     import numpy as np
     from scipy import stats as sps
 
@@ -77,7 +126,58 @@ def spending(kind: str, t: np.ndarray, alpha: float) -> np.ndarray:
         return 2.0 - 2.0 * sps.norm.cdf(sps.norm.ppf(1 - alpha / 2) / np.sqrt(t))
     if kind == "pocock":
         return alpha * np.log1p((math.e - 1) * t)
+    if kind == "hsd":
+        if abs(gamma) < 1e-9:
+            return alpha * t
+        return alpha * -np.expm1(-gamma * t) / -math.expm1(-gamma)
     raise ValueError(f"unknown spending function {kind!r}; choose one of {SPENDING}")
+
+
+@functools.lru_cache(maxsize=256)
+def exact_boundaries(at: tuple[int, ...], kind: str, alpha: float, gamma: float = -4.0,
+                     reps: int = EXACT_REPLICATES, seed: int = EXACT_SEED
+                     ) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """Boundaries on the paired t statistics at looks `at` (blocks) that spend exactly
+    alpha(t_k) by look k, as nominal levels: two-sided (P(|T_j| >= c_j for some j <= k) =
+    alpha(t_k), for the difference test and the repeated intervals) and one-sided (the same
+    for T_j <= -b_j, for each side of the TOST). Under no difference the joint law of the
+    t statistics at the looks does not depend on the unknown mean or variance (they are
+    ratios of the same normal sums), so it is simulated once for the design with standard
+    normal blocks: per stretch between looks its sum (normal) and its sum of squares about
+    its mean (chi-squared), which give each look's t with n - 1 df. The first look's
+    boundary is the t quantile itself; a later boundary is the quantile of the paths not
+    yet across that brings the crossings to alpha(t_k) (so Monte Carlo error does not add
+    up over looks); an increment too small to simulate (< 50 paths) takes the t quantile.
+    Seeded and cached: the same design gives the same boundaries in every process."""
+    import numpy as np
+    from scipy import stats as sps
+
+    rng = np.random.default_rng([seed, *at])
+    cum = spending(kind, np.array(at, float) / at[-1], alpha, gamma)
+    s, q = np.zeros(reps), np.zeros(reps)
+    alive = {2: np.ones(reps, bool), 1: np.ones(reps, bool)}
+    out: dict[int, list[float]] = {2: [], 1: []}
+    prev = 0
+    for k, n in enumerate(at):
+        m, prev = n - prev, n
+        step = rng.standard_normal(reps) * math.sqrt(m)
+        q += step * step / m + (2 * rng.standard_gamma((m - 1) / 2, reps) if m > 1 else 0.0)
+        s += step
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t = s / math.sqrt(n) / np.sqrt(np.maximum(q - s * s / n, 0) / (n - 1))
+        for sides, x in ((2, np.abs(t)), (1, -t)):
+            inc = cum[k] - (cum[k - 1] if k else 0.0)
+            need = cum[k] * reps - (reps - int(alive[sides].sum()))
+            if k == 0 or need < 50:
+                c = float(sps.t.isf(inc / sides, n - 1))
+            else:
+                rest = x[alive[sides]]
+                i = len(rest) - int(round(need))
+                c = float(np.partition(rest, i)[i]) if 0 < i < len(rest) else float(
+                    sps.t.isf(inc / sides, n - 1))
+            alive[sides] &= ~(x >= c)
+            out[sides].append(float(sides * sps.t.sf(c, n - 1)))
+    return tuple(out[2]), tuple(out[1])
 
 
 def min_blocks_exact(alpha: float) -> int:
@@ -93,10 +193,11 @@ def min_blocks_exact(alpha: float) -> int:
 
 
 def look_stats(mean: np.ndarray, sd: np.ndarray, n: int, a: float,
-               margin: float) -> dict[str, np.ndarray]:
-    """Vectorised decisions of one look at level a from the mean and SD of n log ratios:
-    difference shown, equivalence shown, and the (1 - a) repeated interval (log scale).
-    Zero SD: the interval is the point; a mean of exactly 0 shows no difference."""
+               margin: float, a_tost: float | None = None) -> dict[str, np.ndarray]:
+    """Vectorised decisions of one look from the mean and SD of n log ratios at the
+    nominal two-sided level a (difference shown, and the (1 - a) repeated interval, log
+    scale) and one-sided level a_tost for each TOST side (default a: the union bound's
+    rule). Zero SD: the interval is the point; a mean of exactly 0 shows no difference."""
     import numpy as np
     from scipy import stats as sps
 
@@ -104,21 +205,74 @@ def look_stats(mean: np.ndarray, sd: np.ndarray, n: int, a: float,
     se = sd / math.sqrt(n)
     df = n - 1
     q = sps.t.ppf(1 - a / 2, df)
-    q_tost = sps.t.ppf(1 - a, df)
+    q_tost = sps.t.ppf(1 - (a if a_tost is None else a_tost), df)
     band = math.log1p(margin)
     with np.errstate(divide="ignore", invalid="ignore"):
         tstat = np.where(se > 0, mean / se, np.where(mean == 0, 0.0, np.inf))
     p = 2 * sps.t.sf(np.abs(tstat), df)
     diff = p < a
     equiv = (mean - q_tost * se > -band) & (mean + q_tost * se < band)
-    return {"p": p, "difference": diff, "equivalence": equiv,
+    return {"p": p, "t": tstat, "difference": diff, "equivalence": equiv,
             "low": mean - q * se, "high": mean + q * se}
 
 
-def run_rule(d: np.ndarray, rule: Rule) -> dict[str, np.ndarray]:
+@functools.lru_cache(maxsize=64)
+def skew_limit(n: int, level: float = SHAPE_LEVEL) -> float:
+    """The |sample skewness| that normal blocks exceed with probability `level` at n
+    blocks (seeded simulation, 200,000 samples: the quantile's own error is about 2 % at
+    level 0.01)."""
+    import numpy as np
+
+    x = np.random.default_rng([EXACT_SEED, n]).standard_normal((200_000, n))
+    return float(np.quantile(np.abs(_skewness(x)), 1 - level))
+
+
+def _skewness(x: np.ndarray) -> np.ndarray:
+    """Sample skewness g1 per row (0 for constant rows)."""
+    import numpy as np
+
+    c = x - x.mean(axis=-1, keepdims=True)
+    m2, m3 = (c * c).mean(axis=-1), (c**3).mean(axis=-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(m2 > 0, m3 / np.power(m2, 1.5), 0.0)
+
+
+def shape(x: np.ndarray, level: float = SHAPE_LEVEL) -> dict[str, np.ndarray]:
+    """Whether the per-block log ratios (rows of x, n blocks each) look like the normal
+    sample the t statistics assume: 'skew' when |sample skewness| exceeds what normal
+    blocks reach with probability `level` (skew_limit), 'outlier' when a block lies far
+    from the rest: its externally studentized residual (against the mean and SD of the
+    other blocks, t with n - 2 df under normal blocks) beyond the Bonferroni t quantile
+    at `level` over the n blocks. Each fires on normal blocks with probability <= about
+    `level`. Returns the reason per row ('' when both pass) and the two statistics."""
+    import numpy as np
+    from scipy import stats as sps
+
+    x = np.atleast_2d(np.asarray(x, float))
+    n = x.shape[1]
+    g1 = _skewness(x)
+    s, q = x.sum(axis=1, keepdims=True), (x * x).sum(axis=1, keepdims=True)
+    rest_mean = (s - x) / (n - 1)
+    rest_ss = np.maximum(q - x * x - (s - x) ** 2 / (n - 1), 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.abs(x - rest_mean) / np.sqrt(rest_ss / (n - 2) * (1 + 1 / (n - 1)))
+    r = np.where(np.abs(x - rest_mean) > 1e-12 * (1 + np.abs(x)), r, 0.0)
+    worst = np.nan_to_num(r, nan=0.0, posinf=np.inf).max(axis=1)
+    out_lim = float(sps.t.isf(level / (2 * n), n - 2)) if n > 2 else np.inf
+    skew_bad = np.abs(g1) > skew_limit(n, level) if n > 2 else np.zeros(len(x), bool)
+    out_bad = worst > out_lim
+    reason = np.where(out_bad, "outlier", np.where(skew_bad, "skew", ""))
+    return {"reason": reason, "skewness": g1, "outlier": worst,
+            "skew_limit": skew_limit(n, level) if n > 2 else np.inf, "outlier_limit": out_lim}
+
+
+def run_rule(d: np.ndarray, rule: Rule, replica: bool = False) -> dict[str, np.ndarray]:
     """Apply the rule to simulated or replayed log ratios d (replicates x max_blocks, in
-    block order) of one comparison: the look each stops at, its blocks, its answer and
-    its repeated interval (log scale). NaN blocks are not allowed here."""
+    block order) of one comparison (replica: an A/A replica's, decided within its own
+    band): the look each stops at, its blocks, its answer and its repeated interval (log
+    scale), and 'shape', the shape check's reason at the look where it stopped ('' when
+    it passed; with the check a look whose blocks fail it does not stop). NaN blocks are
+    not allowed here."""
     import numpy as np
 
     d = np.atleast_2d(np.asarray(d, float))
@@ -127,16 +281,25 @@ def run_rule(d: np.ndarray, rule: Rule) -> dict[str, np.ndarray]:
     stopped = np.zeros(reps, bool)
     out = {k: np.full(reps, np.nan) for k in ("blocks", "low", "high", "p")}
     out["answer"] = np.full(reps, "", dtype=object)
-    for n, a in zip(rule.looks(), rule.spent(), strict=True):
+    out["shape"] = np.full(reps, "", dtype=object)
+    margin = rule.margin_of(replica)
+    for n, a, a1 in zip(rule.looks(), *rule.levels(), strict=True):
         mean = csum[:, n - 1] / n
         var = np.maximum(csq[:, n - 1] - n * mean * mean, 0) / (n - 1)
-        s = look_stats(mean, np.sqrt(var), n, a, rule.margin)
-        now = ~stopped & (s["difference"] | s["equivalence"] | (n == rule.max_blocks))
+        s = look_stats(mean, np.sqrt(var), n, a, margin, rule.tost_level(a1, replica))
+        answered = s["difference"] | s["equivalence"]
+        why = np.full(reps, "", dtype=object)
+        if rule.shape_check:
+            todo = ~stopped & (answered | (n == rule.max_blocks))
+            if todo.any():
+                why[todo] = shape(d[todo, :n])["reason"]
+        now = ~stopped & ((answered & (why == "")) | (n == rule.max_blocks))
         for k in ("low", "high", "p"):
             out[k][now] = s[k][now]
         out["blocks"][now] = n
         out["answer"][now] = np.where(s["difference"][now], "difference",
                                       np.where(s["equivalence"][now], "equivalence", "none"))
+        out["shape"][now] = why[now]
         stopped |= now
     return out
 
@@ -159,13 +322,54 @@ def looks(data: dict[str, Any]) -> list[int]:
 
 
 def summary(data: dict[str, Any], cells: int) -> str:
-    """The plan under a stopping rule, in words (`containertax check`)."""
+    """The plan under a stopping rule, in words (`containertax check`): looks, cells, the
+    nominal levels of the looks and the first look at which the paper's exact tests
+    (sign-flip, Wilcoxon signed-rank) can pass."""
     at = looks(data)
     per_block = cells // max(int(data["repetitions"]), 1)
-    spend = data["stopping"].get("spending", "obrien-fleming")
-    return (f"stopping: {spend} spending, looks after {', '.join(map(str, at))} blocks; "
-            f"{per_block * at[0]} to {cells} cells (every model stopping at its first "
-            "look, or none before the maximum)")
+    rule = Rule.from_config(data)
+    spend = rule.spending + (f" (gamma {rule.gamma:g})" if rule.spending == "hsd" else "")
+    two, _ = rule.levels()
+    return "\n".join([
+        f"stopping: {spend} spending, {rule.boundaries} boundaries, looks after "
+        f"{', '.join(map(str, at))} blocks; {per_block * at[0]} to {cells} cells (every "
+        "model stopping at its first look, or none before the maximum)",
+        "stopping: two-sided level of each look "
+        + ", ".join(f"{a:.2g}" for a in two) + f" (alpha {rule.alpha:g} over all looks)",
+        ("stopping: " if exact_reach(rule)["difference"] == 1 else "warning: stopping: ")
+        + exact_tests_words(rule)])
+
+
+def exact_reach(rule: Rule) -> dict[str, int | None]:
+    """The first look (1-based; None: none) at which an exact sign-flip or Wilcoxon
+    signed-rank test on the blocks can pass the look's level: two-sided for a difference
+    (smallest p 2^(1-n)), one-sided for each side of an equivalence (2^(-n))."""
+    two, one = rule.levels()
+    at = rule.looks()
+    diff = [k for k, (n, a) in enumerate(zip(at, two, strict=True), 1) if 2.0 ** (1 - n) < a]
+    equiv = [k for k, (n, a) in enumerate(zip(at, one, strict=True), 1) if 2.0 ** -n < a]
+    return {"difference": diff[0] if diff else None, "equivalence": equiv[0] if equiv else None}
+
+
+def exact_tests_words(rule: Rule) -> str:
+    """exact_reach in words, min_blocks compared with the first look's level."""
+    two, _ = rule.levels()
+    at = rule.looks()
+    reach = exact_reach(rule)
+    k = reach["difference"]
+    where = (f"look {k} ({at[k - 1]} blocks, level {two[k - 1]:.2g} > 2^(1-n) = "
+             f"{2.0 ** (1 - at[k - 1]):.2g})" if k else "no look")
+    first = (f"min_blocks {rule.min_blocks} reaches the first look's level"
+             if k == 1 else
+             f"min_blocks {rule.min_blocks} gives the first look the level {two[0]:.2g}, "
+             f"below the smallest exact p 2^(1-n) = {2.0 ** (1 - at[0]):.2g}: a difference "
+             "stopped there has no exact test at its look's level (the t test decides; the "
+             "exact tests are secondary)")
+    e = reach["equivalence"]
+    return (f"the exact sign-flip / Wilcoxon tests can first show a difference at {where}, "
+            f"each side of an equivalence at look {e}; " if e else
+            f"the exact sign-flip / Wilcoxon tests can first show a difference at {where}, "
+            "an equivalence side at no look; ") + first
 
 
 def problems(data: dict[str, Any]) -> list[str]:
@@ -182,6 +386,10 @@ def problems(data: dict[str, Any]) -> list[str]:
     if "import_csv" in data.get("analysis", {}):
         out.append("key 'stopping': an import has no blocks to stop; remove stopping "
                    "(benchmarks/replay_stopping.py replays a rule on imported records).")
+    if "gamma" in stop and stop.get("spending", "obrien-fleming") != "hsd":
+        out.append(f"key 'stopping.gamma': only the hsd spending function has a gamma "
+                   f"(spending is {stop.get('spending', 'obrien-fleming')}); set "
+                   "stopping.spending: hsd or remove stopping.gamma.")
     if stop.get("max_blocks", reps) != reps:
         out.append(f"key 'stopping.max_blocks': {stop['max_blocks']} differs from "
                    f"repetitions {reps}, which is the maximum; set them equal or drop "
@@ -222,18 +430,20 @@ def default_stopping(data: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def expected_blocks(rule: Rule, comparisons: int, sd: float, effect: float,
-                    sims: int = 2000, seed: int = 20261124) -> dict[str, float]:
+                    sims: int = 2000, seed: int = 20261124, replica: bool = False
+                    ) -> dict[str, float]:
     """Monte Carlo, per model: the blocks it runs when each of its `comparisons` primary
     comparisons (one metric each, all against one reference, so correlated 0.5) has true
     ratio 1 + effect and per-block log-ratio SD sd. A model runs until every comparison has
-    its answer: the largest of their stopping blocks. Seeded: the same plan every time."""
+    its answer: the largest of their stopping blocks (replica: A/A replicas, decided within
+    the rule's resolution). Seeded: the same plan every time."""
     import numpy as np
 
     rng = np.random.default_rng(seed)
     n = rule.max_blocks
     own = rng.normal(0.0, sd / math.sqrt(2), (comparisons, sims, n))
     ref = rng.normal(0.0, sd / math.sqrt(2), (sims, n))
-    blocks = np.max([run_rule(math.log1p(effect) + own[j] - ref, rule)["blocks"]
+    blocks = np.max([run_rule(math.log1p(effect) + own[j] - ref, rule, replica)["blocks"]
                      for j in range(max(comparisons, 1))], axis=0)
     return {"mean": float(blocks.mean()),
             "first_look": float(np.mean(blocks == rule.looks()[0]))}
@@ -243,7 +453,9 @@ def plan(data: dict[str, Any], comparisons: int, sds: tuple[float, ...] = PLAN_S
          ) -> dict[str, Any]:
     """The expected blocks per model under the config's rule, or under default_stopping
     where it has none (said so), for each planning SD with no true difference (the costly
-    case: equivalence must be shown) and with a clear one (twice the equivalence margin)."""
+    case: equivalence must be shown) and with a clear one (twice the equivalence margin);
+    and per planning SD the design that needs the fewest blocks (propose), whose keys a
+    config can take as its `stopping:`."""
     own = bool(data.get("stopping"))
     stop = data.get("stopping") if own else default_stopping(data)
     if stop is None:
@@ -258,5 +470,52 @@ def plan(data: dict[str, Any], comparisons: int, sds: tuple[float, ...] = PLAN_S
             e = expected_blocks(rule, comparisons, sd, effect)
             scenarios.append({"sd": sd, "effect": effect, "expected_blocks": e["mean"],
                               "first_look": e["first_look"]})
+    period = designs.period(data["schedule"]["design"], len(data["environments"])) or 1
+    proposals = [propose(sd, comparisons, int(data["repetitions"]), period, rule.alpha,
+                         rule.margin, sims=1000) for sd in sds]
     return {"rule": {"spending": rule.spending, "looks": rule.looks(), "from_config": own,
-                     "stopping": stop}, "comparisons": comparisons, "scenarios": scenarios}
+                     "stopping": stop}, "comparisons": comparisons, "scenarios": scenarios,
+            "proposals": proposals}
+
+
+# candidate spending functions of a proposal: (spending, gamma)
+PROPOSE_SPENDING = (("obrien-fleming", -4.0), ("hsd", -2.0), ("hsd", 0.0), ("hsd", 1.0),
+                    ("pocock", -4.0))
+
+
+def propose(sd: float, comparisons: int, max_blocks: int, period: int, alpha: float = 0.05,
+            margin: float = 0.05, sims: int = 2000, resolution: float | None = None
+            ) -> dict[str, Any]:
+    """The design (first look, looks between, spending function) with the fewest expected
+    blocks per model for comparisons of per-block log-ratio SD sd with no true difference
+    (the costly case: equivalence must be shown), under the same alpha and exact
+    boundaries. Candidates: first look at the fewest whole periods with which the exact
+    tests reach alpha and up to three periods later, looks every 1 to 3 periods, and
+    O'Brien-Fleming, Pocock and the Hwang-Shih-DeCani family (gamma -2, 0, 1). Compared on
+    one seeded simulation (boundaries from 200,000 paths); returns the best design's
+    `stopping:` keys, its expected blocks and the O'Brien-Fleming design from the same
+    first look every period (the default) for comparison. resolution: the comparisons are
+    A/A replicas decided within it."""
+    first = -(-min_blocks_exact(alpha) // period) * period
+    best, default = None, None
+    for lo in range(first, min(first + 3 * period, max_blocks - 1) + 1, period):
+        for every in (period, 2 * period, 3 * period):
+            if lo + every > max_blocks and lo != max_blocks:
+                continue
+            for kind, gamma in PROPOSE_SPENDING:
+                rule = Rule(lo, max_blocks, every, spending=kind, gamma=gamma, alpha=alpha,
+                            margin=margin, exact_reps=200_000, resolution=resolution)
+                mean = expected_blocks(rule, comparisons, sd, 0.0, sims,
+                                       replica=resolution is not None)["mean"]
+                if best is None or mean < best[0] - 1e-9:
+                    best = (mean, rule)
+                if (lo, every, kind) == (first, period, "obrien-fleming"):
+                    default = mean
+    assert best is not None
+    rule = best[1]
+    keys: dict[str, Any] = {"spending": rule.spending, "min_blocks": rule.min_blocks,
+                            "every": rule.every, "boundaries": "exact"}
+    if rule.spending == "hsd":
+        keys["gamma"] = rule.gamma
+    return {"sd": sd, "stopping": keys, "looks": rule.looks(), "expected_blocks": best[0],
+            "default_expected_blocks": default}
