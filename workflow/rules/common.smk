@@ -17,6 +17,7 @@ from containertax.campaign.paths import image_slug
 from containertax.campaign import datasets as ct_datasets
 from containertax.campaign import integrity as ct_integrity
 from containertax.campaign import stopping as ct_stopping
+from containertax.core import records as ct_records
 from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
 
@@ -51,8 +52,10 @@ RESOLVED = str(PATHS.resolved)
 
 
 def planning_only():
-    """Whether this invocation only plans (-n, --lint, --list-rules, --dag, --summary...),
-    as Snakemake's own argument parser reads the command line: then nothing is written.
+    """Whether this invocation only plans (-n, --lint, --list-rules, --dag, --summary...)
+    or only tends Snakemake's own state (--unlock, --cleanup-metadata, --list-changes,
+    --report, ...), as Snakemake's own argument parser reads the command line: then
+    nothing is written and no record is moved.
     """
     from snakemake.cli import get_argument_parser
 
@@ -67,15 +70,31 @@ def planning_only():
         or args.filegraph
         or args.summary
         or args.detailed_summary
+        or args.unlock
+        or args.cleanup_metadata
+        or args.cleanup_shadow
+        or args.list_changes
+        or args.report
+        or args.archive
+        or args.containerize
+        or args.export_cwl
+        or args.print_compilation
+        or args.generate_unit_tests
+        or args.delete_all_output
+        or args.delete_temp_output
+        or args.touch
     )
 
 
 # The validated config every step reads, rewritten before the DAG is built whenever its
 # content changed (its mtime then reruns what depends on it); not while only planning,
 # where the resolved_config rule stands for it on a fresh results folder.
+# The first invocation that runs jobs pins what the campaign's cells measure (check_owner
+# above refuses another config that measures a pinned model or environment differently).
 if not planning_only():
     try:
         ct_config.write_resolved(CAMPAIGN, PATHS.resolved)
+        ct_config.pin_campaign(CAMPAIGN, ct_records.utc_now())
     except OSError as exc:
         raise WorkflowError(f"{CONFIG_SOURCE}: results folder {ROOT}: {exc}") from None
 # The steps run from the Python that runs Snakemake, or under --sdm conda from the rules'

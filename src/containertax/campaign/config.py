@@ -375,11 +375,84 @@ def write_resolved(campaign: Campaign, path: Path) -> None:
         atomic_write_text(path, text)
 
 
+def identity(campaign: Campaign) -> dict[str, Any]:
+    """What the campaign's cells measure: each model's workload kind and parameters, and
+    each environment's settings (without its description, and without options another
+    campaign derives: a change of those supersedes records, campaign/integrity.py). The
+    campaign's other settings (repetitions, analysis, stopping, schedule, thermal gate)
+    may change; these may not, for a model or environment that has cells."""
+    def env_settings(spec: dict[str, Any]) -> dict[str, Any]:
+        derived = (spec.get("options_source") or {}).get("kind") == "derived"
+        drop = {"description", "options_source", "variant", *(("options",) if derived else ())}
+        return {k: v for k, v in spec.items() if k not in drop}
+
+    models = {m.id: {"kind": campaign.workload_kind(m.id),
+                     **campaign.workload_params(m.id)} for m in campaign.models}
+    envs = {e.id: env_settings(e.spec) for e in campaign.environments}
+    return json.loads(json.dumps({"models": models, "environments": envs}, default=str))
+
+
+def read_pin(campaign: Campaign) -> dict[str, Any] | None:
+    """The campaign's pin (paths.PIN), None when it has none; a damaged one is an error
+    naming the file and the fix."""
+    path = campaign.paths.pin
+    try:
+        pin = json.loads(path.read_bytes())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"{path}: the pin of campaign {campaign.name} cannot be read "
+                          f"({exc}); move it aside (mv {path} {path}.bad) and run again "
+                          "with the campaign's own config, which pins it anew.") from None
+    if not isinstance(pin, dict) or not all(
+            isinstance(pin.get(k), dict) for k in ("models", "environments")):
+        raise ConfigError(f"{path}: not a pin this workflow wrote (no 'models' and "
+                          "'environments' mappings); move it aside (mv "
+                          f"{path} {path}.bad) and run again with the campaign's own config.")
+    return pin
+
+
+def _pin_conflicts(pin: dict[str, Any], mine: dict[str, Any]) -> list[str]:
+    """Each model or environment that both have, measured differently, with its keys."""
+    out = []
+    for section, word in (("models", "model"), ("environments", "environment")):
+        for item, settings in mine[section].items():
+            before = pin[section].get(item)
+            if before is None or before == settings:
+                continue
+            keys = sorted(k for k in set(before) | set(settings)
+                          if before.get(k) != settings.get(k))
+            shown = "; ".join(f"{k}: {before.get(k, '(unset)')!r} pinned, "
+                              f"{settings.get(k, '(unset)')!r} here" for k in keys[:4])
+            out.append(f"{word} {item}: {shown}{' ...' if len(keys) > 4 else ''}")
+    return out
+
+
 def check_owner(campaign: Campaign) -> None:
-    """A new config that reuses the name of a campaign with records (e.g. h100) would
-    write its cells into that campaign: refused, unless it is that campaign's config (or a
-    config laid on it with base:), or says extends_campaign: true."""
-    if campaign.raw.get("extends_campaign") or campaign.is_import:
+    """A campaign has one identity: the first invocation that ran jobs pinned what its
+    cells measure (paths.PIN; pin_campaign). Another config naming the campaign that
+    measures a pinned model or environment differently (whatever its file is called) is
+    refused, naming both files and the fix; one that adds models, environments or
+    repetitions extends it. `extends_campaign: true` writes into it on purpose. A campaign
+    with records but no pin yet (committed before pins existed) is held to the config
+    file its records name."""
+    if campaign.is_import:
+        return
+    pin = read_pin(campaign)
+    if campaign.raw.get("extends_campaign"):
+        return
+    if pin is not None:
+        conflicts = _pin_conflicts(pin, identity(campaign))
+        if conflicts:
+            raise ConfigError(
+                f"{campaign.source}: key 'campaign': campaign '{campaign.name}' is pinned to "
+                f"the config {pin.get('config_source')} (config hash "
+                f"{pin.get('config_hash')}, {campaign.paths.pin}), and this config "
+                f"measures differently: " + "; ".join(conflicts) + ". Its cells would mix "
+                "two measurements under one name. Fix: give this config a new campaign "
+                "name; or extend the campaign as config/README.md says ('Extending a "
+                "campaign': add models, environments or repetitions, change no pinned "
+                "setting); or set extends_campaign: true to write into it on purpose.")
         return
     first = next(iter(campaign.paths.raw_records()), None)
     if first is None:
@@ -394,6 +467,37 @@ def check_owner(campaign: Campaign) -> None:
             f"{campaign.source}: key 'campaign': '{campaign.name}' already holds records of "
             f"another config ({owner}, e.g. {first}). Choose a new campaign name, or set "
             "extends_campaign: true to add cells to that campaign on purpose.")
+
+
+def pin_campaign(campaign: Campaign, now: str) -> None:
+    """Pin the campaign's identity (the first invocation that runs jobs), and add the
+    models and environments an extension brings; a pinned entry is never changed (a
+    config with extends_campaign: true leaves it as it was). Atomic; written only when
+    its content changes."""
+    from containertax.core.records import atomic_write_text
+
+    if campaign.is_import:
+        return
+    pin = read_pin(campaign)
+    mine = identity(campaign)
+    if pin is None:
+        pin = {"campaign": campaign.name, "config_source": campaign.source,
+               "config_hash": campaign.config_hash(), "utc": now, "models": {},
+               "environments": {}, "extended_by": []}
+    added = {section: sorted(set(mine[section]) - set(pin[section]))
+             for section in ("models", "environments")}
+    if not pin["models"] and not pin["environments"]:
+        added = {}  # the first pin: nothing is an extension yet
+    elif not any(added.values()):
+        return
+    for section in ("models", "environments"):
+        for item, settings in mine[section].items():
+            pin[section].setdefault(item, settings)
+    if added:
+        pin.setdefault("extended_by", []).append(
+            {"config_source": campaign.source, "config_hash": campaign.config_hash(),
+             "utc": now, **added})
+    atomic_write_text(campaign.paths.pin, json.dumps(pin, indent=1, default=str) + "\n")
 
 
 def resolve_derived(envs: dict[str, Any], source: str, workdir: Path = Path(".")
