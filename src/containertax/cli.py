@@ -153,8 +153,9 @@ def _aggregate(a: argparse.Namespace) -> int:
     from containertax.analysis import aggregate
 
     campaign = load(a.config)
+    skip = frozenset(u.path for u in schedule.unscheduled(campaign))
     aggregate.write(campaign.root, Path(a.out),
-                    Path(a.requests_out) if a.requests_out else None)
+                    Path(a.requests_out) if a.requests_out else None, skip)
     return 0
 
 
@@ -502,6 +503,12 @@ def _check(path: str, directory: str | None = None) -> int:
             [str(p) for p in campaign.paths.raw_records()], now)
         if found:
             print(f"warning: {integrity.superseded_message(found, None)}")
+    outside = schedule.unscheduled(campaign)
+    if outside:
+        from containertax.campaign import integrity
+
+        print("warning: " + integrity.unscheduled_message(
+            outside, None, kept=bool(campaign.raw.get("extends_campaign"))))
     for warning in schedule.design_warnings(campaign):
         print(f"warning: {warning}")
     return 0

@@ -227,6 +227,22 @@ if _OPTIONS_NOW:
         logger.warning(ct_integrity.superseded_message(_SUPERSEDED, _MOVED_TO))
 
 
+# Records outside the campaign's schedule (a cell a config edit removed, a record added by
+# hand, a block beyond the stopping rule's stop of its model) are never analysed: a dry run
+# names them; when jobs run they are moved aside like superseded ones (kept, ledgered). A
+# config that writes into another's campaign on purpose (extends_campaign) moves nothing.
+_UNSCHEDULED = ct_schedule.unscheduled(CAMPAIGN, CELLS)
+if _UNSCHEDULED and (planning_only() or CAMPAIGN.raw.get("extends_campaign")):
+    logger.warning(
+        ct_integrity.unscheduled_message(
+            _UNSCHEDULED, None, kept=bool(CAMPAIGN.raw.get("extends_campaign"))
+        )
+    )
+elif _UNSCHEDULED:
+    _MOVED_TO = ct_integrity.move_unscheduled(PATHS, _UNSCHEDULED)
+    logger.warning(ct_integrity.unscheduled_message(_UNSCHEDULED, _MOVED_TO))
+
+
 # The raw records present when the workflow is planned, looked up once: the targets,
 # pending_cells, run_if_pending and record_folders each ask about every cell, and nothing
 # here writes a record before the DAG is built. (onsuccess looks again, after the jobs.)

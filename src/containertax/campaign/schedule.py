@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, replace
 from pathlib import Path
 
-from containertax.campaign import lanes, paths
+from containertax.campaign import integrity, lanes, paths
 from containertax.campaign.config import Campaign, ConfigError
 from containertax.campaign.designs import block_order, period
 from containertax.core.cell import Cell
@@ -247,6 +247,16 @@ def stopped_at(campaign: Campaign) -> dict[str, int]:
             if state.get("decision") != "continue":
                 ended.setdefault(model, int(state["blocks_allowed"]))
     return ended
+
+
+def unscheduled(campaign: Campaign, cells: Sequence[Cell] | None = None
+                ) -> list[integrity.Unscheduled]:
+    """The campaign's raw records that its schedule does not hold (cells a config edit
+    removed, records added by hand), or that lie beyond the block at which the stopping
+    rule ended their model: never analysed; the workflow moves them aside."""
+    cells = plan(campaign) if cells is None else cells
+    return integrity.unscheduled_records(campaign.paths.raw_records(),
+                                         {_key(c) for c in cells}, stopped_at(campaign))
 
 
 def stopping_allowed(campaign: Campaign) -> dict[str, int]:

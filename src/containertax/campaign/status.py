@@ -100,6 +100,9 @@ def summarize(campaign: Campaign, estimate_lanes: list[int] | None = None) -> di
         "failed_cells": failed_cells,
         "failed_preflights": failed_preflights(campaign),
         "ledger_damage": records.ledger_damage(root),
+        # records the schedule does not hold: not counted above, never analysed
+        "unscheduled": [{"record": str(u.path), "why": u.why}
+                        for u in schedule.unscheduled(campaign)],
     }
 
 
@@ -149,6 +152,9 @@ def render(summary: dict[str, Any]) -> str:
         lines.append(f"ledger damaged: {name} has {bad} unparseable line(s) (torn by a full "
                      "disk or a crash; skipped, the events on them are lost; the raw records "
                      "above are counted from raw/, not from the ledger)")
+    for u in summary.get("unscheduled", []):
+        lines.append(f"not counted, not analysed: {u['record']} ({u['why']}); the next "
+                     "invocation that runs jobs moves it to raw/.superseded/")
     for env_id, why in summary.get("failed_preflights", {}).items():
         lines.append(f"preflight of {env_id} failed (its cells cannot run): "
                      f"{_first_lines(why)}")
