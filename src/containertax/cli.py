@@ -490,6 +490,10 @@ def _check(path: str, directory: str | None = None) -> int:
     if underived:
         raise config.ConfigError("\n".join(underived))
     cells = schedule.plan(campaign)
+    if campaign.raw.get("stopping"):  # every look written: whole, and of this rule
+        from containertax.campaign import looks
+
+        looks.read_looks(campaign.paths, stopping.Rule.from_campaign(campaign))
     print(f"{path}: ok: campaign {campaign.name}, {len(cells)} cells "
           f"({len(campaign.models)} models x {len(campaign.environments)} environments x "
           f"{campaign.repetitions} repetitions), results in {campaign.root}")

@@ -17,6 +17,7 @@ from containertax.campaign.paths import image_slug
 from containertax.campaign import datasets as ct_datasets
 from containertax.campaign import integrity as ct_integrity
 from containertax.campaign import stopping as ct_stopping
+from containertax.campaign import looks as ct_looks
 from containertax.core import records as ct_records
 from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
@@ -231,7 +232,10 @@ if _OPTIONS_NOW:
 # hand, a block beyond the stopping rule's stop of its model) are never analysed: a dry run
 # names them; when jobs run they are moved aside like superseded ones (kept, ledgered). A
 # config that writes into another's campaign on purpose (extends_campaign) moves nothing.
-_UNSCHEDULED = ct_schedule.unscheduled(CAMPAIGN, CELLS)
+try:  # a damaged look file, or one of another stopping rule, is named (looks.py)
+    _UNSCHEDULED = ct_schedule.unscheduled(CAMPAIGN, CELLS)
+except ct_config.ConfigError as exc:
+    raise WorkflowError(str(exc)) from None
 if _UNSCHEDULED and (planning_only() or CAMPAIGN.raw.get("extends_campaign")):
     logger.warning(
         ct_integrity.unscheduled_message(

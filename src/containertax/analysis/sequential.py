@@ -169,9 +169,13 @@ def interim_state(campaign: Any, runs: Any, look: int) -> dict[str, Any]:
                         "looks_made": int(last["look"]) if last else 0,
                         "blocks_run": int(last["blocks"]) if last else 0,
                         "blocks_possible": looks[-1], "blocks_allowed": allowed[m.id]}
+    from containertax.campaign.looks import fingerprint
+
     return {"look": look, "blocks": looks[look - 1], "looks": looks,
             "rule": {"spending": rule_of(campaign).spending,
                      "alpha": rule_of(campaign).alpha, "margin": rule_of(campaign).margin},
+            # the rule this look was decided under: a look of another rule is refused
+            "rule_fingerprint": fingerprint(rule_of(campaign)),
             "continuing": [m for m, v in models.items() if v["decision"] == "continue"],
             "models": models, "rows": rows}
 
@@ -199,13 +203,11 @@ SPENDING_WORDS = {"obrien-fleming": "O'Brien--Fleming-type", "pocock": "Pocock-t
 def last_state(campaign: Any, runs: Any) -> list[dict[str, Any]]:
     """The rows of the last interim decision written (interim/look<k>.json: what the
     workflow decided), else the rule recomputed from the runs given."""
-    import json
+    from containertax.campaign.looks import read_looks
 
-    looks = rule_of(campaign).looks()
-    for k in range(len(looks), 0, -1):
-        path = campaign.paths.interim(k)
-        if path.exists():
-            return list(json.loads(path.read_text())["rows"])
+    written = read_looks(campaign.paths, rule_of(campaign))  # of this rule, or an error
+    if written:
+        return list(written[-1].get("rows") or [])
     return decide(runs, campaign, _primary(campaign, runs)) if len(runs) else []
 
 

@@ -116,3 +116,65 @@ def test_a_cell_a_config_edit_removed_is_named(tmp_path, monkeypatch):
                                         "repetition": 1}, "metrics": []}))
     found = schedule.unscheduled(campaign)
     assert [u.path for u in found] == [raw] and "not in the campaign's schedule" in found[0].why
+
+
+# --- looks pinned to their rule ---------------------------------------------------------
+
+
+def _set_spending(work: Path, spending: str) -> None:
+    path = work / "config" / f"{CAMPAIGN}.yaml"
+    text = path.read_text()
+    assert "spending: obrien-fleming" in text
+    path.write_text(text.replace("spending: obrien-fleming", f"spending: {spending}"))
+
+
+def test_a_look_records_its_rule(stopped):
+    look = json.loads((stopped / "results" / CAMPAIGN / "interim" / "look1.json").read_text())
+    fp = look["rule_fingerprint"]
+    assert fp["spending"] == "obrien-fleming" and fp["looks"] == [6, 8] and fp["sha256"]
+
+
+def test_a_changed_rule_is_named_and_refused_until_the_looks_are_redecided(
+        stopped, monkeypatch, capsys):
+    """Before: obrien-fleming -> pocock after the looks gave no warning, and the paper
+    printed 'Pocock-type' beside the old decisions."""
+    monkeypatch.chdir(stopped)
+    _set_spending(stopped, "pocock")
+    cfg = f"config/{CAMPAIGN}.yaml"
+    look = f"results/{CAMPAIGN}/interim/look1.json"
+    for argv in (["check", cfg], ["status", cfg]):
+        assert cli.main(argv) == 1
+        err = capsys.readouterr().err
+        assert look in err and "'obrien-fleming' then, 'pocock' now" in err, err
+        assert "mv results/h100-stopping/interim" in err and "Traceback" not in err
+    dry = _snakemake(stopped, "-n")
+    text = dry.stdout + dry.stderr
+    assert dry.returncode != 0 and "'obrien-fleming' then, 'pocock' now" in text, text[-2000:]
+    assert "Traceback" not in text
+    # the user says so: the looks moved aside are decided again, under the new rule
+    interim = stopped / "results" / CAMPAIGN / "interim"
+    interim.rename(interim.with_name("interim.old"))
+    out = _snakemake(stopped, "--cores", "1", look)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert json.loads((stopped / look).read_text())["rule_fingerprint"]["spending"] == "pocock"
+    assert cli.main(["check", cfg]) == 0
+
+
+@pytest.mark.parametrize("damage", ["half", "list", "binary"])
+def test_a_damaged_look_file_is_named_with_its_fix(stopped, monkeypatch, capsys, damage):
+    """Before: `check` said ok, then `snakemake -n`, `paper` and `status` stopped on a
+    JSONDecodeError traceback naming no file."""
+    monkeypatch.chdir(stopped)
+    path = stopped / "results" / CAMPAIGN / "interim" / "look1.json"
+    text = path.read_bytes()
+    path.write_bytes({"half": text[: len(text) // 2], "list": b"[1, 2]",
+                      "binary": b"\x00\xff\xfe"}[damage])
+    cfg = f"config/{CAMPAIGN}.yaml"
+    for argv in (["check", cfg], ["status", cfg]):
+        assert cli.main(argv) == 1
+        err = capsys.readouterr().err
+        assert f"results/{CAMPAIGN}/interim/look1.json" in err and "mv " in err, err
+        assert "Traceback" not in err
+    dry = _snakemake(stopped, "-n")
+    text = dry.stdout + dry.stderr
+    assert dry.returncode != 0 and "look1.json" in text and "Traceback" not in text, text[-2000:]
