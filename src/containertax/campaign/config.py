@@ -302,7 +302,10 @@ def load_campaign(data: dict[str, Any], source: str = "<config>",
         data["environments"] = resolve_replicas(
             resolve_extends(resolve_derived(data["environments"], source, workdir), source),
             source)
-    data = validate(data, source)
+    try:
+        data = validate(data, source)
+    except ConfigError as exc:
+        raise _blame_derived(exc, data.get("environments") or {}) from None
     campaign = campaign_of(data, source, workdir)
     if not campaign.is_import:
         _workload_checks(campaign)
@@ -539,8 +542,8 @@ def resolve_derived(envs: dict[str, Any], source: str, workdir: Path = Path(".")
         own = {k: v for k, v in spec.items() if k != "derived_from"}
         source_info: dict[str, Any] = {"kind": "derived", "campaign": deriving.name,
                                        "config": str(config_file), "file": str(file)}
-        if file.is_file():
-            derived = yaml.safe_load(file.read_text()) or {}
+        if file.exists():
+            derived = read_derived(file, f"{key}.derived_from'", str(config_file), env_id)
             source_info.update(
                 sha256=hashlib.sha256(file.read_bytes()).hexdigest(),
                 options=derived.get("options") or {},
@@ -552,6 +555,43 @@ def resolve_derived(envs: dict[str, Any], source: str, workdir: Path = Path(".")
             source_info["pending"] = True
         out[env_id] = {**own, "options_source": source_info}
     return out
+
+
+def read_derived(file: Path, key: str, config_file: str, env_id: str) -> dict[str, Any]:
+    """A derived options file (optimisation.write_derived), read strictly: a file that is
+    not UTF-8 YAML holding a mapping with an `options` mapping (empty, a list, binary,
+    unreadable, a folder) is an error naming that file, never "no options" (which would
+    supersede valid records and measure them again)."""
+    fix = (f"derive it again (`containertax best-options {config_file} --derive {env_id}`), "
+           "or restore it from a backup; it is read because of")
+    try:
+        text = file.read_bytes().decode("utf-8")
+        derived = yaml.safe_load(text)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        why = f"{type(exc).__name__}: {exc}".splitlines()[0]
+        raise ConfigError(f"{file}: the derived options file cannot be read ({why}); {fix} "
+                          f"{key}.") from None
+    if not isinstance(derived, dict) or not isinstance(derived.get("options", {}), dict):
+        what = ("empty" if derived is None else
+                f"a {type(derived).__name__}, not a mapping" if not isinstance(derived, dict)
+                else "its key 'options' is not a mapping")
+        raise ConfigError(f"{file}: the derived options file is {what}; {fix} {key}.")
+    return derived
+
+
+def _blame_derived(exc: ConfigError, envs: dict[str, Any]) -> ConfigError:
+    """A problem with an environment's options that a derived file supplied: said to be
+    that file's, not the config's."""
+    text = str(exc)
+    notes = [f"(environments.{env_id}.options are not written in the config: they come "
+             f"from the derived file {spec['options_source']['file']} (key 'options'); "
+             "correct that file or derive it again with containertax best-options "
+             f"{spec['options_source']['config']} --derive {env_id})"
+             for env_id, spec in envs.items()
+             if isinstance(spec, dict)
+             and (spec.get("options_source") or {}).get("kind") == "derived"
+             and f"environments.{env_id}.options" in text]
+    return ConfigError("\n".join([text, *notes])) if notes else exc
 
 
 def underived(campaign: Campaign) -> list[str]:
