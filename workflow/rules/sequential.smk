@@ -51,7 +51,7 @@ def sequential_targets(wildcards=None):
     for look in range(1, len(STOP_LOOKS) + 1):
         out = checkpoints.interim.get(look=look).output[0]
         files.append(out)
-        if not ct_looks.read_look(out, STOP_RULE)["continuing"]:
+        if not ct_looks.read_look(out, STOP_RULE).get("continuing"):
             break
     return files + _cells_up_to(_allowed_after(len(files)))
 

@@ -303,7 +303,7 @@ def load_campaign(data: dict[str, Any], source: str = "<config>",
             resolve_extends(resolve_derived(data["environments"], source, workdir), source),
             source)
     try:
-        data = validate(data, source)
+        data = validate(data, source, workdir)
     except ConfigError as exc:
         raise _blame_derived(exc, data.get("environments") or {}) from None
     campaign = campaign_of(data, source, workdir)

@@ -75,16 +75,15 @@ def read_look(path: Path, rule: Rule | None = None) -> dict[str, Any]:
         raise LookError(f"{path}: the stopping rule's look file is damaged ({exc}); "
                         f"{_fix_damaged(path)}.") from None
     models = state.get("models") if isinstance(state, dict) else None
-    if not isinstance(models, dict) or not isinstance(state.get("continuing"), list) or any(
-            not isinstance(v, dict) or not isinstance(v.get("blocks_allowed"), int)
-            or not isinstance(v.get("decision"), str) for v in models.values()):
-        raise LookError(f"{path}: not a look file this workflow wrote (no 'models' with a "
-                        f"decision and blocks_allowed each, or no 'continuing'); "
+    if not isinstance(models, dict) or not isinstance(state.get("continuing", []), list) \
+            or any(not isinstance(v, dict) or not isinstance(v.get("blocks_allowed"), int)
+                   or not isinstance(v.get("decision", ""), str) for v in models.values()):
+        raise LookError(f"{path}: not a look file this workflow wrote (no 'models' with "
+                        f"blocks_allowed each, or 'continuing' not a list); "
                         f"{_fix_damaged(path)}.")
-    if rule is not None:
-        recorded = _recorded(state)
-        now = fingerprint(rule)
-        changed = _differences(recorded, now) if recorded is not None else ["no rule recorded"]
+    recorded = _recorded(state)
+    if rule is not None and recorded is not None:  # a look that names no rule: as it is
+        changed = _differences(recorded, fingerprint(rule))
         if changed:
             folder = path.parent
             raise LookError(

@@ -241,7 +241,7 @@ def stopped_at(campaign: Campaign) -> dict[str, int]:
     ended: dict[str, int] = {}
     for state in looks.read_looks(campaign.paths, stopping.Rule.from_campaign(campaign)):
         for model, decided in state["models"].items():
-            if decided["decision"] != "continue":
+            if decided.get("decision") != "continue":
                 ended.setdefault(model, int(decided["blocks_allowed"]))
     return ended
 
