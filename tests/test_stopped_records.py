@@ -178,3 +178,17 @@ def test_a_damaged_look_file_is_named_with_its_fix(stopped, monkeypatch, capsys,
     dry = _snakemake(stopped, "-n")
     text = dry.stdout + dry.stderr
     assert dry.returncode != 0 and "look1.json" in text and "Traceback" not in text, text[-2000:]
+
+
+def test_a_look_written_before_fingerprints_is_held_to_the_rule_it_names():
+    """The committed looks of h100-stopping (raw/visits/...) name rule and looks only:
+    accepted under that rule, refused under Pocock-type spending."""
+    from containertax.campaign import looks
+    from containertax.campaign.stopping import Rule
+
+    path = REPO / "results" / CAMPAIGN / "raw" / "visits" / "20261124T140600Z" / "interim" \
+        / "look1.json"
+    rule = Rule.from_config(config.load_file(REPO / "config" / f"{CAMPAIGN}.yaml").raw)
+    assert looks.read_look(path, rule)["models"][MODEL]["decision"] == "stop"
+    with pytest.raises(looks.LookError, match="'obrien-fleming' then, 'pocock' now"):
+        looks.read_look(path, Rule(**{**rule.__dict__, "spending": "pocock"}))

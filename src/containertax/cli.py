@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import json
 import logging
 import re
@@ -37,11 +38,30 @@ def load(path: str) -> config.Campaign:
     return config.load_file(p)
 
 
+class _LogFile(logging.FileHandler):
+    """A step's log file. One that cannot be written (a full disk) says so once, in one
+    line on stderr (where Snakemake shows it), instead of a '--- Logging error ---' dump
+    with a traceback per message; the messages still reach stderr."""
+
+    failed = False
+
+    def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802 - logging's name
+        if not self.failed:
+            self.failed = True
+            exc = sys.exc_info()[1]
+            sys.stderr.write(f"containertax: log file {self.baseFilename} not written "
+                             f"({exc}); its messages go to stderr only\n")
+
+
 def _setup_logging(log_path: str | None) -> None:
     handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
     if log_path:
-        Path(log_path).parent.mkdir(parents=True, exist_ok=True)
-        handlers.append(logging.FileHandler(log_path, mode="a"))
+        try:
+            Path(log_path).parent.mkdir(parents=True, exist_ok=True)
+            handlers.append(_LogFile(log_path, mode="a"))
+        except OSError as exc:
+            sys.stderr.write(f"containertax: log file {log_path} not opened ({exc}); "
+                             "messages go to stderr only\n")
     logging.basicConfig(level=logging.INFO, handlers=handlers, force=True,
                         format="%(asctime)s %(levelname)s %(message)s")
 
@@ -433,6 +453,15 @@ def main(argv: list[str] | None = None) -> int:
         return COMMANDS[args.command].handler(args)
     except ContainertaxError as exc:
         logging.getLogger("containertax").error("%s", exc)
+        return 1
+    except OSError as exc:
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        where = f" {exc.filename}" if exc.filename else ""
+        logging.getLogger("containertax").error(
+            "disk full: cannot write%s (%s); free space and run the step again (raw "
+            "records are written whole or not at all; a failed cell reruns alone)",
+            where, exc.strerror)
         return 1
 
 

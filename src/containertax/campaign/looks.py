@@ -48,14 +48,13 @@ def _recorded(state: dict[str, Any]) -> dict[str, Any] | None:
 def _differences(recorded: dict[str, Any], now: dict[str, Any]) -> list[str]:
     """The rule's fields that differ: all of them for a fingerprinted look (a field it
     lacks counts as changed), those a look written before fingerprints recorded."""
-    if "sha256" in recorded:
-        if recorded["sha256"] == now["sha256"]:
-            return []
-        keys = [k for k in now if k != "sha256"]
-    else:
-        keys = [k for k in now if k in recorded]
-    return [f"{k}: {recorded.get(k, '(not recorded)')!r} then, {now[k]!r} now"
-            for k in keys if recorded.get(k) != now[k]] or ["its fingerprint"]
+    fingerprinted = "sha256" in recorded
+    if fingerprinted and recorded["sha256"] == now["sha256"]:
+        return []
+    keys = [k for k in now if k != "sha256" and (fingerprinted or k in recorded)]
+    changed = [f"{k}: {recorded.get(k, '(not recorded)')!r} then, {now[k]!r} now"
+               for k in keys if recorded.get(k) != now[k]]
+    return changed or (["its fingerprint's sha256"] if fingerprinted else [])
 
 
 def _fix_damaged(path: Path) -> str:
