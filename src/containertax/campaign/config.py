@@ -24,6 +24,7 @@ from containertax.campaign.configerror import ConfigError  # config.ConfigError,
 from containertax.campaign.configfile import merge, read_config_file, resolve_base
 from containertax.campaign.paths import CampaignPaths
 from containertax.campaign.validation import schema, validate
+from containertax.core.cell import ID_RULE, ID_WORDS
 
 
 @dataclass(frozen=True)
@@ -132,7 +133,13 @@ class Campaign:
             if "model" not in (rows.fieldnames or []):
                 raise ConfigError(f"{path}: no 'model' column (analysis.import_csv in "
                                   f"{self.source}); see containertax.analysis.importer.")
-            return list(dict.fromkeys(str(r["model"]).strip() for r in rows if r["model"]))
+            models = list(dict.fromkeys(str(r["model"]).strip() for r in rows if r["model"]))
+        bad = [m for m in models if not ID_RULE.fullmatch(m)]
+        if bad:  # else a Snakemake wildcard error before the import rule's own check
+            raise ConfigError(f"{path}: column 'model': {bad[:3]} are not ids: use "
+                              f"{ID_WORDS}; rename them in the CSV (analysis.import_csv in "
+                              f"{self.source}).")
+        return models
 
     def workload_kind(self, model_id: str) -> str:
         """A model's workload kind: its own 'kind' key, else workload.kind."""
