@@ -109,15 +109,16 @@ def _checkout_with_import(tmp_path, csv_text, reference="native"):
     return path, elsewhere
 
 
+# rows are numbered as lines of the file, its comment lines counted (issue #35)
 @pytest.mark.parametrize(("csv_text", "reference", "fragments"), [
     (SANI, "native", None),  # the shipped table passes
     (SANI.replace("matmul-10k,docker,3,time_s", "matmul-10k,docker,3,tme_s"), "native",
-     ["key 'analysis.import_csv'", "runs.csv: row 24: column 'metric' holds ['tme_s']",
+     ["key 'analysis.import_csv'", "runs.csv: row 29: column 'metric' holds ['tme_s']",
       "analysis.define_metrics"]),
     (SANI, "podman", ["key 'analysis.import_csv'", "reference_environment 'podman' is not an "
                       "environment of the import (['docker', 'native'])"]),
     (SANI.replace("matmul-10k,native,2,time_s,1.5059", "matmul-10k,native,2,time_s,fast"),
-     "native", ["row 3: column 'value' = 'fast' is not a number"]),
+     "native", ["row 8: column 'value' = 'fast' is not a number"]),
     ("model,environment,metric\nm,native,time_s\n", "native", ["missing column(s)"]),
 ], ids=["sani-ok", "unknown-metric", "unknown-reference", "not-a-number", "missing-column"])
 def test_check_reads_the_import_as_the_import_rule_does(tmp_path, monkeypatch, capsys,

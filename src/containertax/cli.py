@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import json
 import logging
 import sys
@@ -36,11 +37,30 @@ def load(path: str) -> config.Campaign:
     return config.load_file(p)
 
 
+class _LogFile(logging.FileHandler):
+    """A step's log file. One that cannot be written (a full disk) says so once, in one
+    line on stderr (where Snakemake shows it), instead of a '--- Logging error ---' dump
+    with a traceback per message; the messages still reach stderr."""
+
+    failed = False
+
+    def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802 - logging's name
+        if not self.failed:
+            self.failed = True
+            exc = sys.exc_info()[1]
+            sys.stderr.write(f"containertax: log file {self.baseFilename} not written "
+                             f"({exc}); its messages go to stderr only\n")
+
+
 def _setup_logging(log_path: str | None) -> None:
     handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
     if log_path:
-        Path(log_path).parent.mkdir(parents=True, exist_ok=True)
-        handlers.append(logging.FileHandler(log_path, mode="a"))
+        try:
+            Path(log_path).parent.mkdir(parents=True, exist_ok=True)
+            handlers.append(_LogFile(log_path, mode="a"))
+        except OSError as exc:
+            sys.stderr.write(f"containertax: log file {log_path} not opened ({exc}); "
+                             "messages go to stderr only\n")
     logging.basicConfig(level=logging.INFO, handlers=handlers, force=True,
                         format="%(asctime)s %(levelname)s %(message)s")
 
@@ -152,8 +172,9 @@ def _aggregate(a: argparse.Namespace) -> int:
     from containertax.analysis import aggregate
 
     campaign = load(a.config)
+    skip = frozenset(u.path for u in schedule.unscheduled(campaign))
     aggregate.write(campaign.root, Path(a.out),
-                    Path(a.requests_out) if a.requests_out else None)
+                    Path(a.requests_out) if a.requests_out else None, skip)
     return 0
 
 
@@ -432,6 +453,15 @@ def main(argv: list[str] | None = None) -> int:
     except ContainertaxError as exc:
         logging.getLogger("containertax").error("%s", exc)
         return 1
+    except OSError as exc:
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        where = f" {exc.filename}" if exc.filename else ""
+        logging.getLogger("containertax").error(
+            "disk full: cannot write%s (%s); free space and run the step again (raw "
+            "records are written whole or not at all; a failed cell reruns alone)",
+            where, exc.strerror)
+        return 1
 
 
 def _check(path: str, directory: str | None = None) -> int:
@@ -473,6 +503,10 @@ def _check(path: str, directory: str | None = None) -> int:
     if underived:
         raise config.ConfigError("\n".join(underived))
     cells = schedule.plan(campaign)
+    if campaign.raw.get("stopping"):  # every look written: whole, and of this rule
+        from containertax.campaign import looks
+
+        looks.read_looks(campaign.paths, stopping.Rule.from_campaign(campaign))
     print(f"{path}: ok: campaign {campaign.name}, {len(cells)} cells "
           f"({len(campaign.models)} models x {len(campaign.environments)} environments x "
           f"{campaign.repetitions} repetitions), results in {campaign.root}")
@@ -486,6 +520,12 @@ def _check(path: str, directory: str | None = None) -> int:
             [str(p) for p in campaign.paths.raw_records()], now)
         if found:
             print(f"warning: {integrity.superseded_message(found, None)}")
+    outside = schedule.unscheduled(campaign)
+    if outside:
+        from containertax.campaign import integrity
+
+        print("warning: " + integrity.unscheduled_message(
+            outside, None, kept=bool(campaign.raw.get("extends_campaign"))))
     for warning in schedule.design_warnings(campaign):
         print(f"warning: {warning}")
     return 0

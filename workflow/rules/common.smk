@@ -17,6 +17,8 @@ from containertax.campaign.paths import image_slug
 from containertax.campaign import datasets as ct_datasets
 from containertax.campaign import integrity as ct_integrity
 from containertax.campaign import stopping as ct_stopping
+from containertax.campaign import looks as ct_looks
+from containertax.core import records as ct_records
 from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
 
@@ -57,8 +59,10 @@ RESOLVED = str(PATHS.resolved)
 
 
 def planning_only():
-    """Whether this invocation only plans (-n, --lint, --list-rules, --dag, --summary...),
-    as Snakemake's own argument parser reads the command line: then nothing is written.
+    """Whether this invocation only plans (-n, --lint, --list-rules, --dag, --summary...)
+    or only tends Snakemake's own state (--unlock, --cleanup-metadata, --list-changes,
+    --report, ...), as Snakemake's own argument parser reads the command line: then
+    nothing is written and no record is moved.
     """
     from snakemake.cli import get_argument_parser
 
@@ -73,15 +77,31 @@ def planning_only():
         or args.filegraph
         or args.summary
         or args.detailed_summary
+        or args.unlock
+        or args.cleanup_metadata
+        or args.cleanup_shadow
+        or args.list_changes
+        or args.report
+        or args.archive
+        or args.containerize
+        or args.export_cwl
+        or args.print_compilation
+        or args.generate_unit_tests
+        or args.delete_all_output
+        or args.delete_temp_output
+        or args.touch
     )
 
 
 # The validated config every step reads, rewritten before the DAG is built whenever its
 # content changed (its mtime then reruns what depends on it); not while only planning,
 # where the resolved_config rule stands for it on a fresh results folder.
+# The first invocation that runs jobs pins what the campaign's cells measure (check_owner
+# above refuses another config that measures a pinned model or environment differently).
 if not planning_only():
     try:
         ct_config.write_resolved(CAMPAIGN, PATHS.resolved)
+        ct_config.pin_campaign(CAMPAIGN, ct_records.utc_now())
     except OSError as exc:
         raise WorkflowError(f"{CONFIG_SOURCE}: results folder {ROOT}: {exc}") from None
 # The steps run from the Python that runs Snakemake, or under --sdm conda from the rules'
@@ -212,6 +232,25 @@ if _OPTIONS_NOW:
     elif _SUPERSEDED:
         _MOVED_TO = ct_integrity.move_superseded(PATHS, _SUPERSEDED)
         logger.warning(ct_integrity.superseded_message(_SUPERSEDED, _MOVED_TO))
+
+
+# Records outside the campaign's schedule (a cell a config edit removed, a record added by
+# hand, a block beyond the stopping rule's stop of its model) are never analysed: a dry run
+# names them; when jobs run they are moved aside like superseded ones (kept, ledgered). A
+# config that writes into another's campaign on purpose (extends_campaign) moves nothing.
+try:  # a damaged look file, or one of another stopping rule, is named (looks.py)
+    _UNSCHEDULED = ct_schedule.unscheduled(CAMPAIGN, CELLS)
+except ct_config.ConfigError as exc:
+    raise WorkflowError(str(exc)) from None
+if _UNSCHEDULED and (planning_only() or CAMPAIGN.raw.get("extends_campaign")):
+    logger.warning(
+        ct_integrity.unscheduled_message(
+            _UNSCHEDULED, None, kept=bool(CAMPAIGN.raw.get("extends_campaign"))
+        )
+    )
+elif _UNSCHEDULED:
+    _MOVED_TO = ct_integrity.move_unscheduled(PATHS, _UNSCHEDULED)
+    logger.warning(ct_integrity.unscheduled_message(_UNSCHEDULED, _MOVED_TO))
 
 
 # The raw records present when the workflow is planned, looked up once: the targets,

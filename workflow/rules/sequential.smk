@@ -4,9 +4,14 @@
 # stop together (blocks stay complete and paired). The schedule (schedule.csv) still lists
 # every possible cell (repetitions = the maximum); each interim file says how many blocks
 # each model ran and may run. Cells keep their rules (cells.smk): exactly-once as there.
-import json
-
 STOP_LOOKS = ct_stopping.looks(CAMPAIGN.raw)
+STOP_RULE = ct_stopping.Rule.from_campaign(CAMPAIGN)
+# Every look written so far must be whole and decided under the config's rule: a damaged
+# one, or one of another rule, stops the invocation naming the file and the fix (looks.py).
+try:
+    ct_looks.read_looks(PATHS, STOP_RULE)
+except ct_looks.LookError as exc:
+    raise WorkflowError(str(exc)) from None
 # (model, repetition) -> (raw, cooldown, done) of each of the block's cells
 _CELL_TRIPLES = {}
 for _c, _raw, _cool, _done in zip(
@@ -30,8 +35,8 @@ def _allowed_after(look):
     """Blocks each model may run before look `look` + 1 (look 0: the first look's)."""
     if look == 0:
         return {m.id: STOP_LOOKS[0] for m in CAMPAIGN.models}
-    with open(checkpoints.interim.get(look=look).output[0]) as fh:
-        return {m: v["blocks_allowed"] for m, v in json.load(fh)["models"].items()}
+    state = ct_looks.read_look(checkpoints.interim.get(look=look).output[0], STOP_RULE)
+    return {m: v["blocks_allowed"] for m, v in state["models"].items()}
 
 
 def interim_cells(wildcards):
@@ -46,9 +51,8 @@ def sequential_targets(wildcards=None):
     for look in range(1, len(STOP_LOOKS) + 1):
         out = checkpoints.interim.get(look=look).output[0]
         files.append(out)
-        with open(out) as fh:
-            if not json.load(fh)["continuing"]:
-                break
+        if not ct_looks.read_look(out, STOP_RULE).get("continuing"):
+            break
     return files + _cells_up_to(_allowed_after(len(files)))
 
 

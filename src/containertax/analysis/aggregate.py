@@ -38,9 +38,12 @@ def page_cache_of(rec: RawRecord) -> str:
     return "" if drop is None else ("dropped" if drop.get("dropped") else "kept")
 
 
-def read_records(root: Path) -> list[tuple[Path, RawRecord]]:
-    """Every raw record of a campaign, validated (containertax.core.rawrecord)."""
-    return [(path, read_record(path)) for path in CampaignPaths(root).raw_records()]
+def read_records(root: Path, skip: frozenset[Path] = frozenset()
+                 ) -> list[tuple[Path, RawRecord]]:
+    """Every raw record of a campaign but those in `skip` (outside its schedule:
+    integrity.unscheduled_records), validated (containertax.core.rawrecord)."""
+    return [(path, read_record(path)) for path in CampaignPaths(root).raw_records()
+            if path not in skip]
 
 
 def metric_name(rec: RawRecord, name: str) -> str:
@@ -52,9 +55,9 @@ def metric_name(rec: RawRecord, name: str) -> str:
     return name
 
 
-def tidy(root: Path) -> pd.DataFrame:
+def tidy(root: Path, skip: frozenset[Path] = frozenset()) -> pd.DataFrame:
     rows = []
-    for path, rec in read_records(root):
+    for path, rec in read_records(root, skip):
         cell = rec.cell
         window = clocks.of_record(path, rec)
         for m in rec.metrics:
@@ -90,10 +93,10 @@ def tidy(root: Path) -> pd.DataFrame:
     return frame.sort_values(["position", "metric"], kind="stable").reset_index(drop=True)
 
 
-def requests_tidy(root: Path) -> pd.DataFrame:
+def requests_tidy(root: Path, skip: frozenset[Path] = frozenset()) -> pd.DataFrame:
     """Per-request rows of every run, for percentiles from the raw values."""
     frames = []
-    for path, rec in read_records(root):
+    for path, rec in read_records(root, skip):
         req = path.with_name(rec.files["requests"])
         if req.exists() and req.stat().st_size:
             f = pd.read_csv(req)
@@ -105,9 +108,12 @@ def requests_tidy(root: Path) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=cols)
 
 
-def write(root: Path, out: Path, out_requests: Path | None = None) -> pd.DataFrame:
-    frame = tidy(root)
+def write(root: Path, out: Path, out_requests: Path | None = None,
+          skip: frozenset[Path] = frozenset()) -> pd.DataFrame:
+    """runs.csv (and requests.csv) of every record but those in `skip`: records outside
+    the campaign's schedule are never analysed (the workflow moves them aside first)."""
+    frame = tidy(root, skip)
     records.atomic_write_text(out, frame.to_csv(index=False))
     if out_requests is not None:
-        records.atomic_write_text(out_requests, requests_tidy(root).to_csv(index=False))
+        records.atomic_write_text(out_requests, requests_tidy(root, skip).to_csv(index=False))
     return frame

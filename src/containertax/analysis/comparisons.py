@@ -231,7 +231,13 @@ def min_signflip_p(n: int) -> float:
 def min_mannwhitney_p(nx: int, ny: int) -> float:
     """The smallest two-sided p of the exact Mann-Whitney U test: 2 / C(nx + ny, nx)
     (0.029 at 4 + 4 runs)."""
-    return min(1.0, 2.0 / math.comb(nx + ny, nx)) if nx and ny else math.nan
+    if not (nx and ny):
+        return math.nan
+    # C(nx + ny, nx) overflows a float beyond ~1030 runs: in logs (0.0 below 1e-308)
+    log_c = math.lgamma(nx + ny + 1) - math.lgamma(nx + 1) - math.lgamma(ny + 1)
+    if log_c > 700:
+        return math.exp(math.log(2.0) - log_c)
+    return min(1.0, 2.0 / math.comb(nx + ny, nx))
 
 
 def paired_estimate(d: np.ndarray, alpha: float) -> dict[str, float]:

@@ -3,34 +3,65 @@
 Required columns: model, environment, repetition, metric, value, unit.
 Optional: block (paired designs), timestamp (ISO 8601; sets the run order for the drift
 check), model_size (for the plausibility check), throttled_s; other columns are kept.
-Lines starting with '#' are comments (cite the source there).
+Lines starting with '#' are comments (cite the source there); a '#' inside a row is
+data, never the start of a comment. Model and environment ids name files and Snakemake
+wildcards: letters, digits, '_', '.', '-', starting with a letter or digit (ID_RULE);
+repetitions are whole numbers; finite values lie below 1e150 in magnitude (NaN: a
+missing one; the quality step flags NaN and inf).
 """
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from containertax.core.cell import ID_RULE, ID_WORDS
 from containertax.core.errors import ContainertaxError
 
 REQUIRED = ["model", "environment", "repetition", "metric", "value", "unit"]
+# |value| above this: a sum of squares of a few thousand such values overflows a double
+MAX_ABS_VALUE = 1e150
 
 
 class ImportFailure(ContainertaxError, ValueError):
     """A tidy CSV that cannot be analysed; the message names file, row, column and fix."""
 
 
-def read_tidy(path: Path) -> pd.DataFrame:
-    path = Path(path)
+def _without_comments(path: Path) -> tuple[str, list[int]]:
+    """The file's text without its comment lines (first non-blank character '#'), and
+    the file line number of each line kept."""
     try:
-        frame = pd.read_csv(path, comment="#", skipinitialspace=True)
+        text = path.read_bytes().decode("utf-8")
     except FileNotFoundError:
         raise ImportFailure(f"{path}: no such file (analysis.import_csv).") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ImportFailure(f"{path}: cannot be read as UTF-8 text ({exc}).") from None
+    lines = text.splitlines(keepends=True)
+    kept = [i for i, line in enumerate(lines) if not line.lstrip().startswith("#")]
+    return "".join(lines[i] for i in kept), [i + 1 for i in kept]
+
+
+def row_of(frame: pd.DataFrame, index: object) -> int:
+    """The file line of a row of read_tidy's frame (comments counted)."""
+    lines = frame.attrs.get("lines") or []
+    pos = int(index) + 1  # type: ignore[call-overload]
+    return lines[pos] if pos < len(lines) else pos + 1
+
+
+def read_tidy(path: Path) -> pd.DataFrame:
+    path = Path(path)
+    text, lines = _without_comments(path)
+    try:
+        frame = pd.read_csv(io.StringIO(text), skipinitialspace=True)
+    except pd.errors.EmptyDataError:
+        raise ImportFailure(f"{path}: no rows (analysis.import_csv).") from None
     except pd.errors.ParserError as exc:
         raise ImportFailure(f"{path}: not a valid CSV: {exc}") from None
+    frame.attrs["lines"] = lines
     missing = [c for c in REQUIRED if c not in frame.columns]
     if missing:
         raise ImportFailure(
@@ -39,24 +70,39 @@ def read_tidy(path: Path) -> pd.DataFrame:
     for col in ("model", "environment", "metric", "unit"):
         blank = frame[col].isna() | (frame[col].astype(str).str.strip() == "")
         if blank.any():
-            row = int(blank.idxmax()) + 2
+            row = row_of(frame, blank.idxmax())
             raise ImportFailure(f"{path}: row {row}: column '{col}' is empty; fill it in.")
     for col in ("repetition", "value"):
         num = pd.to_numeric(frame[col], errors="coerce")
         bad = num.isna() & frame[col].notna() & ~frame[col].astype(str).str.lower().isin(
             ["nan", "inf", "-inf"])
         if bad.any():
-            row = int(bad.idxmax()) + 2
+            row = row_of(frame, bad.idxmax())
             raise ImportFailure(
                 f"{path}: row {row}: column '{col}' = {frame.loc[bad.idxmax(), col]!r} is not a "
                 "number; write a plain number (NaN for a missing value).")
         frame[col] = num
-    frame["repetition"] = frame["repetition"].astype(int)
+    rep = frame["repetition"]
+    whole = np.isfinite(rep) & (rep == np.floor(rep)) & (rep.abs() < 2**53)
+    if not whole.all():
+        bad = whole.idxmin()
+        raise ImportFailure(
+            f"{path}: row {row_of(frame, bad)}: column 'repetition' = "
+            f"{frame.loc[bad, 'repetition']!r} is not a whole number; number each run of a "
+            "model and environment 1, 2, 3, ... (a missing run has no row).")
+    frame["repetition"] = rep.astype(np.int64)
     frame["value"] = frame["value"].astype(float)
+    huge = np.isfinite(frame["value"]) & (frame["value"].abs() > MAX_ABS_VALUE)
+    if huge.any():
+        bad = huge.idxmax()
+        raise ImportFailure(
+            f"{path}: row {row_of(frame, bad)}: column 'value' = {frame.loc[bad, 'value']!r} "
+            f"exceeds {MAX_ABS_VALUE:g} in magnitude: its squares and sums overflow; write "
+            "the value in a larger unit, or NaN for a missing one.")
     if "timestamp" in frame:
         ts = pd.to_datetime(frame["timestamp"], utc=True, errors="coerce")
         if ts.isna().any():
-            row = int(ts.isna().idxmax()) + 2
+            row = row_of(frame, ts.isna().idxmax())
             raise ImportFailure(f"{path}: row {row}: 'timestamp' is not ISO 8601.")
         order = ts.rank(method="dense").astype(int) - 1
         frame["position"] = order
@@ -64,7 +110,7 @@ def read_tidy(path: Path) -> pd.DataFrame:
         size = pd.to_numeric(frame["model_size"], errors="coerce")
         bad = size.isna() & frame["model_size"].notna()
         if bad.any():
-            row = int(bad.idxmax()) + 2
+            row = row_of(frame, bad.idxmax())
             raise ImportFailure(f"{path}: row {row}: 'model_size' = "
                                f"{frame.loc[bad.idxmax(), 'model_size']!r} is not a number; "
                                "write the size as a plain number (parameters, matrix side).")
@@ -73,6 +119,14 @@ def read_tidy(path: Path) -> pd.DataFrame:
         frame["block"] = np.nan
     for col in ("model", "environment", "metric", "unit"):
         frame[col] = frame[col].astype(str).str.strip()
+    for col in ("model", "environment"):
+        bad = ~frame[col].map(lambda v: ID_RULE.fullmatch(v) is not None)
+        if bad.any():
+            row = bad.idxmax()
+            raise ImportFailure(
+                f"{path}: row {row_of(frame, row)}: column '{col}' = "
+                f"{frame.loc[row, col]!r} is not an id: use {ID_WORDS}; rename it in the "
+                "CSV (the paper's words for it go in the config's paper section).")
     return frame
 
 
@@ -83,11 +137,27 @@ def check_against(frame: pd.DataFrame, path: Path, metrics: Iterable[str],
     known = set(metrics)
     unknown = sorted(set(frame["metric"]) - known)
     if unknown:
-        row = int(frame.index[frame["metric"].isin(unknown)][0]) + 2
+        row = row_of(frame, frame.index[frame["metric"].isin(unknown)][0])
         raise ImportFailure(
             f"{path}: row {row}: column 'metric' holds {unknown}, not in the metric registry; "
             "correct the names or define them under analysis.define_metrics "
             "(name -> {unit, direction, label}) in the campaign config.")
+    from containertax.analysis.quality import duplicate_mask
+
+    dup = duplicate_mask(frame)
+    if dup.any():
+        first = frame[dup].iloc[0]
+        same = frame.index[dup & (frame["model"] == first["model"])
+                           & (frame["environment"] == first["environment"])
+                           & (frame["repetition"] == first["repetition"])
+                           & (frame["metric"] == first["metric"])]
+        rows = ", ".join(str(row_of(frame, i)) for i in same[:5])
+        raise ImportFailure(
+            f"{path}: rows {rows} repeat (model, environment, repetition, metric) = "
+            f"({first['model']}, {first['environment']}, {first['repetition']}, "
+            f"{first['metric']}), {int(dup.sum())} such rows in all (the quality step's "
+            "duplicate check): each run's metric appears once; remove the copies, or "
+            "number the repetitions of each model and environment apart.")
     envs = sorted(set(frame["environment"]))
     if reference not in envs:
         raise ImportFailure(

@@ -207,6 +207,8 @@ def interim_state(campaign: Any, runs: Any, look: int) -> dict[str, Any]:
                         "blocks_run": int(last["blocks"]) if last else 0,
                         "blocks_possible": looks[-1], "blocks_allowed": allowed[m.id],
                         "why": last["why"] if last else "look not made"}
+    from containertax.campaign.looks import fingerprint
+
     rule = rule_of(campaign)
     two_sided, one_sided = rule.levels()
     return {"look": look, "blocks": looks[look - 1], "looks": looks,
@@ -216,6 +218,8 @@ def interim_state(campaign: Any, runs: Any, look: int) -> dict[str, Any]:
                      "resolution": rule.resolution, "shape_check": rule.shape_check,
                      "levels_two_sided": [float(a) for a in two_sided],
                      "levels_one_sided": [float(a) for a in one_sided]},
+            # the rule this look was decided under: a look of another rule is refused
+            "rule_fingerprint": fingerprint(rule),
             "continuing": [m for m, v in models.items() if v["decision"] == "continue"],
             "models": models, "rows": rows}
 
@@ -244,13 +248,11 @@ SPENDING_WORDS = {"obrien-fleming": "O'Brien--Fleming-type", "pocock": "Pocock-t
 def last_state(campaign: Any, runs: Any) -> list[dict[str, Any]]:
     """The rows of the last interim decision written (interim/look<k>.json: what the
     workflow decided), else the rule recomputed from the runs given."""
-    import json
+    from containertax.campaign.looks import read_looks
 
-    looks = rule_of(campaign).looks()
-    for k in range(len(looks), 0, -1):
-        path = campaign.paths.interim(k)
-        if path.exists():
-            return list(json.loads(path.read_text())["rows"])
+    written = read_looks(campaign.paths, rule_of(campaign))  # of this rule, or an error
+    if written:
+        return list(written[-1].get("rows") or [])
     return decide(runs, campaign, _primary(campaign, runs)) if len(runs) else []
 
 

@@ -24,6 +24,7 @@ from containertax.campaign.configerror import ConfigError  # config.ConfigError,
 from containertax.campaign.configfile import merge, read_config_file, resolve_base
 from containertax.campaign.paths import CampaignPaths
 from containertax.campaign.validation import schema, validate
+from containertax.core.cell import ID_RULE, ID_WORDS
 
 
 @dataclass(frozen=True)
@@ -132,7 +133,13 @@ class Campaign:
             if "model" not in (rows.fieldnames or []):
                 raise ConfigError(f"{path}: no 'model' column (analysis.import_csv in "
                                   f"{self.source}); see containertax.analysis.importer.")
-            return list(dict.fromkeys(str(r["model"]).strip() for r in rows if r["model"]))
+            models = list(dict.fromkeys(str(r["model"]).strip() for r in rows if r["model"]))
+        bad = [m for m in models if not ID_RULE.fullmatch(m)]
+        if bad:  # else a Snakemake wildcard error before the import rule's own check
+            raise ConfigError(f"{path}: column 'model': {bad[:3]} are not ids: use "
+                              f"{ID_WORDS}; rename them in the CSV (analysis.import_csv in "
+                              f"{self.source}).")
+        return models
 
     def workload_kind(self, model_id: str) -> str:
         """A model's workload kind: its own 'kind' key, else workload.kind."""
@@ -302,7 +309,10 @@ def load_campaign(data: dict[str, Any], source: str = "<config>",
         data["environments"] = resolve_replicas(
             resolve_extends(resolve_derived(data["environments"], source, workdir), source),
             source)
-    data = validate(data, source)
+    try:
+        data = validate(data, source, workdir)
+    except ConfigError as exc:
+        raise _blame_derived(exc, data.get("environments") or {}) from None
     campaign = campaign_of(data, source, workdir)
     if not campaign.is_import:
         _workload_checks(campaign)
@@ -375,11 +385,84 @@ def write_resolved(campaign: Campaign, path: Path) -> None:
         atomic_write_text(path, text)
 
 
+def identity(campaign: Campaign) -> dict[str, Any]:
+    """What the campaign's cells measure: each model's workload kind and parameters, and
+    each environment's settings (without its description, and without options another
+    campaign derives: a change of those supersedes records, campaign/integrity.py). The
+    campaign's other settings (repetitions, analysis, stopping, schedule, thermal gate)
+    may change; these may not, for a model or environment that has cells."""
+    def env_settings(spec: dict[str, Any]) -> dict[str, Any]:
+        derived = (spec.get("options_source") or {}).get("kind") == "derived"
+        drop = {"description", "options_source", "variant", *(("options",) if derived else ())}
+        return {k: v for k, v in spec.items() if k not in drop}
+
+    models = {m.id: {"kind": campaign.workload_kind(m.id),
+                     **campaign.workload_params(m.id)} for m in campaign.models}
+    envs = {e.id: env_settings(e.spec) for e in campaign.environments}
+    return json.loads(json.dumps({"models": models, "environments": envs}, default=str))
+
+
+def read_pin(campaign: Campaign) -> dict[str, Any] | None:
+    """The campaign's pin (paths.PIN), None when it has none; a damaged one is an error
+    naming the file and the fix."""
+    path = campaign.paths.pin
+    try:
+        pin = json.loads(path.read_bytes())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"{path}: the pin of campaign {campaign.name} cannot be read "
+                          f"({exc}); move it aside (mv {path} {path}.bad) and run again "
+                          "with the campaign's own config, which pins it anew.") from None
+    if not isinstance(pin, dict) or not all(
+            isinstance(pin.get(k), dict) for k in ("models", "environments")):
+        raise ConfigError(f"{path}: not a pin this workflow wrote (no 'models' and "
+                          "'environments' mappings); move it aside (mv "
+                          f"{path} {path}.bad) and run again with the campaign's own config.")
+    return pin
+
+
+def _pin_conflicts(pin: dict[str, Any], mine: dict[str, Any]) -> list[str]:
+    """Each model or environment that both have, measured differently, with its keys."""
+    out = []
+    for section, word in (("models", "model"), ("environments", "environment")):
+        for item, settings in mine[section].items():
+            before = pin[section].get(item)
+            if before is None or before == settings:
+                continue
+            keys = sorted(k for k in set(before) | set(settings)
+                          if before.get(k) != settings.get(k))
+            shown = "; ".join(f"{k}: {before.get(k, '(unset)')!r} pinned, "
+                              f"{settings.get(k, '(unset)')!r} here" for k in keys[:4])
+            out.append(f"{word} {item}: {shown}{' ...' if len(keys) > 4 else ''}")
+    return out
+
+
 def check_owner(campaign: Campaign) -> None:
-    """A new config that reuses the name of a campaign with records (e.g. h100) would
-    write its cells into that campaign: refused, unless it is that campaign's config (or a
-    config laid on it with base:), or says extends_campaign: true."""
-    if campaign.raw.get("extends_campaign") or campaign.is_import:
+    """A campaign has one identity: the first invocation that ran jobs pinned what its
+    cells measure (paths.PIN; pin_campaign). Another config naming the campaign that
+    measures a pinned model or environment differently (whatever its file is called) is
+    refused, naming both files and the fix; one that adds models, environments or
+    repetitions extends it. `extends_campaign: true` writes into it on purpose. A campaign
+    with records but no pin yet (committed before pins existed) is held to the config
+    file its records name."""
+    if campaign.is_import:
+        return
+    pin = read_pin(campaign)
+    if campaign.raw.get("extends_campaign"):
+        return
+    if pin is not None:
+        conflicts = _pin_conflicts(pin, identity(campaign))
+        if conflicts:
+            raise ConfigError(
+                f"{campaign.source}: key 'campaign': campaign '{campaign.name}' is pinned to "
+                f"the config {pin.get('config_source')} (config hash "
+                f"{pin.get('config_hash')}, {campaign.paths.pin}), and this config "
+                f"measures differently: " + "; ".join(conflicts) + ". Its cells would mix "
+                "two measurements under one name. Fix: give this config a new campaign "
+                "name; or extend the campaign as config/README.md says ('Extending a "
+                "campaign': add models, environments or repetitions, change no pinned "
+                "setting); or set extends_campaign: true to write into it on purpose.")
         return
     first = next(iter(campaign.paths.raw_records()), None)
     if first is None:
@@ -394,6 +477,37 @@ def check_owner(campaign: Campaign) -> None:
             f"{campaign.source}: key 'campaign': '{campaign.name}' already holds records of "
             f"another config ({owner}, e.g. {first}). Choose a new campaign name, or set "
             "extends_campaign: true to add cells to that campaign on purpose.")
+
+
+def pin_campaign(campaign: Campaign, now: str) -> None:
+    """Pin the campaign's identity (the first invocation that runs jobs), and add the
+    models and environments an extension brings; a pinned entry is never changed (a
+    config with extends_campaign: true leaves it as it was). Atomic; written only when
+    its content changes."""
+    from containertax.core.records import atomic_write_text
+
+    if campaign.is_import:
+        return
+    pin = read_pin(campaign)
+    mine = identity(campaign)
+    if pin is None:
+        pin = {"campaign": campaign.name, "config_source": campaign.source,
+               "config_hash": campaign.config_hash(), "utc": now, "models": {},
+               "environments": {}, "extended_by": []}
+    added = {section: sorted(set(mine[section]) - set(pin[section]))
+             for section in ("models", "environments")}
+    if not pin["models"] and not pin["environments"]:
+        added = {}  # the first pin: nothing is an extension yet
+    elif not any(added.values()):
+        return
+    for section in ("models", "environments"):
+        for item, settings in mine[section].items():
+            pin[section].setdefault(item, settings)
+    if added:
+        pin.setdefault("extended_by", []).append(
+            {"config_source": campaign.source, "config_hash": campaign.config_hash(),
+             "utc": now, **added})
+    atomic_write_text(campaign.paths.pin, json.dumps(pin, indent=1, default=str) + "\n")
 
 
 def resolve_derived(envs: dict[str, Any], source: str, workdir: Path = Path(".")
@@ -435,8 +549,8 @@ def resolve_derived(envs: dict[str, Any], source: str, workdir: Path = Path(".")
         own = {k: v for k, v in spec.items() if k != "derived_from"}
         source_info: dict[str, Any] = {"kind": "derived", "campaign": deriving.name,
                                        "config": str(config_file), "file": str(file)}
-        if file.is_file():
-            derived = yaml.safe_load(file.read_text()) or {}
+        if file.exists():
+            derived = read_derived(file, f"{key}.derived_from'", str(config_file), env_id)
             source_info.update(
                 sha256=hashlib.sha256(file.read_bytes()).hexdigest(),
                 options=derived.get("options") or {},
@@ -448,6 +562,43 @@ def resolve_derived(envs: dict[str, Any], source: str, workdir: Path = Path(".")
             source_info["pending"] = True
         out[env_id] = {**own, "options_source": source_info}
     return out
+
+
+def read_derived(file: Path, key: str, config_file: str, env_id: str) -> dict[str, Any]:
+    """A derived options file (optimisation.write_derived), read strictly: a file that is
+    not UTF-8 YAML holding a mapping with an `options` mapping (empty, a list, binary,
+    unreadable, a folder) is an error naming that file, never "no options" (which would
+    supersede valid records and measure them again)."""
+    fix = (f"derive it again (`containertax best-options {config_file} --derive {env_id}`), "
+           "or restore it from a backup; it is read because of")
+    try:
+        text = file.read_bytes().decode("utf-8")
+        derived = yaml.safe_load(text)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        why = f"{type(exc).__name__}: {exc}".splitlines()[0]
+        raise ConfigError(f"{file}: the derived options file cannot be read ({why}); {fix} "
+                          f"{key}.") from None
+    if not isinstance(derived, dict) or not isinstance(derived.get("options", {}), dict):
+        what = ("empty" if derived is None else
+                f"a {type(derived).__name__}, not a mapping" if not isinstance(derived, dict)
+                else "its key 'options' is not a mapping")
+        raise ConfigError(f"{file}: the derived options file is {what}; {fix} {key}.")
+    return derived
+
+
+def _blame_derived(exc: ConfigError, envs: dict[str, Any]) -> ConfigError:
+    """A problem with an environment's options that a derived file supplied: said to be
+    that file's, not the config's."""
+    text = str(exc)
+    notes = [f"(environments.{env_id}.options are not written in the config: they come "
+             f"from the derived file {spec['options_source']['file']} (key 'options'); "
+             "correct that file or derive it again with containertax best-options "
+             f"{spec['options_source']['config']} --derive {env_id})"
+             for env_id, spec in envs.items()
+             if isinstance(spec, dict)
+             and (spec.get("options_source") or {}).get("kind") == "derived"
+             and f"environments.{env_id}.options" in text]
+    return ConfigError("\n".join([text, *notes])) if notes else exc
 
 
 def underived(campaign: Campaign) -> list[str]:

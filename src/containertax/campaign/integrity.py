@@ -22,6 +22,7 @@ import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from containertax.campaign.paths import DAMAGED, SUPERSEDED, SUPERSEDED_NOTE, CampaignPaths
 
@@ -183,20 +184,81 @@ def move_superseded(paths: CampaignPaths, found: list[Superseded]) -> Path:
     """Move each superseded record with its side files to raw/.superseded/<when>/ (four
     levels deep, where no reader of raw/*/*/ sees them), so that its cell runs again; a
     note there says what each was measured under. Returns the folder."""
+    return _move_aside(paths, [(s.path, {"options_sha256": s.recorded, "now": s.current})
+                               for s in found])
+
+
+def _move_aside(paths: CampaignPaths, found: list[tuple[Path, dict[str, Any]]]) -> Path:
+    """Records (with their side files) to raw/.superseded/<when>/, a ledger event each
+    and a note naming each with why (`about`)."""
     from containertax.core import records
 
     folder = paths.aside(SUPERSEDED, records.aside_stamp())
-    for s in found:
-        moved = records.move_aside(_record_files(s.path), paths.raw_dir, folder)
-        cell = s.path.relative_to(paths.raw_dir)
+    for path, about in found:
+        moved = records.move_aside(_record_files(path), paths.raw_dir, folder)
+        cell = path.relative_to(paths.raw_dir)
         records.append_ledger(paths.root, {
             "step": "supersede", "event": "moved_aside", "model": cell.parts[0],
-            "environment": cell.parts[1], "record": str(cell), "options_sha256": s.recorded,
-            "now": s.current, "moved": [str(p) for p in moved]})
+            "environment": cell.parts[1], "record": str(cell), **about,
+            "moved": [str(p) for p in moved]})
     records.atomic_write_text(folder / SUPERSEDED_NOTE, json.dumps(
-        [{"record": str(s.path.relative_to(paths.raw_dir)), "options_sha256": s.recorded,
-          "now": s.current} for s in found], indent=1) + "\n")
+        [{"record": str(path.relative_to(paths.raw_dir)), **about} for path, about in found],
+        indent=1) + "\n")
     return folder
+
+
+@dataclass(frozen=True)
+class Unscheduled:
+    """A raw record whose cell the campaign's written schedule does not hold (a cell a
+    config edit removed, a record added by hand), or that lies beyond the block at which
+    the stopping rule ended its model: never analysed."""
+
+    path: Path
+    why: str
+
+
+def cell_of(raw: Path) -> tuple[str, str, int]:
+    """(model, environment, repetition) of a record, from its path."""
+    return raw.parent.parent.name, raw.parent.name, int(raw.stem[3:])
+
+
+def unscheduled_records(present: list[Path], scheduled: set[tuple[str, str, int]],
+                        stopped: dict[str, int]) -> list[Unscheduled]:
+    """The present records whose cell is not scheduled, or beyond its model's stop
+    (stopped: model -> the blocks it ran under the stopping rule)."""
+    out = []
+    for raw in present:
+        model, env, rep = cell_of(raw)
+        if (model, env, rep) not in scheduled:
+            out.append(Unscheduled(raw, f"cell {model}/{env}/rep{rep} is not in the "
+                                        "campaign's schedule"))
+        elif rep > stopped.get(model, rep):
+            out.append(Unscheduled(raw, f"block {rep} lies beyond the stopping rule's "
+                                        f"stop of model {model} after {stopped[model]} "
+                                        "blocks"))
+    return out
+
+
+def move_unscheduled(paths: CampaignPaths, found: list[Unscheduled]) -> Path:
+    """Move records outside the schedule aside like superseded ones (kept, ledgered)."""
+    return _move_aside(paths, [(u.path, {"unscheduled": u.why}) for u in found])
+
+
+def unscheduled_message(found: list[Unscheduled], moved_to: Path | None,
+                        kept: bool = False) -> str:
+    """What is (or, while only planning, will be) moved aside, and why; kept: left in
+    place (a config with extends_campaign: true shares the campaign with another)."""
+    shown = "; ".join(f"{u.path} ({u.why})" for u in found[:5]) \
+        + (f"; and {len(found) - 5} more" if len(found) > 5 else "")
+    head = (f"{len(found)} raw record(s) outside the campaign's schedule are not "
+            f"analysed: {shown}. ")
+    if kept:
+        return head + ("Left in place: this config says extends_campaign: true (they may "
+                       "be another config's cells).")
+    if moved_to is None:
+        return head + ("The next invocation that runs jobs moves them aside to "
+                       f"raw/.{SUPERSEDED}/ (nothing is deleted; a ledger event each).")
+    return head + f"Moved aside to {moved_to} (with {SUPERSEDED_NOTE} naming each)."
 
 
 def superseded_message(found: list[Superseded], moved_to: Path | None) -> str:

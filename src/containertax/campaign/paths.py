@@ -49,6 +49,10 @@ RUN_LOCK = ".run.lock"
 SCHEDULE = "schedule.csv"
 SYSTEM = "system.json"
 RESOLVED = "config.resolved.json"
+# What the campaign's cells measure, pinned by its first invocation that ran jobs (per model
+# and environment, with the config that pinned it): another config naming the campaign is
+# refused (config.check_owner)
+PIN = "campaign.pin.json"
 BASELINE = "thermal-baseline.json"  # idle temperature for thermal.cooldown: adaptive
 COMPILE_CACHE = "compile-cache"  # torch.compile's caches, shared by every environment
 PREFLIGHT = "preflight/{environment}.json"
@@ -263,6 +267,11 @@ class CampaignPaths:
     @property
     def resolved(self) -> Path:
         return self.root / RESOLVED
+
+    @property
+    def pin(self) -> Path:
+        """The campaign's identity, pinned by its first invocation (config.pin)."""
+        return self.root / PIN
 
     @property
     def baseline(self) -> Path:

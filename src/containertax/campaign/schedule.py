@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, replace
 from pathlib import Path
 
-from containertax.campaign import lanes, paths
+from containertax.campaign import integrity, lanes, paths
 from containertax.campaign.config import Campaign, ConfigError
 from containertax.campaign.designs import block_order, period
 from containertax.core.cell import Cell
@@ -234,36 +234,37 @@ def block_targets(campaign: Campaign, reps: set[int]) -> list[str]:
 def stopped_at(campaign: Campaign) -> dict[str, int]:
     """Under a stopping rule, the models whose runs have ended (stopped at a look or at the
     maximum), with the blocks they ran; a model still running is not named."""
-    import json
+    from containertax.campaign import looks, stopping
 
-    from containertax.campaign import stopping
-
+    if not campaign.raw.get("stopping"):
+        return {}
     ended: dict[str, int] = {}
-    for k in range(1, len(stopping.looks(campaign.raw)) + 1):
-        path = campaign.paths.interim(k)
-        if not path.exists():
-            break
-        for model, state in json.loads(path.read_text())["models"].items():
-            if state.get("decision") != "continue":
-                ended.setdefault(model, int(state["blocks_allowed"]))
+    for state in looks.read_looks(campaign.paths, stopping.Rule.from_campaign(campaign)):
+        for model, decided in state["models"].items():
+            if decided.get("decision") != "continue":
+                ended.setdefault(model, int(decided["blocks_allowed"]))
     return ended
+
+
+def unscheduled(campaign: Campaign, cells: Sequence[Cell] | None = None
+                ) -> list[integrity.Unscheduled]:
+    """The campaign's raw records that its schedule does not hold (cells a config edit
+    removed, records added by hand), or that lie beyond the block at which the stopping
+    rule ended their model: never analysed; the workflow moves them aside."""
+    cells = plan(campaign) if cells is None else cells
+    return integrity.unscheduled_records(campaign.paths.raw_records(),
+                                         {_key(c) for c in cells}, stopped_at(campaign))
 
 
 def stopping_allowed(campaign: Campaign) -> dict[str, int]:
     """Under a stopping rule, the blocks each model may run by the looks decided so far
     (results/<c>/interim/look<k>.json); empty without a rule."""
-    import json
+    from containertax.campaign import looks, stopping
 
-    from containertax.campaign import stopping
-
-    looks = stopping.looks(campaign.raw)
-    if not looks:
+    at = stopping.looks(campaign.raw)
+    if not at:
         return {}
-    allowed = {m.id: looks[0] for m in campaign.models}
-    for k in range(1, len(looks) + 1):
-        path = campaign.paths.interim(k)
-        if not path.exists():
-            break
-        allowed = {m: int(v["blocks_allowed"])
-                   for m, v in json.loads(path.read_text())["models"].items()}
+    allowed = {m.id: at[0] for m in campaign.models}
+    for state in looks.read_looks(campaign.paths, stopping.Rule.from_campaign(campaign)):
+        allowed = {m: int(v["blocks_allowed"]) for m, v in state["models"].items()}
     return allowed

@@ -28,6 +28,25 @@ def cell_durations(events: list[dict[str, Any]]) -> list[float]:
     return durations
 
 
+def unended(events: list[dict[str, Any]]) -> dict[tuple, dict[str, Any]]:
+    """Cells whose last step started and never ended, but for each lane's newest start
+    (running now, or interrupted): a killed step, or one whose failure the ledger could
+    not take (a full disk): failed, as a step that says so."""
+    last: dict[tuple, dict[str, Any]] = {}
+    newest: dict[Any, dict[str, Any]] = {}
+    for e in events:
+        if e["step"] not in records.CELL_STEPS:
+            continue
+        last[(e["model"], e["environment"], e["repetition"])] = e
+        if e["event"] == "start":
+            newest[e.get("lane")] = e
+    running = {id(e) for e in newest.values()}
+    return {key: {**e, "status": "failed",
+                  "error": "started and never ended: killed, or its end could not be "
+                           "written (a full disk?); it runs again"}
+            for key, e in last.items() if e["event"] == "start" and id(e) not in running}
+
+
 def summarize(campaign: Campaign, estimate_lanes: list[int] | None = None) -> dict[str, Any]:
     """Progress per model/environment and per lane; a lane's ETA from its remaining cells
     (lanes run side by side: the campaign ends with its last lane), and the campaign's
@@ -37,13 +56,14 @@ def summarize(campaign: Campaign, estimate_lanes: list[int] | None = None) -> di
     ended = schedule.stopped_at(campaign)  # a stopping rule ended these models' runs
     not_needed = [c for c in cells if c.repetition > ended.get(c.model, c.repetition)]
     cells = [c for c in cells if c.repetition <= ended.get(c.model, c.repetition)]
-    events = records.read_ledger(root)
+    events = [e for e in records.read_ledger(root) if records.event_problem(e) is None]
     last_run = {(e["model"], e["environment"], e["repetition"]): e  # latest start or end
                 for e in events if e.get("step") == "run"}
     last_failure: dict[tuple, dict[str, Any]] = {}  # the latest failed step of each cell
     for e in events:
         if e.get("event") == "end" and e.get("status") == "failed":
             last_failure[(e.get("model"), e.get("environment"), e.get("repetition"))] = e
+    last_failure.update(unended(events))
     running = None
     failed_cells: list[dict[str, Any]] = []
     table: dict[tuple, dict[str, int]] = defaultdict(
@@ -100,6 +120,11 @@ def summarize(campaign: Campaign, estimate_lanes: list[int] | None = None) -> di
         "failed_cells": failed_cells,
         "failed_preflights": failed_preflights(campaign),
         "ledger_damage": records.ledger_damage(root),
+        # lines that parse but are no usable event, and ledgers that are no file: skipped
+        "ledger_problems": records.ledger_problems(root),
+        # records the schedule does not hold: not counted above, never analysed
+        "unscheduled": [{"record": str(u.path), "why": u.why}
+                        for u in schedule.unscheduled(campaign)],
     }
 
 
@@ -149,6 +174,11 @@ def render(summary: dict[str, Any]) -> str:
         lines.append(f"ledger damaged: {name} has {bad} unparseable line(s) (torn by a full "
                      "disk or a crash; skipped, the events on them are lost; the raw records "
                      "above are counted from raw/, not from the ledger)")
+    for u in summary.get("unscheduled", []):
+        lines.append(f"not counted, not analysed: {u['record']} ({u['why']}); the next "
+                     "invocation that runs jobs moves it to raw/.superseded/")
+    for problem in summary.get("ledger_problems", []):
+        lines.append(f"ledger line skipped: {problem}")
     for env_id, why in summary.get("failed_preflights", {}).items():
         lines.append(f"preflight of {env_id} failed (its cells cannot run): "
                      f"{_first_lines(why)}")

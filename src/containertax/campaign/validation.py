@@ -76,11 +76,12 @@ def validate_schema(data: dict[str, Any], source: str) -> dict[str, Any]:
     return data
 
 
-def validate(data: dict[str, Any], source: str) -> dict[str, Any]:
+def validate(data: dict[str, Any], source: str, workdir: Path = Path(".")) -> dict[str, Any]:
     """The schema (defaults filled in; returns a new dict), then the semantic checks and the
-    metric names: what load_campaign trusts."""
+    metric names: what load_campaign trusts. workdir: what results_dir is relative to."""
     data = validate_schema(data, source)
     _semantic_checks(data, source)
+    _mount_problems(data, source, workdir)
     _check_metric_names(data, source)
     return data
 
@@ -95,6 +96,35 @@ def _kind_problems(data: dict[str, Any]) -> list[str]:
             f"{sorted(workloads.KINDS)} (a new kind: a module in containertax/workloads/ and "
             "its line in workloads.REGISTRY)." for key, kind in named
             if kind is not None and kind not in workloads.REGISTRY]
+
+
+def _mount_problems(data: dict[str, Any], source: str, workdir: Path) -> None:
+    """A bind mount of / or of a folder holding the campaign's results would let the
+    process under test read or change the host, or the campaign's own raw records (a
+    read-write mount of / did mount the host's root into the container): refused unless
+    the environment says mounts_above_results: true."""
+    results = (workdir / str(data["results_dir"]) / str(data["campaign"])).resolve()
+    problems = []
+    for env_id, env in (data.get("environments") or {}).items():
+        if env.get("mounts_above_results"):
+            continue
+        for j, spec in enumerate(env.get("mounts") or []):
+            host = str(spec).split(":")[0]
+            if not host.startswith("/"):
+                continue  # a named volume; the format check names a malformed spec
+            path = Path(host).resolve()
+            if path == Path("/") or path == results or path in results.parents:
+                what = "the host's root" if path == Path("/") else \
+                    f"a folder holding the campaign's results ({results})"
+                problems.append(
+                    f"{source}: key 'environments.{env_id}.mounts[{j}]': '{spec}' mounts "
+                    f"{what} into the container, where the process under test could read "
+                    "or change the host and the campaign's raw records. Mount only the "
+                    "folders it needs (e.g. /usr:/usr:ro), or set "
+                    f"environments.{env_id}.mounts_above_results: true to allow it on "
+                    "purpose.")
+    if problems:
+        raise ConfigError("\n".join(problems))
 
 
 def _semantic_checks(data: dict[str, Any], source: str) -> None:

@@ -163,19 +163,63 @@ def read_ledger(root: Path, ledger: str | None = None, **match: str) -> list[dic
     return sorted(events, key=lambda e: str(e.get("utc", "")))
 
 
+CELL_STEPS = ("gate", "run", "cooldown")  # events of one cell: model, environment, repetition
+
+
+def event_problem(event: Any) -> str | None:
+    """Why a parsed ledger line is not an event `status` can use (None: it is): every
+    event has a step, an event and a timezone-aware ISO time `utc` (read_ledger skips a
+    line without that time); a cell step's names its model, environment (text) and
+    repetition (a whole number). Named by ledger_problems, never a KeyError."""
+    why = _time_problem(event)
+    if why is not None:
+        return why
+    if not isinstance(event.get("step"), str) or not isinstance(event.get("event"), str):
+        return "no 'step' or 'event'"
+    if event["step"] in CELL_STEPS:
+        for key in ("model", "environment"):
+            if not isinstance(event.get(key), str):
+                return f"no '{key}'"
+        rep = event.get("repetition")
+        if not isinstance(rep, int) or isinstance(rep, bool):
+            return f"'repetition' is not a whole number ({rep!r})"
+    return None
+
+
+def _time_problem(event: Any) -> str | None:
+    """What every reader needs of an event: a JSON object with a timezone-aware time."""
+    if not isinstance(event, dict):
+        return "not a JSON object"
+    try:
+        when = datetime.fromisoformat(str(event.get("utc")))
+    except ValueError:
+        return f"'utc' is not a time ({str(event.get('utc'))[:40]!r})"
+    if when.tzinfo is None:
+        return f"'utc' has no time zone ({event.get('utc')!r})"
+    return None
+
+
+def _ledger_lines(path: Path) -> list[str] | None:
+    """A ledger file's lines; None where it is no readable file (a folder, unreadable)."""
+    try:
+        return path.read_text(errors="replace").splitlines()
+    except OSError:
+        return None
+
+
 def _read_ledger_file(path: Path, match: dict[str, str]) -> list[dict[str, Any]]:
-    if not path.exists():
-        return []
+    lines = _ledger_lines(path) if path.exists() else []
     needles = [json.dumps({k: v})[1:-1] for k, v in match.items()]
     events = []
-    for line in path.read_text(errors="replace").splitlines():
+    for line in lines or []:
         line = line.strip()
         if line and all(n in line for n in needles):
             try:
                 event = json.loads(line)
             except json.JSONDecodeError:
                 continue  # a torn line (counted by ledger_damage); the rest stays usable
-            if isinstance(event, dict) and all(event.get(k) == v for k, v in match.items()):
+            if _time_problem(event) is None and all(event.get(k) == v
+                                                    for k, v in match.items()):
                 events.append(event)
     return events
 
@@ -186,7 +230,7 @@ def ledger_damage(root: Path) -> dict[str, int]:
     damage = {}
     for path in sorted(Path(root).glob("ledger*.jsonl")):
         bad = 0
-        for line in path.read_text(errors="replace").splitlines():
+        for line in _ledger_lines(path) or []:
             if not line.strip():
                 continue
             try:
@@ -197,3 +241,29 @@ def ledger_damage(root: Path) -> dict[str, int]:
         if bad:
             damage[path.name] = bad
     return damage
+
+
+def ledger_problems(root: Path, most: int = 5) -> list[str]:
+    """Each ledger that is no readable file, and the first `most` lines per file that
+    parse but are no usable event (event_problem), named by file and line number."""
+    out = []
+    for path in sorted(Path(root).glob("ledger*.jsonl")):
+        lines = _ledger_lines(path)
+        if lines is None:
+            what = "a folder" if path.is_dir() else "unreadable"
+            out.append(f"{path} is {what}, not a ledger file: its events are not read; move "
+                       f"it aside (mv {path} {path}.bad) and the next step starts a new one")
+            continue
+        found = []
+        for n, line in enumerate(lines, 1):
+            try:
+                event = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # torn: counted by ledger_damage
+            why = event_problem(event) if isinstance(event, dict) else None
+            if why is not None:
+                found.append(f"{path} line {n}: {why}")
+        out += found[:most]
+        if len(found) > most:
+            out.append(f"{path}: {len(found) - most} more such line(s)")
+    return out

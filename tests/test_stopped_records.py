@@ -1,0 +1,194 @@
+"""Issue #35: only scheduled records count. The fault, planted in a copy of the committed
+campaign results/h100-stopping (its stopping rule stops matmul-10k after 6 blocks): two
+records added by hand as block 7 of that model. Before, runs.csv and the comparisons
+used them and `status` counted nothing amiss; now `check`, a dry run and `status` name
+them, the aggregate leaves them out, and the next invocation that runs jobs moves them
+to raw/.superseded/ with a ledger event each."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from containertax import cli
+from containertax.campaign import config, schedule
+from tests.conftest import REPO
+
+CAMPAIGN = "h100-stopping"
+MODEL = "matmul-10k"
+
+
+def _snakemake(work: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"),
+         "--directory", str(work), "--configfile", str(work / "config" / f"{CAMPAIGN}.yaml"),
+         *args], capture_output=True, text=True, timeout=300, cwd=work)
+
+
+def _plant(raw: Path, env: str) -> Path:
+    """Block 7 of a model the rule stopped at 6: block 6's record, renamed by hand."""
+    src = raw / MODEL / env / "rep006.json"
+    data = json.loads(src.read_text())
+    data["cell"].update(repetition=7, block=7, position=data["cell"]["position"] + 100)
+    out = src.with_name("rep007.json")
+    out.write_text(json.dumps(data))
+    return out
+
+
+@pytest.fixture
+def stopped(tmp_path: Path) -> Path:
+    """A checkout-like folder with the committed campaign, its first look decided."""
+    (tmp_path / "config").mkdir()
+    shutil.copy(REPO / "config" / f"{CAMPAIGN}.yaml", tmp_path / "config")
+    shutil.copytree(REPO / "results" / CAMPAIGN, tmp_path / "results" / CAMPAIGN)
+    for p in (tmp_path / "results" / CAMPAIGN / "raw").rglob("*"):
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    out = _snakemake(tmp_path, "--cores", "1", f"results/{CAMPAIGN}/interim/look1.json")
+    assert out.returncode == 0, out.stderr[-3000:]
+    look = json.loads((tmp_path / "results" / CAMPAIGN / "interim" / "look1.json").read_text())
+    assert look["models"][MODEL]["decision"] == "stop"
+    assert look["models"][MODEL]["blocks_allowed"] == 6
+    return tmp_path
+
+
+def test_records_beyond_a_stop_are_named_left_out_and_moved_aside(stopped, monkeypatch,
+                                                                   capsys):
+    monkeypatch.chdir(stopped)
+    root = stopped / "results" / CAMPAIGN
+    planted = [_plant(root / "raw", env) for env in ("native", "docker")]
+    cfg = f"config/{CAMPAIGN}.yaml"
+
+    assert cli.main(["check", cfg]) == 0
+    out = capsys.readouterr().out
+    assert all(str(p.relative_to(stopped)) in out for p in planted), out
+    assert "beyond the stopping rule's stop of model matmul-10k after 6 blocks" in out
+
+    assert cli.main(["status", cfg]) == 0
+    out = capsys.readouterr().out
+    assert out.count("not counted, not analysed") == 2, out
+
+    campaign = config.load_file(cfg, stopped)
+    assert {u.path for u in schedule.unscheduled(campaign)} == set(planted)
+
+    dry = _snakemake(stopped, "-n", f"results/{CAMPAIGN}/runs.csv")
+    assert dry.returncode == 0 and "outside the campaign's schedule" in dry.stdout + dry.stderr
+    assert all(p.exists() for p in planted)  # a plan moves nothing
+
+    run = _snakemake(stopped, "--cores", "1", f"results/{CAMPAIGN}/runs.csv")
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert not any(p.exists() for p in planted)
+    moved = list((root / "raw" / ".superseded").glob(f"*/{MODEL}/*/rep007.json"))
+    assert len(moved) == 2
+    events = [json.loads(line) for line in (root / "ledger.jsonl").read_text().splitlines()]
+    assert sum(e.get("step") == "supersede" and "unscheduled" in e for e in events) == 2
+    runs = (root / "runs.csv").read_text().splitlines()
+    header = runs[0].split(",")
+    model, rep = header.index("model"), header.index("repetition")
+    assert max(int(r.split(",")[rep]) for r in runs[1:] if r.split(",")[model] == MODEL) == 6
+
+
+def test_the_aggregate_leaves_them_out_even_before_they_are_moved(stopped, monkeypatch):
+    """The aggregate step run alone (as a rule would) never reads an unscheduled record."""
+    monkeypatch.chdir(stopped)
+    root = stopped / "results" / CAMPAIGN
+    _plant(root / "raw", "native")
+    out = root / "runs-direct.csv"
+    assert cli.main(["aggregate", "--config", f"config/{CAMPAIGN}.yaml",
+                     "--out", str(out)]) == 0
+    import pandas as pd
+
+    runs = pd.read_csv(out)
+    assert runs[runs.model == MODEL].repetition.max() == 6
+
+
+def test_a_cell_a_config_edit_removed_is_named(tmp_path, monkeypatch):
+    """Not only stops: a record of an environment no longer in the config."""
+    monkeypatch.chdir(tmp_path)
+    campaign = config.load_file(REPO / "config" / "demo.yaml", tmp_path)
+    raw = campaign.paths.raw_dir / "n256" / "gone" / "rep001.json"
+    raw.parent.mkdir(parents=True)
+    raw.write_text(json.dumps({"cell": {"model": "n256", "environment": "gone",
+                                        "repetition": 1}, "metrics": []}))
+    found = schedule.unscheduled(campaign)
+    assert [u.path for u in found] == [raw] and "not in the campaign's schedule" in found[0].why
+
+
+# --- looks pinned to their rule ---------------------------------------------------------
+
+
+def _set_spending(work: Path, spending: str) -> None:
+    path = work / "config" / f"{CAMPAIGN}.yaml"
+    text = path.read_text()
+    assert "spending: obrien-fleming" in text
+    path.write_text(text.replace("spending: obrien-fleming", f"spending: {spending}"))
+
+
+def test_a_look_records_its_rule(stopped):
+    look = json.loads((stopped / "results" / CAMPAIGN / "interim" / "look1.json").read_text())
+    fp = look["rule_fingerprint"]
+    assert fp["spending"] == "obrien-fleming" and fp["looks"] == [6, 8] and fp["sha256"]
+
+
+def test_a_changed_rule_is_named_and_refused_until_the_looks_are_redecided(
+        stopped, monkeypatch, capsys):
+    """Before: obrien-fleming -> pocock after the looks gave no warning, and the paper
+    printed 'Pocock-type' beside the old decisions."""
+    monkeypatch.chdir(stopped)
+    _set_spending(stopped, "pocock")
+    cfg = f"config/{CAMPAIGN}.yaml"
+    look = f"results/{CAMPAIGN}/interim/look1.json"
+    for argv in (["check", cfg], ["status", cfg]):
+        assert cli.main(argv) == 1
+        err = capsys.readouterr().err
+        assert look in err and "'obrien-fleming' then, 'pocock' now" in err, err
+        assert "mv results/h100-stopping/interim" in err and "Traceback" not in err
+    dry = _snakemake(stopped, "-n")
+    text = dry.stdout + dry.stderr
+    assert dry.returncode != 0 and "'obrien-fleming' then, 'pocock' now" in text, text[-2000:]
+    assert "Traceback" not in text
+    # the user says so: the looks moved aside are decided again, under the new rule
+    interim = stopped / "results" / CAMPAIGN / "interim"
+    interim.rename(interim.with_name("interim.old"))
+    out = _snakemake(stopped, "--cores", "1", look)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert json.loads((stopped / look).read_text())["rule_fingerprint"]["spending"] == "pocock"
+    assert cli.main(["check", cfg]) == 0
+
+
+@pytest.mark.parametrize("damage", ["half", "list", "binary"])
+def test_a_damaged_look_file_is_named_with_its_fix(stopped, monkeypatch, capsys, damage):
+    """Before: `check` said ok, then `snakemake -n`, `paper` and `status` stopped on a
+    JSONDecodeError traceback naming no file."""
+    monkeypatch.chdir(stopped)
+    path = stopped / "results" / CAMPAIGN / "interim" / "look1.json"
+    text = path.read_bytes()
+    path.write_bytes({"half": text[: len(text) // 2], "list": b"[1, 2]",
+                      "binary": b"\x00\xff\xfe"}[damage])
+    cfg = f"config/{CAMPAIGN}.yaml"
+    for argv in (["check", cfg], ["status", cfg]):
+        assert cli.main(argv) == 1
+        err = capsys.readouterr().err
+        assert f"results/{CAMPAIGN}/interim/look1.json" in err and "mv " in err, err
+        assert "Traceback" not in err
+    dry = _snakemake(stopped, "-n")
+    text = dry.stdout + dry.stderr
+    assert dry.returncode != 0 and "look1.json" in text and "Traceback" not in text, text[-2000:]
+
+
+def test_a_look_written_before_fingerprints_is_held_to_the_rule_it_names():
+    """The committed looks of h100-stopping (raw/visits/...) name rule and looks only:
+    accepted under that rule, refused under Pocock-type spending."""
+    from containertax.campaign import looks
+    from containertax.campaign.stopping import Rule
+
+    path = REPO / "results" / CAMPAIGN / "raw" / "visits" / "20261124T140600Z" / "interim" \
+        / "look1.json"
+    rule = Rule.from_config(config.load_file(REPO / "config" / f"{CAMPAIGN}.yaml").raw)
+    assert looks.read_look(path, rule)["models"][MODEL]["decision"] == "stop"
+    with pytest.raises(looks.LookError, match="'obrien-fleming' then, 'pocock' now"):
+        looks.read_look(path, Rule(**{**rule.__dict__, "spending": "pocock"}))
