@@ -136,6 +136,21 @@ def test_committed_llm_campaigns_keep_the_hash_their_records_carry(campaign):
     assert hashes == {config.load_file(REPO / "config" / f"{campaign}.yaml").config_hash()}
 
 
+def test_the_stopping_campaign_keeps_the_hash_its_records_carry(config_dict):
+    """Issue #33 added stopping.boundaries (exact) and stopping.shape_check (true);
+    config/h100-stopping.yaml names the rule it ran under (union, no check) and still
+    hashes as its records say. Planted: the same config under the new rule is another
+    campaign (another hash)."""
+    hashes = {records.read_json(p)["provenance"]["config_hash"]
+              for p in (REPO / "results" / "h100-stopping" / "raw").glob("*/*/rep*.json")
+              if not p.name.endswith(".cooldown.json")}
+    data = yaml.safe_load((REPO / "config" / "h100-stopping.yaml").read_text())
+    assert hashes == {config.load_campaign(data, "h100-stopping.yaml").config_hash()}
+    for key in ("boundaries", "shape_check"):
+        new = {**data, "stopping": {k: v for k, v in data["stopping"].items() if k != key}}
+        assert config.load_campaign(new, "h100-stopping.yaml").config_hash() not in hashes
+
+
 def test_the_h100_config_pins_its_attention_and_keeps_its_hash():
     """results/h100's records carry the hash of an earlier edit of config/h100.yaml, so its
     pin is checked against the hash the config had before the default changed (f6fcfda)."""

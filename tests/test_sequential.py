@@ -143,8 +143,8 @@ def test_spending_and_looks():
     assert rule.looks() == [6, 12, 18, 24, 30]
     assert rule.spent().sum() == pytest.approx(0.05)
     assert (rule.spent() > 0).all()
-    assert stopping.Rule(4, 9, 2).looks() == [4, 6, 8, 9]
-    assert stopping.Rule(4, 9, 2, spending="pocock").spent().sum() == pytest.approx(0.05)
+    assert stopping.Rule(6, 11, 2).looks() == [6, 8, 10, 11]
+    assert stopping.Rule(6, 11, 2, spending="pocock").spent().sum() == pytest.approx(0.05)
     t = np.array([0.2, 0.5, 1.0])
     assert stopping.spending("hsd", t, 0.05, 0.0) == pytest.approx(0.05 * t)
     # Hwang-Shih-DeCani: gamma -4 spends little early, 1 much; both alpha at t = 1
@@ -152,7 +152,7 @@ def test_spending_and_looks():
     assert early[0] < 0.01 < early[1]
     assert stopping.spending("hsd", np.array([1.0]), 0.05, -4)[0] == pytest.approx(0.05)
     with pytest.raises(ValueError, match="spending"):
-        stopping.Rule(4, 9, 2, spending="x").spent()
+        stopping.Rule(6, 11, 2, spending="x").spent()
 
 
 def test_min_blocks_exact():

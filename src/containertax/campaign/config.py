@@ -178,6 +178,12 @@ HASH_CHANGED_DEFAULTS = {("analysis", "primary_test"): ("paired_t", "auto")}
 # old value hashes as a config without the key did; one without it hashes as the new
 # default, so no two configs that measure differently share a hash.
 HASH_WORKLOAD_DEFAULTS = {("transformers", "attn_implementation"): ("auto", "sdpa")}
+# Stopping-rule keys added with a new default while the old behaviour stays a valid value
+# (issue #33): before them every rule tested each look at the spending increment with no
+# shape check. A config that names the old behaviour (results/h100-stopping's) hashes as a
+# config without the key did; the new default, filled in, stays in the hash, so a campaign
+# run under the new rule is never taken for one run under the old.
+HASH_STOPPING_BEFORE = {"boundaries": "union", "shape_check": False}
 
 
 def _filled_default(sub: dict[str, Any]) -> Any:
@@ -214,6 +220,11 @@ def _without_new_defaults(raw: dict[str, Any]) -> dict[str, Any]:
         parent = out.get(section)
         if isinstance(parent, dict) and parent.get(key) == now:
             parent[key] = before
+    stop = out.get("stopping")
+    if isinstance(stop, dict):
+        for key, before in HASH_STOPPING_BEFORE.items():
+            if key in stop and stop[key] == before:
+                del stop[key]
     work = out.get("workload")
     if isinstance(work, dict):
         kinds = {work.get("kind")} | {m.get("kind") for m in out.get("models") or []
