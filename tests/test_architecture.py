@@ -14,7 +14,7 @@ import pytest
 from tests.conftest import REPO
 
 PACKAGE = "containertax"
-LAYERS = ("core", "workloads", "campaign", "execution", "analysis", "cli", "__main__")
+LAYERS = ("core", "workloads", "runtimes", "campaign", "execution", "analysis", "cli", "__main__")
 SRC = REPO / "src"
 
 

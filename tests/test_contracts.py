@@ -225,9 +225,10 @@ def test_common_smk_imports_only_the_planning_modules():
     text = (REPO / "workflow" / "rules" / "common.smk").read_text()
     imported = {line.split()[1] for line in text.splitlines()
                 if line.startswith(("from containertax", "import containertax"))}
-    # packaged: where the workflow's files are (standard library only)
+    # packaged: where the workflow's files are (standard library only); runtimes: each
+    # environment kind's declaration (standard library only, below campaign)
     assert imported <= {"containertax.campaign", "containertax.campaign.paths",
-                        "containertax.core.packaged"}
+                        "containertax.core.packaged", "containertax.runtimes"}
 
 
 @pytest.mark.parametrize("flag", ["-n", "--lint"])
