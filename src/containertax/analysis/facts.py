@@ -134,7 +134,8 @@ def environment_row(rec: dict[str, Any]) -> dict[str, str]:
     if kwargs.get("network_mode") == "host" or options.get("network") == "host":
         isolation = isolation.replace(", network", "")
     flags = [f for k, v in kwargs.items() for f in _flag(k, v)]
-    flags += command_flags(resolved.get("command") or [])
+    flags += command_flags(resolved.get("command") or [],
+                           (resolved.get("image") or {}).get("runtime_ref"))
     return {"environment": env["id"], "kind": kind, "software": software,
             "runtime": runtime_words(env),
             "mounts": ", ".join(map(_mount_words, mounts)) or "none",
@@ -150,17 +151,20 @@ def environment_row(rec: dict[str, Any]) -> dict[str, str]:
 _NOT_FLAGS = ("--label", "--name", "--bind", "--env", "--cd", "--pwd", "--rm")
 
 
-def command_flags(command: list[str]) -> list[str]:
+def command_flags(command: list[str], image: str | None) -> list[str]:
     """The set-up flags of a runtime's recorded command line (Podman's --network, --ulimit;
-    ch-run's --no-passwd): every --flag but binds, variables, labels and the run's name."""
+    ch-run's --no-passwd): every --flag before the image but binds, variables, labels and
+    the run's name (the workload's own flags follow the image)."""
     out, skip = [], False
     for word in command:
+        if word == image:
+            break
         if skip:
             skip = False
             continue
         if word in ("-v", "-e", "--bind", "--env", "--pwd"):
             skip = True
-        elif word.startswith("--") and not word.startswith(_NOT_FLAGS):
+        elif word.startswith("--") and word != "--" and not word.startswith(_NOT_FLAGS):
             out.append(word.replace("=", " ", 1) if word.startswith("--ulimit") else word)
     return out
 

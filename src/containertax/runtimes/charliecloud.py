@@ -40,7 +40,7 @@ def provide(image: str, spec: Spec, dest: Path) -> dict[str, Any]:
     tmp = dest.parent / f".{dest.name}.partial"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.parent.mkdir(parents=True, exist_ok=True)
-    run_quiet(["ch-convert", "--quiet", "-i", "docker", image, str(tmp)])
+    run_quiet(["ch-convert", "-i", "docker", "-o", "dir", image, str(tmp)])
     for d in HARNESS:
         (tmp / d).mkdir(parents=True, exist_ok=True)
     if dest.exists():

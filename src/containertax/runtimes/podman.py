@@ -168,6 +168,12 @@ def explain(env_id: str, spec: Spec, message: str, source: str) -> str | None:
         "(/etc/security/limits.d or the service's LimitNOFILE/LimitNPROC),")
     if said:
         return said
+    if "/dev/mqueue" in message:
+        return (f"environment {env_id}: {name} cannot share the host's IPC namespace: this "
+                "host has no /dev/mqueue (POSIX message queues; systemd mounts it, a "
+                "container host may not). Fix, once for the host: mkdir -p /dev/mqueue && "
+                "mount -t mqueue mqueue /dev/mqueue; or remove "
+                f"environments.{env_id}.options.ipc from {source}.")
     if "image not known" in message or "unable to find" in message.lower():
         return (f"environment {env_id}: {name} does not hold image '{spec.get('image')}'. "
                 "Fix: let the workflow hand it over (its provide rule runs podman pull "
