@@ -437,8 +437,12 @@ def check_runtime_labels(text: str, recorded: dict[str, set[str]]) -> list[Probl
     flat = " ".join(text.split())
     out = []
     for name in sorted({r.runtime for r in runtimes.REGISTRY.values() if r.runtime}):
-        for m in re.finditer(rf"{re.escape(name)}\s+v?([0-9][0-9A-Za-z.+~-]*)", flat):
-            version = m.group(1).rstrip(".,;")
+        # the versions printed after the name ('Docker Engine 20.10.24; 4.3.1': the system
+        # table joins the values of one item with '; ')
+        named = [v.strip().lstrip("v").rstrip(".,") for m in re.finditer(
+            rf"{re.escape(name)}\s+(v?[0-9][0-9A-Za-z.+~-]*(?:;\s*v?[0-9][0-9A-Za-z.+~-]*)*)",
+            flat) for v in m.group(1).split(";")]
+        for version in named:
             if not any(v.startswith(version) for v in recorded.get(name, set())):
                 ran = "; ".join(f"{n} {', '.join(sorted(v))}" for n, v in sorted(
                     recorded.items())) or "no container runtime"

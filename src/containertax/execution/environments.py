@@ -712,6 +712,8 @@ class CommandLauncher(Launcher):
             env_id=self.env.id, spec=spec, image=image["runtime_ref"], binds=binds,
             env=env_vars, argv=launch.argv, labels=labels, cpuset=launch.cpuset,
             limits=limits))
+        # the runtime's binary as preflight found it, on the launcher's own PATH
+        command[0] = shutil.which(command[0]) or command[0]
         process_env = runtime.process_env(spec, env_vars)  # type: ignore[misc]
         try:
             rc, t_in, t_out, wall, out, to = _run_process(command, process_env,

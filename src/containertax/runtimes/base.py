@@ -92,8 +92,8 @@ class Runtime:
     process_env: Callable[[Spec, dict[str, str]], dict[str, str]] | None = None
     provide: Callable[[str, Spec, Path], dict[str, Any]] | None = None
     cleanup: Callable[[Spec, dict[str, str]], list[str]] | None = None
-    # the runtime's exit statuses that mean it refused before the workload ran (Podman's
-    # 125), where `explain` turns its output into a sentence
+    # the runtime's exit statuses that may mean it refused before the workload ran (Podman's
+    # 125-127), where `explain` turns its output into a sentence (None: the workload's own)
     refusal_codes: tuple[int, ...] = ()
     # the host user the process runs as (rootless runtimes: its work folder is handed over)
     host_user: Callable[[Spec], str | None] | None = None

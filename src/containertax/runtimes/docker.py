@@ -22,9 +22,9 @@ def rlimit_refusal(runtime: str, env_id: str, spec: Spec, message: str, source: 
     _, hard = resource.getrlimit(rtype) if rtype in names else (None, None)
     shown = "unlimited" if hard == resource.RLIM_INFINITY else f"{hard} bytes/units"
     asked = (spec.get("options") or {}).get("ulimits", {}).get(name, "?")
-    return (f"environment {env_id}: {runtime} refused to set RLIMIT_{name.upper()} "
-            f"(--ulimit {name}={asked}): the container runtime may not raise it above the "
-            f"hard limit of the process that starts it, here {shown}. Fix: {fix} or remove "
+    return (f"environment {env_id}: this host refuses --ulimit {name}={asked} ({runtime}: "
+            f"the container runtime may not raise RLIMIT_{name.upper()} above the hard limit "
+            f"of the process that starts it, here {shown}). Fix: {fix} or remove "
             f"environments.{env_id}.options.ulimits.{name} from {source}.")
 
 

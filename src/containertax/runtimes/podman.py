@@ -41,12 +41,13 @@ def words(spec: Spec) -> str:
 
 
 def _as_user(spec: Spec, argv: list[str]) -> list[str]:
-    """argv run as the rootless user, with that user's HOME (Podman's store is there)."""
+    """argv run as the rootless user, with that user's HOME (Podman's store is there), from
+    / (Podman changes back into its working folder, which the user may not reach)."""
     user = rootless_user(spec)
     if not user:
         return argv
     home = pwd.getpwnam(user).pw_dir
-    return ["runuser", "-u", user, "--", "env", f"HOME={home}", *argv]
+    return ["runuser", "-u", user, "--", "env", "-C", "/", f"HOME={home}", *argv]
 
 
 def limits(spec: Spec) -> dict[str, tuple[int, int]]:
@@ -108,9 +109,13 @@ def provide(image: str, spec: Spec, dest: Path) -> dict[str, Any]:
     if _image_id(spec, wanted) is None:
         if rootless_user(spec):
             saved = subprocess.Popen(["docker", "save", image], stdout=subprocess.PIPE)
+            assert saved.stdout is not None
             try:
                 run_quiet(_as_user(spec, ["podman", "load"]), stdin=saved.stdout)
             finally:
+                saved.stdout.close()  # a load that failed early must not leave save blocked
+                if saved.poll() is None:
+                    saved.kill()
                 saved.wait()
         else:
             run_quiet(["podman", "pull", "-q", f"docker-daemon:{image}"])
@@ -159,6 +164,10 @@ def _owner_gone(labels: dict[str, str]) -> bool:
 
 
 def explain(env_id: str, spec: Spec, message: str, source: str) -> str | None:
+    """Podman's own error ('Error: ...', exit status 125 or 126: podman-run(1)) as a
+    sentence; None for anything else (the workload's own failure)."""
+    if not any(line.startswith("Error: ") for line in message.splitlines()):
+        return None
     name = words(spec)
     user = rootless_user(spec)
     said = docker.rlimit_refusal(
@@ -168,6 +177,11 @@ def explain(env_id: str, spec: Spec, message: str, source: str) -> str | None:
         "(/etc/security/limits.d or the service's LimitNOFILE/LimitNPROC),")
     if said:
         return said
+    if user and "permission denied" in message.lower():
+        return (f"environment {env_id}: {name}: the host user '{user}' cannot reach a folder "
+                f"the run binds ({' '.join(message.split())[-300:]}). Fix: make the campaign's "
+                "results folder and every folder above it searchable by that user (chmod "
+                "o+x), or run the campaign from such a folder.")
     if "/dev/mqueue" in message:
         return (f"environment {env_id}: {name} cannot share the host's IPC namespace: this "
                 "host has no /dev/mqueue (POSIX message queues; systemd mounts it, a "
@@ -229,4 +243,4 @@ RUNTIME = Runtime(
     cleanup_words="a container of a killed launcher (conmon keeps it) is removed before "
                   "the next run, by its labels",
     command=command, process_env=process_env, provide=provide, cleanup=cleanup,
-    refusal_codes=(125,), host_user=rootless_user, limits=limits, warnings=warnings)
+    refusal_codes=(125, 126, 127), host_user=rootless_user, limits=limits, warnings=warnings)
