@@ -655,9 +655,12 @@ class CommandLauncher(Launcher):
         return self.campaign.paths.provided(self.env.id).resolve()
 
     def image(self) -> dict[str, Any]:
-        """What the provide rule handed to the runtime: name, id, where, its ENV."""
+        """What the provide rule handed to the runtime: name, id, where, its ENV (a kind
+        that takes no image: nothing)."""
         import json
 
+        if self.runtime.image_step != "provide":
+            return {"name": self.env.image, "runtime_ref": self.env.image or "", "config": {}}
         marker = self.marker()
         if not marker.exists():
             raise EnvironmentFailure(
@@ -668,6 +671,8 @@ class CommandLauncher(Launcher):
 
     def preflight(self) -> dict[str, Any]:
         """The image handed over is still the Docker Engine's current one."""
+        if self.runtime.image_step != "provide":
+            return {}
         image = self.image()
         current = DockerLauncher(self.campaign, self.env).image_facts()["id"]
         if current != image["id"]:
