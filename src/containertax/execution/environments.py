@@ -654,6 +654,14 @@ class CommandLauncher(Launcher):
     def marker(self) -> Path:
         return self.campaign.paths.provided(self.env.id).resolve()
 
+    def inside(self, probe_dir: Path, work_dir: Path) -> tuple[Path, Path]:
+        if self.runtime.host_paths:
+            return probe_dir, work_dir
+        return super().inside(probe_dir, work_dir)
+
+    def cache_inside(self, cache_dir: Path) -> Path:
+        return cache_dir if self.runtime.host_paths else super().cache_inside(cache_dir)
+
     def image(self) -> dict[str, Any]:
         """What the provide rule handed to the runtime: name, id, where, its ENV (a kind
         that takes no image: nothing)."""
@@ -700,10 +708,12 @@ class CommandLauncher(Launcher):
             for folder in (launch.work_dir, launch.cache_dir):
                 if folder is not None:
                     shutil.chown(folder, user)
-        binds = [runtimes.Bind(launch.probe_dir, INSIDE / "probe", True),
-                 runtimes.Bind(launch.work_dir, INSIDE / "work", False)]
+        probe_in, work_in = self.inside(launch.probe_dir, launch.work_dir)
+        binds = [runtimes.Bind(launch.probe_dir, probe_in, True),
+                 runtimes.Bind(launch.work_dir, work_in, False)]
         if launch.cache_dir is not None:
-            binds.append(runtimes.Bind(launch.cache_dir, INSIDE / "cache", False))
+            binds.append(runtimes.Bind(launch.cache_dir, self.cache_inside(launch.cache_dir),
+                                       False))
         for mount in spec.get("mounts", []):
             host, target, ro = _parse_mount(mount, self.env.id)
             binds.append(runtimes.Bind(host, target, ro))

@@ -103,6 +103,9 @@ class Runtime:
     # limits the runtime would set for the container unless told, passed explicitly as the
     # launching process's (native's) own (podman.py says why): name -> (soft, hard)
     limits: Callable[[Spec], dict[str, tuple[int, int]]] | None = None
+    # the process sees the host's filesystem (a wrapper such as systemd-run or numactl, no
+    # binds): the probe, work and cache folders keep their host paths
+    host_paths: bool = False
     # preflight's warnings of an environment's settings (a limit above the host's, ...)
     warnings: Callable[[str, Spec], list[str]] | None = None
 
