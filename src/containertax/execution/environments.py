@@ -747,8 +747,9 @@ class CommandLauncher(Launcher):
                     "limits": {k: list(v) for k, v in limits.items()},
                     "runtime": {"name": runtime.runtime, "words": runtime.label(spec),
                                 "version": runtime_version(self.env.kind)},
-                    "binds": [f"{b.host}:{b.inside}:{'ro' if b.read_only else 'rw'}"
-                              for b in binds]}
+                    # a wrapper that sees the host's filesystem binds nothing
+                    "binds": [] if runtime.host_paths else [
+                        f"{b.host}:{b.inside}:{'ro' if b.read_only else 'rw'}" for b in binds]}
         return Outcome(rc, t_in, t_out, wall, out, resolved, to)
 
 
