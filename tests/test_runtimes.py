@@ -224,3 +224,25 @@ def test_the_review_catches_a_wrong_runtime_label():
     assert "never names it" in problems[1].message
     only_podman = check_runtime_labels("Docker Engine 4.3.1", {"Podman": {"4.3.1"}})
     assert any("Docker Engine 4.3.1" in p.message for p in only_podman)
+
+
+@_skip_unless("podman")
+@pytest.mark.skipif(os.geteuid() != 0, reason="rootful Podman needs root")
+def test_a_podman_container_of_a_killed_launcher_is_removed(results):
+    """Planted: a container labelled as made by this checkout's campaign by a process that
+    no longer exists (pid 2**22 + 1 is above Linux's pid_max); the clean-up removes it and
+    leaves one of a live launcher alone."""
+    labels = environments.owner_labels("cleanup-test", results)
+    gone = {**labels, "containertax.owner_pid": str(2**22 + 1)}
+    made = []
+    for name, owner in (("ctx-cleanup-gone", gone), ("ctx-cleanup-live", labels)):
+        subprocess.run(["podman", "create", "--name", name,
+                        *[f"--label={k}={v}" for k, v in owner.items()], DEMO_IMAGE, "true"],
+                       check=True, capture_output=True)
+        made.append(name)
+    try:
+        removed = runtimes.podman.cleanup({}, labels)
+        assert removed == ["ctx-cleanup-gone"]
+    finally:
+        for name in made:
+            subprocess.run(["podman", "rm", "-f", name], capture_output=True)

@@ -137,7 +137,8 @@ def environment_row(rec: dict[str, Any]) -> dict[str, str]:
     flags += command_flags(resolved.get("command") or [],
                            (resolved.get("image") or {}).get("runtime_ref"))
     return {"environment": env["id"], "kind": kind, "software": software,
-            "runtime": runtime_words(env),
+            # the container runtime and its version (none for native and chroot)
+            "runtime": runtime_words(env) if runtime.runtime else "",
             "mounts": ", ".join(map(_mount_words, mounts)) or "none",
             "read_only": all(m.endswith(":ro") for m in mounts) if mounts else False,
             "gpu": _gpu_access(env, rec), "isolation": isolation,

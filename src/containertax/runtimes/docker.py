@@ -52,7 +52,7 @@ def shm_with_host_ipc(env_id: str, spec: Spec) -> list[str]:
     options = spec.get("options") or {}
     if options.get("shm_size") is not None and options.get("ipc") == "host":
         return [f"environments.{env_id}.options.shm_size ({options['shm_size']}) is ignored by "
-                f"the runtime because environments.{env_id}.options.ipc is 'host' (the host's "
+                f"Docker because environments.{env_id}.options.ipc is 'host' (the host's "
                 "/dev/shm is shared); set ipc: private for a /dev/shm of that size"]
     return []
 

@@ -146,7 +146,8 @@ def cleanup(spec: Spec, labels: dict[str, str]) -> list[str]:
     removed = []
     for c in json.loads(out.stdout):
         mine = c.get("Labels") or {}
-        if _owner_gone(mine) or mine.get("containertax.name") == labels.get("remove"):
+        named = labels.get("remove")  # the run's own container, left by a timeout
+        if _owner_gone(mine) or (named is not None and mine.get("containertax.name") == named):
             name = (c.get("Names") or [c.get("Id")])[0]
             subprocess.run(_as_user(spec, ["podman", "rm", "-f", name]), capture_output=True,
                            check=False)
