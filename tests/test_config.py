@@ -83,7 +83,8 @@ def test_every_schema_key_is_documented():
     schema = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())
     readme = (REPO / "config" / "README.md").read_text()
     keys = set(schema["properties"])
-    for name in ("environment", "docker_options", "schedule", "thermal", "telemetry",
+    for name in ("environment", "docker_options", "podman_options", "schedule", "thermal",
+                 "telemetry",
                  "workload", "analysis", "memory", "lane"):
         keys |= set(schema["$defs"][name]["properties"])
     missing = sorted(k for k in keys if f"`{k}`" not in readme)
