@@ -1,7 +1,8 @@
 """The package's shape, from its imports (module-level and inside functions, read with ast):
 no import circles between modules, and no import from a lower layer into a higher one
-(core < workloads < runtimes < campaign < execution < analysis < cli). docs/architecture.md describes
-the layers; a late import inside a function is an import all the same."""
+(core < workloads < runtimes < campaign < execution < analysis < cli).
+docs/architecture.md describes the layers; a late import inside a function is an import all
+the same."""
 
 from __future__ import annotations
 

@@ -84,8 +84,7 @@ def test_every_schema_key_is_documented():
     readme = (REPO / "config" / "README.md").read_text()
     keys = set(schema["properties"])
     for name in ("environment", "docker_options", "podman_options", "schedule", "thermal",
-                 "telemetry",
-                 "workload", "analysis", "memory", "lane"):
+                 "telemetry", "workload", "analysis", "memory", "lane"):
         keys |= set(schema["$defs"][name]["properties"])
     missing = sorted(k for k in keys if f"`{k}`" not in readme)
     assert not missing, f"config/README.md does not document {missing}"
