@@ -17,7 +17,7 @@ if [ ${#need[@]} -gt 0 ]; then
     >/dev/null
 fi
 .venv/bin/python -m pip install -q -e '.[dev,slurm]'
-export CONTAINERTAX_REQUIRE_SLURM=1 CONTAINERTAX_REQUIRE_CHROMIUM=1
+export CONTAINERTAX_REQUIRE_SLURM=1 CONTAINERTAX_REQUIRE_CHROMIUM=1 CONTAINERTAX_REQUIRE_RUNTIMES=1
 .venv/bin/ruff check src tests benchmarks tools
 .venv/bin/snakefmt --check Snakefile workflow
 .venv/bin/snakemake --lint --configfile config/demo.yaml

@@ -1,7 +1,8 @@
 """The package's shape, from its imports (module-level and inside functions, read with ast):
 no import circles between modules, and no import from a lower layer into a higher one
-(core < workloads < campaign < execution < analysis < cli). docs/architecture.md describes
-the layers; a late import inside a function is an import all the same."""
+(core < workloads < runtimes < campaign < execution < analysis < cli).
+docs/architecture.md describes the layers; a late import inside a function is an import all
+the same."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import pytest
 from tests.conftest import REPO
 
 PACKAGE = "containertax"
-LAYERS = ("core", "workloads", "campaign", "execution", "analysis", "cli", "__main__")
+LAYERS = ("core", "workloads", "runtimes", "campaign", "execution", "analysis", "cli", "__main__")
 SRC = REPO / "src"
 
 

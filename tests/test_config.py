@@ -40,8 +40,8 @@ def test_model_params_override_workload_defaults(config_dict):
         (lambda c: c.update(repetitions=1), ["x.yaml", "repetitions", "minimum of 2"]),
         (lambda c: c["environments"]["docker"].pop("image"),
          ["x.yaml", "environments.docker.image", "needs the image"]),
-        (lambda c: c["environments"]["native"].update(kind="podman"),
-         ["environments.native.kind", "podman"]),
+        (lambda c: c["environments"]["native"].update(kind="lxc"),
+         ["environments.native.kind", "lxc", "unknown environment kind"]),
         (lambda c: c["models"].append({"id": "n256", "size": 8}), ["duplicate id", "n256"]),
         (lambda c: c.update(reference_environment="vm"), ["reference_environment", "'vm'"]),
         (lambda c: c["environments"]["native"].update(options={"ipc": "host"}),
@@ -83,8 +83,8 @@ def test_every_schema_key_is_documented():
     schema = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())
     readme = (REPO / "config" / "README.md").read_text()
     keys = set(schema["properties"])
-    for name in ("environment", "docker_options", "schedule", "thermal", "telemetry",
-                 "workload", "analysis", "memory", "lane"):
+    for name in ("environment", "docker_options", "podman_options", "schedule", "thermal",
+                 "telemetry", "workload", "analysis", "memory", "lane"):
         keys |= set(schema["$defs"][name]["properties"])
     missing = sorted(k for k in keys if f"`{k}`" not in readme)
     assert not missing, f"config/README.md does not document {missing}"

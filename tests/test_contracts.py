@@ -225,9 +225,12 @@ def test_common_smk_imports_only_the_planning_modules():
     text = (REPO / "workflow" / "rules" / "common.smk").read_text()
     imported = {line.split()[1] for line in text.splitlines()
                 if line.startswith(("from containertax", "import containertax"))}
-    # packaged: where the workflow's files are (standard library only)
+    # core: the ground floor (packaged: where the workflow's files are; records: the
+    # ledger); runtimes: each environment kind's declaration (standard library only, below
+    # campaign). The fresh-interpreter test below holds what they import.
     assert imported <= {"containertax.campaign", "containertax.campaign.paths",
-                        "containertax.core.packaged"}
+                        "containertax.core", "containertax.core.packaged",
+                        "containertax.runtimes"}
 
 
 @pytest.mark.parametrize("flag", ["-n", "--lint"])

@@ -152,6 +152,13 @@ def _preflight(a: argparse.Namespace) -> int:
     return 0
 
 
+def _provide(a: argparse.Namespace) -> int:
+    from containertax.execution import environments
+
+    environments.provide_image(load(a.config), a.environment, Path(a.out))
+    return 0
+
+
 def _system(a: argparse.Namespace) -> int:
     from containertax.execution import preflight
 
@@ -413,6 +420,8 @@ COMMANDS: dict[str, Command] = {
     **{name: Command(f"analysis step: {name}", _analysis_args(name), _analysis_step)
        for name in ANALYSIS},
     "rootfs": Command("export an image's root filesystem for chroot", _rootfs_args, _rootfs),
+    "provide": Command("hand an environment's image to its runtime (Podman, Charliecloud)",
+                       _preflight_args, _provide),
     "host-image": Command("import an image of empty folders, for running the host's software "
                           "in a container (GPU machines without a registry)",
                           _host_image_args, _host_image),

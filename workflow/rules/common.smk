@@ -14,6 +14,7 @@ from containertax.campaign import paths as R
 from containertax.campaign import schedule as ct_schedule
 from containertax.campaign import lanes as ct_lanes
 from containertax.campaign.paths import image_slug
+import containertax.runtimes as ct_runtimes
 from containertax.campaign import datasets as ct_datasets
 from containertax.campaign import integrity as ct_integrity
 from containertax.campaign import stopping as ct_stopping
@@ -116,7 +117,9 @@ CT = (
 )
 ENVS = {e.id: e for e in CAMPAIGN.environments}
 IMAGES = {
-    image_slug(e.image): e.image for e in CAMPAIGN.environments if e.kind == "chroot"
+    image_slug(e.image): e.image
+    for e in CAMPAIGN.environments
+    if ct_runtimes.get(e.kind).image_step == "rootfs"
 }
 
 # trtllm models' synthetic datasets (path -> model), written before any run
@@ -305,13 +308,17 @@ def cell_step(step, args):
     )
 
 
-def rootfs_marker(wildcards):
-    """A chroot environment needs its image's exported root filesystem."""
+def image_marker(wildcards):
+    """The image as the environment's kind needs it (runtimes/<kind>.py image_step): the
+    exported root filesystem (chroot), or the image handed to the runtime (provide)."""
     env = ENVS[wildcards.environment]
-    if env.kind == "chroot":
-        # plain, not ancient(): a forced (incomplete) rootfs job would otherwise hide every
-        # job downstream of it from Snakemake's planning (see cells.smk)
+    step = ct_runtimes.get(env.kind).image_step
+    # plain, not ancient(): a forced (incomplete) rootfs job would otherwise hide every
+    # job downstream of it from Snakemake's planning (see cells.smk)
+    if step == "rootfs":
         return [at(R.ROOTFS_MARKER, image=image_slug(env.image))]
+    if step == "provide":
+        return [at(R.PROVIDED, environment=env.id)]
     return []
 
 

@@ -56,12 +56,34 @@ rule rootfs:
         "{params.ct} rootfs --image {params.image:q} --out {output.tree:q} --log {log:q}"
 
 
+rule provide:
+    """The image handed from the local Docker Engine to the environment's runtime (Podman's
+    store, Charliecloud's directory, Apptainer's SIF: runtimes/<kind>.py provide), once.
+    """
+    input:
+        config=ancient(RESOLVED),
+    output:
+        at(R.PROVIDED),
+    log:
+        at(R.PROVIDED_LOG),
+    priority: FIRST
+    conda:
+        "../../envs/workflow.yaml"
+    resources:
+        **ALL_LANES,
+    params:
+        ct=CT,
+    shell:
+        "{params.ct} provide --config {input.config:q} --environment {wildcards.environment} "
+        "--out {output:q} --log {log:q}"
+
+
 rule preflight:
     """Can this environment start the workload here? One broken environment blocks only
     its own cells."""
     input:
         config=ancient(RESOLVED),
-        rootfs=rootfs_marker,
+        image=image_marker,
         # the datasets first: preflight checks their folder from inside the environment
         datasets=list(DATASETS),
     output:

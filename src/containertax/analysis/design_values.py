@@ -12,6 +12,7 @@ from typing import Any
 
 import pandas as pd
 
+from containertax import runtimes
 from containertax.analysis import facts, hostmarkers, quality, tables
 from containertax.analysis.policy import environment_order
 from containertax.campaign.config import Campaign
@@ -37,7 +38,10 @@ def design_values(campaign: Campaign, runs: pd.DataFrame) -> dict[str, Any]:
     waits = cells["gate_waited_s"].dropna() if "gate_waited_s" in cells else pd.Series()
     n_machines = runs["machine"].nunique() if "machine" in runs else 1
     found = facts.from_records(campaign.root)
-    docker = [env for env in found["environments"] if env["kind"] == "docker"]
+    # the Docker SDK's containers: the sentences on host software and device nodes speak of
+    # the Docker Engine's launch (runtimes/docker.py)
+    docker = [env for env in found["environments"]
+              if runtimes.get(env["kind"]).launcher == "docker"]
     host_dirs = sorted({folder for env in docker for folder in env["host_dirs"].split(", ")
                         if folder})
     return {

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from containertax import runtimes
 from containertax.analysis import decisions
 from containertax.workloads.metric_registry import MetricInfo
 
@@ -102,9 +103,10 @@ def _gpu_access(env: dict[str, Any], rec: dict[str, Any]) -> str:
         names = sorted({Path(n).name for n in nodes})
         return f"{len(nodes)} device nodes ({', '.join(names)})"
     has_gpu = bool((rec.get("telemetry") or {}).get("gpu"))
-    if env["kind"] == "native":
+    launcher = runtimes.get(env["kind"]).launcher
+    if launcher == "process":
         return "direct (host driver)" if has_gpu else "none (no GPU recorded)"
-    if env["kind"] == "chroot":
+    if launcher == "chroot":
         libs = resolved.get("driver_libraries")
         if libs:
             return "host's /dev and driver libraries bound into the root"
@@ -117,34 +119,76 @@ def environment_row(rec: dict[str, Any]) -> dict[str, str]:
     env = rec["environment"]
     spec, resolved = env.get("spec", {}), env.get("resolved", {})
     kind = env["kind"]
+    runtime = runtimes.get(kind)  # its words, isolation and software (runtimes/<kind>.py)
     image = (resolved.get("image") or {}).get("name") or spec.get("image")
-    if kind == "native":
-        software = "the host's own"
-    elif kind == "chroot":
-        software = f"root filesystem exported from {image}"
-    else:
-        software = f"image {image}"
-    mounts = [v for v in resolved.get("volumes", []) if not any(
-        f":{t}:" in v or v.endswith(f":{t}") for t in _HARNESS_TARGETS)]
-    if kind == "chroot":
+    software = str(runtime.software).format(image=image)
+    mounts = [v for v in resolved.get("volumes", []) or resolved.get("binds", []) or []
+              if not any(f":{t}:" in v or v.endswith(f":{t}") for t in _HARNESS_TARGETS)]
+    if runtime.launcher == "chroot":
         mounts = [str(b) for b in resolved.get("binds", []) or []]
-    isolation = {"native": "none (host process)",
-                 "chroot": "mount namespace and root directory",
-                 "docker": "namespaces (mount, PID, IPC, UTS, network) and cgroups"}.get(
-        kind, kind)
+    isolation = str(runtime.isolation)
     kwargs = resolved.get("create_kwargs", {})
-    if kwargs.get("ipc_mode") == "host":
+    options = spec.get("options") or {}
+    if kwargs.get("ipc_mode") == "host" or options.get("ipc") == "host":
         isolation = isolation.replace("IPC, ", "")
-    if kwargs.get("network_mode") == "host":
+    if kwargs.get("network_mode") == "host" or options.get("network") == "host":
         isolation = isolation.replace(", network", "")
     flags = [f for k, v in kwargs.items() for f in _flag(k, v)]
+    flags += command_flags(resolved.get("command") or [],
+                           (resolved.get("image") or {}).get("runtime_ref"))
     return {"environment": env["id"], "kind": kind, "software": software,
+            # the container runtime and its version (none for native and chroot)
+            "runtime": runtime_words(env) if runtime.runtime else "",
             "mounts": ", ".join(map(_mount_words, mounts)) or "none",
             "read_only": all(m.endswith(":ro") for m in mounts) if mounts else False,
             "gpu": _gpu_access(env, rec), "isolation": isolation,
             "flags": " ".join(flags) or "none",
             "host_dirs": ", ".join(sorted({m.split(":")[0] for m in mounts
                                            if m.split(":")[0] == m.split(":")[1]}))}
+
+
+# a command-line runtime's arguments that the table shows elsewhere (mounts, variables)
+# or that name the run rather than its set-up
+_NOT_FLAGS = ("--label", "--name", "--bind", "--env", "--cd", "--pwd", "--rm")
+
+
+def command_flags(command: list[str], image: str | None) -> list[str]:
+    """The set-up flags of a runtime's recorded command line (Podman's --network, --ulimit;
+    ch-run's --no-passwd): every --flag before the image but binds, variables, labels and
+    the run's name (the workload's own flags follow the image)."""
+    out, skip = [], False
+    for word in command:
+        if word == image:
+            break
+        if skip:
+            skip = False
+            continue
+        if word in ("-v", "-e", "--bind", "--env", "--pwd"):
+            skip = True
+        elif word.startswith("--") and word != "--" and not word.startswith(_NOT_FLAGS):
+            out.append(word.replace("=", " ", 1) if word.startswith("--ulimit") else word)
+    return out
+
+
+def runtime_words(env: dict[str, Any]) -> str:
+    """An environment's runtime as the paper names it, with its recorded version:
+    'Podman (rootless) 4.3.1', 'Docker 20.10.24' (runtimes/<kind>.py words)."""
+    runtime = runtimes.get(env["kind"])
+    resolved = env.get("resolved") or {}
+    version = (resolved.get("runtime") or {}).get("version") or resolved.get("engine_version")
+    words = runtime.label(env.get("spec") or {})
+    return f"{words} {version}" if version and runtime.runtime else words
+
+
+def recorded_runtimes(env: dict[str, Any]) -> tuple[str, str] | None:
+    """(runtime name, version) a record's environment ran under; None for none (native,
+    chroot). Records before runtime provenance: Docker's engine_version."""
+    runtime = runtimes.get(env["kind"])
+    resolved = env.get("resolved") or {}
+    version = (resolved.get("runtime") or {}).get("version") or resolved.get("engine_version")
+    if not runtime.runtime or not version:
+        return None
+    return str(runtime.runtime), str(version)
 
 
 def _mount_words(volume: str) -> str:
@@ -281,7 +325,9 @@ def system_facts(campaign: Campaign) -> dict[str, Any]:
         note("Temperature sensor", rec.gate.get("sensor"))
         env = rec.environment
         resolved = env.get("resolved", {})
-        note("Docker Engine", resolved.get("engine_version"))
+        ran = recorded_runtimes(env)  # the runtime's own name, never another's
+        if ran:
+            note(ran[0], ran[1])
         image = resolved.get("image") or {}
         note("Image", f"{image.get('name')} ({str(image.get('id', ''))[7:19]})"
              if image.get("id") else None)

@@ -416,6 +416,48 @@ def check_figure_edges(figures: list[Path], slack: float = 0.5) -> list[Problem]
     return out
 
 
+def recorded_runtimes(root: Path) -> dict[str, set[str]]:
+    """Runtime name -> the versions the campaign's records ran under (facts.py)."""
+    from containertax.analysis.aggregate import read_records
+    from containertax.analysis.facts import recorded_runtimes as ran
+
+    out: dict[str, set[str]] = {}
+    for _, rec in read_records(root):
+        found = ran(rec.environment)
+        if found:
+            out.setdefault(found[0], set()).add(found[1])
+    return out
+
+
+def check_runtime_labels(text: str, recorded: dict[str, set[str]]) -> list[Problem]:
+    """Every runtime the paper names with a version ran under that version (a Podman
+    version labelled 'Docker Engine' is caught), and every recorded one is named."""
+    from containertax import runtimes
+
+    flat = " ".join(text.split())
+    out = []
+    for name in sorted({r.runtime for r in runtimes.REGISTRY.values() if r.runtime}):
+        # the versions printed after the name ('Docker Engine 20.10.24; 4.3.1': the system
+        # table joins the values of one item with '; ')
+        named = [v.strip().lstrip("v").rstrip(".,") for m in re.finditer(
+            rf"{re.escape(name)}\s+(v?[0-9][0-9A-Za-z.+~-]*(?:;\s*v?[0-9][0-9A-Za-z.+~-]*)*)",
+            flat) for v in m.group(1).split(";")]
+        for version in named:
+            if not any(v.startswith(version) for v in recorded.get(name, set())):
+                ran = "; ".join(f"{n} {', '.join(sorted(v))}" for n, v in sorted(
+                    recorded.items())) or "no container runtime"
+                out.append(Problem("runtime-label", name,
+                                   f"the paper names {name} {version}, but the records ran "
+                                   f"{ran}"))
+    for name, versions in sorted(recorded.items()):
+        for version in sorted(versions):
+            if not re.search(rf"{re.escape(name)}\s+{re.escape(version[:8])}", flat):
+                out.append(Problem("runtime-label", name,
+                                   f"the records ran {name} {version}; the paper never "
+                                   "names it with that version"))
+    return out
+
+
 def review(build_dir: Path, pdf: Path, names: list[str],
            overfull_pt: float = OVERFULL_PT, min_pt: float = MIN_FONT_PT,
            campaign_root: Path | None = None) -> list[Problem]:
@@ -438,6 +480,7 @@ def review(build_dir: Path, pdf: Path, names: list[str],
                                   main.read_text(errors="replace") if main.exists() else "")
     if campaign_root is not None:
         problems += check_campaign_claims(text, run_order(campaign_root))
+        problems += check_runtime_labels(pdf_text(pdf), recorded_runtimes(campaign_root))
     problems += check_fonts(pdf, min_pt)
     figs = sorted((build_dir / "figures").glob("*.pdf"))
     problems += check_figure_labels(figs, names)

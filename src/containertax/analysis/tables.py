@@ -358,7 +358,9 @@ def environments_table(envs: list[dict[str, str]]) -> str:
                 f"{{{int(bool(env['read_only']))}}}{{{tex(env['gpu'])}}}{{{flags}}}"
                 f"{{{tex(env['isolation'])}}}")
 
-    rows = [[tex(env["environment"]), setup(env)] for env in envs]
+    rows = [[tex(env["environment"]) + (f"\\newline {tex(env['runtime'])}"
+                                        if env.get("runtime") else ""), setup(env)]
+            for env in envs]
     return booktabs(
         ["Env.", "Set-up as recorded"], rows, r"L{0.16\linewidth}L{0.78\linewidth}",
         "tab:environments")

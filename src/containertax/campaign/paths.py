@@ -75,6 +75,11 @@ POSITIONS = "schedule.positions.csv"
 STEP_LOG = "logs/{step}.log"
 PREFLIGHT_LOG = "logs/preflight/{environment}.log"
 ROOTFS_LOG = "logs/rootfs/{image}.log"
+# an image handed to an environment's runtime (runtimes/<kind>.py provide): what was handed
+# over, where the runtime keeps it when in the campaign (Charliecloud's directory), the log
+PROVIDED = "provided/{environment}.json"
+PROVIDED_DIR = "provided/{environment}.image"
+PROVIDED_LOG = "logs/provided/{environment}.log"
 DATASET_LOG = "logs/dataset{dataset_dir}/{dataset_name}.log"
 
 # The analysis: quality -> stats per model -> correction -> figures, tables, numbers -> PDF.
@@ -291,6 +296,12 @@ class CampaignPaths:
 
     def rootfs_marker(self, image_slug: str) -> Path:
         return self.at(ROOTFS_MARKER, image=image_slug)
+
+    def provided(self, environment: str) -> Path:
+        return self.at(PROVIDED, environment=environment)
+
+    def image_dir(self, environment: str) -> Path:
+        return self.at(PROVIDED_DIR, environment=environment)
 
     def rootfs_log(self, image: str) -> Path:
         """The log of exporting an image's root filesystem (logs/rootfs/<slug>.log)."""

@@ -24,7 +24,7 @@ from typing import Any
 
 import yaml
 
-from containertax import workloads
+from containertax import runtimes, workloads
 from containertax.campaign import datasets, schedule, stopping
 from containertax.campaign.config import Campaign, load_campaign
 from containertax.campaign.paths import CampaignPaths
@@ -162,7 +162,7 @@ def why_not_run(study: Campaign, root: Path, model_id: str, env_id: str) -> str:
             f"download it into {path} ({MODELS_DOC}, section 2) or correct "
             f"models[{index}].model_path in {study.source}")
     env = study.environment(env_id)
-    if env.kind in ("chroot", "docker") and env.image:
+    if runtimes.get(env.kind).needs_image and env.image:
         exported = _errors(CampaignPaths(root).rootfs_log(env.image))
         if exported:
             causes.append("exporting the image failed: " + " ".join(exported[0].splitlines()))

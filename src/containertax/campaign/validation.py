@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from containertax import workloads
+from containertax import runtimes, workloads
 from containertax.campaign import stopping
 from containertax.campaign.configerror import ConfigError
 from containertax.core import packaged
@@ -127,26 +127,50 @@ def _mount_problems(data: dict[str, Any], source: str, workdir: Path) -> None:
         raise ConfigError("\n".join(problems))
 
 
+def _environment_problems(env_id: str, env: dict[str, Any]) -> list[str]:
+    """An environment's settings against its kind's declaration (runtimes/<kind>.py): the
+    kind registered, the image where it needs one, only the keys it takes, its options
+    against the schema's $defs it names, and its own checks."""
+    kind = env.get("kind")
+    if kind not in runtimes.REGISTRY:
+        return [f"key 'environments.{env_id}.kind': unknown environment kind {kind!r}; choose "
+                f"one of {sorted(runtimes.KINDS)} (a new kind: a module in "
+                "containertax/runtimes/ and its line in runtimes.REGISTRY)."]
+    runtime = runtimes.get(kind)
+    problems = []
+    if runtime.needs_image and not env.get("image"):
+        problems.append(f"key 'environments.{env_id}.image' is missing: a {kind} environment "
+                        "needs the image it runs (name:tag or id).")
+    takes = runtime.keys or frozenset()
+    for key in ("options", "gpu", "mounts"):
+        if env.get(key) and key not in takes:
+            which = sorted(k for k, r in runtimes.REGISTRY.items() if key in (r.keys or ()))
+            problems.append(f"key 'environments.{env_id}.{key}' is only for kind "
+                            f"{' or '.join(which)} (not {kind}); remove it or change the kind.")
+    if env.get("options") and runtime.options_schema:
+        problems += _options_problems(env_id, env["options"], runtime.options_schema)
+    return problems + (runtime.problems(env_id, env) if runtime.problems else [])
+
+
+def _options_problems(env_id: str, options: dict[str, Any], definition: str) -> list[str]:
+    """options against the schema's $defs/<definition>, the kind's own flags."""
+    import jsonschema  # noqa: PLC0415
+
+    sub = {**schema()["$defs"][definition], "$defs": schema()["$defs"]}
+    validator = jsonschema.Draft202012Validator(sub)
+    out = []
+    for e in sorted(validator.iter_errors(options), key=lambda e: list(e.absolute_path)):
+        where = _key(e.absolute_path) if e.absolute_path else ""
+        out.append(f"key 'environments.{env_id}.options{'.' + where if where else ''}': "
+                   f"{e.message} (workflow/schemas/config.schema.yaml $defs/{definition}).")
+    return out
+
+
 def _semantic_checks(data: dict[str, Any], source: str) -> None:
     problems: list[str] = _kind_problems(data)
     envs = data.get("environments", {})
     for env_id, env in envs.items():
-        if env["kind"] in ("chroot", "docker") and not env.get("image"):
-            problems.append(
-                f"key 'environments.{env_id}.image' is missing: a {env['kind']} environment "
-                "needs the image it runs (name:tag or id)."
-            )
-        if env["kind"] != "docker" and env.get("options"):
-            problems.append(
-                f"key 'environments.{env_id}.options' is only for kind docker; "
-                f"remove it or set kind: docker."
-            )
-        if env["kind"] != "chroot" and env.get("gpu"):
-            problems.append(
-                f"key 'environments.{env_id}.gpu' is only for kind chroot (native sees the "
-                "GPU; docker: options.nvidia_devices and options.nvidia_libraries, or "
-                "options.gpus with the NVIDIA Container Toolkit)."
-            )
+        problems += _environment_problems(env_id, env)
         for j, spec in enumerate(env.get("mounts") or []):
             parts = str(spec).split(":")
             target = parts[1] if len(parts) in (2, 3) else ""
@@ -157,11 +181,6 @@ def _semantic_checks(data: dict[str, Any], source: str) -> None:
                     f"key 'environments.{env_id}.mounts[{j}]': '{spec}' is not "
                     "HOST:TARGET[:ro|rw] with an absolute TARGET free of '..' (e.g. "
                     "/models:/models:ro).")
-        if env["kind"] == "native" and env.get("mounts"):
-            problems.append(
-                f"key 'environments.{env_id}.mounts': a native environment sees the host "
-                "filesystem; remove mounts."
-            )
     ids = [m["id"] for m in data.get("models", [])]
     dupes = sorted({i for i in ids if ids.count(i) > 1})
     if dupes:

@@ -1,5 +1,8 @@
-"""How a process is launched: natively, in a chroot of an image's root filesystem, or in
-Docker. The same command runs in each; only the isolation differs.
+"""How a process is launched: natively, in a chroot of an image's root filesystem, in
+Docker, or through a runtime's command line (Podman, Charliecloud, Apptainer). The same
+command runs in each; only the isolation differs. What each kind is, and everything the
+launchers read of it, is its declaration in containertax/runtimes/<kind>.py; a launcher
+here is chosen by the declaration's `launcher` and never by the kind's name.
 
 Each launcher measures the process from launch to exit on the host, maps the probe and a
 work folder to the same place inside, and cleans up after itself on any failure.
@@ -9,8 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
-import resource
 import shlex
 import shutil
 import signal
@@ -21,8 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from containertax import runtimes
 from containertax.campaign.config import Campaign, Environment
 from containertax.campaign.paths import image_slug
+from containertax.core import records
 from containertax.core.errors import ContainertaxError
 from containertax.execution import hostcpus, passthrough
 
@@ -49,11 +52,7 @@ BASE_ENV = {
     **PROJECT_ENV,
 }
 LABEL = "containertax.campaign"
-RLIMIT_NAMES = {
-    getattr(resource, n): n[len("RLIMIT_") :].lower()
-    for n in dir(resource)
-    if n.startswith("RLIMIT_") and n != "RLIM_INFINITY"
-}
+RLIMIT_NAMES = runtimes.base.rlimit_names()  # 7 -> nofile (the schema's name), not ofile
 
 
 class EnvironmentFailure(ContainertaxError, RuntimeError):
@@ -109,11 +108,16 @@ def telemetry_state(env: dict[str, str]) -> dict[str, Any]:
 
 
 class Launcher:
-    kind = "abstract"
-
     def __init__(self, campaign: Campaign, env: Environment) -> None:
         self.campaign = campaign
         self.env = env
+        self.kind = env.kind
+        self.runtime = runtimes.get(env.kind)
+
+    def preflight(self) -> dict[str, Any]:
+        """What this environment checks before any cell beyond starting the workload
+        (facts for the preflight record; raises EnvironmentFailure with the fix)."""
+        return {}
 
     def inside(self, probe_dir: Path, work_dir: Path) -> tuple[Path, Path]:
         """Where the host's probe and work folders appear to the process under test."""
@@ -188,8 +192,6 @@ def _run_process(argv: list[str], env: dict[str, str], timeout_s: float,
 
 
 class NativeLauncher(Launcher):
-    kind = "native"
-
     def inside(self, probe_dir: Path, work_dir: Path) -> tuple[Path, Path]:
         return probe_dir, work_dir
 
@@ -202,9 +204,8 @@ class NativeLauncher(Launcher):
                 launch.argv, self.environment_vars(launch), launch.timeout_s, launch.cpuset
             )
         except EnvironmentFailure as exc:  # e.g. an interpreter that does not exist
-            raise EnvironmentFailure(
-                f"environment {self.env.id}: {exc}; fix environments.{self.env.id}.python "
-                f"in {self.campaign.source} (or install it)") from None
+            raise EnvironmentFailure(self.runtime.explain(  # type: ignore[misc]
+                self.env.id, self.env.spec, str(exc), self.campaign.source)) from None
         env_vars = self.environment_vars(launch)
         return Outcome(rc, t_in, t_out, wall, out,
                        {"argv": launch.argv, "telemetry": telemetry_state(env_vars)}, to)
@@ -213,8 +214,6 @@ class NativeLauncher(Launcher):
 class ChrootLauncher(Launcher):
     """A chroot into the image's exported root filesystem, inside a private mount
     namespace: every bind mount disappears with the namespace, even after SIGKILL."""
-
-    kind = "chroot"
 
     def rootfs(self) -> Path:
         return self.campaign.paths.rootfs(image_slug(self.env.image or "")).resolve()
@@ -243,6 +242,26 @@ class ChrootLauncher(Launcher):
         if self.gpu:
             env["LD_LIBRARY_PATH"] = passthrough.ld_library_path(env.get("LD_LIBRARY_PATH"))
         return env
+
+    def preflight(self) -> dict[str, Any]:
+        """The exported root filesystem is still the image's current content."""
+        import json
+
+        exported = records.read_json(self.rootfs_marker())
+        image = DockerLauncher(self.campaign, self.env).image_facts()
+        current = image["id"]
+        if current == exported["id"] and "entrypoint" not in exported.get("config", {}):
+            # exported by an older containertax: the same image's ENV, WORKDIR, ENTRYPOINT
+            # and CMD, added
+            exported["config"] = image["config"]
+            records.atomic_write_text(self.rootfs_marker(),
+                                      json.dumps(exported, indent=2) + "\n")
+        if current != exported["id"]:
+            raise EnvironmentFailure(
+                f"environment {self.env.id}: {self.rootfs()} was exported from image id "
+                f"{exported['id']}, but '{self.env.image}' is now {current}. Delete that "
+                "folder and its .image.json to export the current image.")
+        return {"rootfs": exported}
 
     def gpu_lines(self, libraries: dict[str, str]) -> list[str]:
         """The host driver's libraries under their sonames in a tmpfs (gone with the mount
@@ -441,36 +460,9 @@ def _jsonable(kw: dict[str, Any]) -> dict[str, Any]:
 
 
 def explain_docker_error(env: Environment, message: str, source: str) -> str:
-    """Turn the engine's error into a sentence that names the config key and the fix."""
-    m = re.search(r"error setting rlimit type (\d+)", message)
-    if m:
-        rtype = int(m.group(1))
-        name = RLIMIT_NAMES.get(rtype, f"type {rtype}")
-        _, hard = resource.getrlimit(rtype) if rtype in RLIMIT_NAMES else (None, None)
-        shown = "unlimited" if hard == resource.RLIM_INFINITY else f"{hard} bytes/units"
-        return (
-            f"environment {env.id}: this host refuses --ulimit {name}="
-            f"{env.spec.get('options', {}).get('ulimits', {}).get(name, '?')} "
-            f"(the container runtime may not raise RLIMIT_{name.upper()} above the host's "
-            f"hard limit, here {shown}). Fix: raise the limit for the Docker daemon (e.g. "
-            f"LimitMEMLOCK=infinity in its systemd unit) or remove "
-            f"environments.{env.id}.options.ulimits.{name} from {source}."
-        )
-    if "apply caps" in message and env.spec.get("options", {}).get("privileged"):
-        return (
-            f"environment {env.id}: this host refuses --privileged (runc could not apply "
-            f"every capability: the Docker Engine itself runs without them, e.g. inside a "
-            f"container or a restricted VM). Fix: run this environment on a host whose engine "
-            f"has all capabilities, or remove environments.{env.id}.options.privileged from "
-            f"{source}. Engine said: {message}"
-        )
-    if "No such image" in message or "not found" in message.lower() and "image" in message:
-        return (
-            f"environment {env.id}: image '{env.image}' is not in the local Docker Engine. "
-            "Fix: build or load it (the demo: envs/demo-image/build.sh, which "
-            f"scripts/setup.sh runs), or correct environments.{env.id}.image in {source}."
-        )
-    return f"environment {env.id}: Docker refused to run the container: {message}"
+    """The engine's error as a sentence naming the config key and the fix
+    (runtimes/docker.py)."""
+    return str(runtimes.docker.explain(env.id, env.spec, message, source))
 
 
 def _process_start(pid: int) -> str | None:
@@ -514,20 +506,26 @@ def cleanup_stale_containers(client: Any, campaign: str, root: Path) -> list[str
 
 
 def stop_orphaned_containers(campaign: Campaign) -> list[str]:
-    """Before any run of a campaign with Docker environments: no container left by a killed
-    run of this checkout measures beside it (native and chroot workloads die with their
-    launcher; a container does not)."""
-    if not any(e.kind == "docker" for e in campaign.environments):
-        return []
+    """Before any run: no container left by a killed run of this checkout measures beside
+    it (native and chroot workloads die with their launcher; a container does not): each
+    kind's own clean-up (its declaration's `cleanup`), the Docker SDK's for the engine."""
+    removed: list[str] = []
+    labels = owner_labels(campaign.name, campaign.root)
+    for env in campaign.environments:
+        runtime = runtimes.get(env.kind)
+        if runtime.cleanup is not None:
+            with contextlib.suppress(OSError, ValueError):
+                removed += runtime.cleanup(env.spec, labels)
+    if not any(runtimes.get(e.kind).launcher == "docker" for e in campaign.environments):
+        return removed
     try:
-        return cleanup_stale_containers(_docker_client(), campaign.name, campaign.root)
+        return removed + cleanup_stale_containers(_docker_client(), campaign.name,
+                                                  campaign.root)
     except EnvironmentFailure:
-        return []  # no engine: then no container either; a docker cell says so itself
+        return removed  # no engine: then no container either; a docker cell says so itself
 
 
 class DockerLauncher(Launcher):
-    kind = "docker"
-
     def __init__(self, campaign: Campaign, env: Environment) -> None:
         super().__init__(campaign, env)
         self._client: Any = None
@@ -595,6 +593,9 @@ class DockerLauncher(Launcher):
             "volumes": volumes,
             "engine_version": client.version().get("Version"),
         }
+        resolved["runtime"] = {"name": self.runtime.runtime,
+                               "words": self.runtime.label(self.env.spec),
+                               "version": resolved["engine_version"]}
         labels = {**owner_labels(self.campaign.name, self.campaign.root),
                   "containertax.cell": launch.label}
         launched = time.time()
@@ -645,16 +646,159 @@ class DockerLauncher(Launcher):
         return Outcome(rc, launched, exited, wall, out, resolved, timed_out, phases)
 
 
+class CommandLauncher(Launcher):
+    """A runtime started by its command line (Podman, Charliecloud, Apptainer): the kind's
+    declaration builds the command from the binds, variables and argv, and turns the
+    runtime's refusal into a sentence; the image is the one the provide rule handed over."""
+
+    def marker(self) -> Path:
+        return self.campaign.paths.provided(self.env.id).resolve()
+
+    def inside(self, probe_dir: Path, work_dir: Path) -> tuple[Path, Path]:
+        if self.runtime.host_paths:
+            return probe_dir, work_dir
+        return super().inside(probe_dir, work_dir)
+
+    def cache_inside(self, cache_dir: Path) -> Path:
+        return cache_dir if self.runtime.host_paths else super().cache_inside(cache_dir)
+
+    def image(self) -> dict[str, Any]:
+        """What the provide rule handed to the runtime: name, id, where, its ENV (a kind
+        that takes no image: nothing)."""
+        import json
+
+        if self.runtime.image_step != "provide":
+            return {"name": self.env.image, "runtime_ref": self.env.image or "", "config": {}}
+        marker = self.marker()
+        if not marker.exists():
+            raise EnvironmentFailure(
+                f"environment {self.env.id}: the image was not handed to "
+                f"{self.runtime.label(self.env.spec)} ({marker} is missing); the workflow's "
+                "provide rule does it (run snakemake, not this step alone).")
+        return dict(json.loads(marker.read_text()))
+
+    def preflight(self) -> dict[str, Any]:
+        """The image handed over is still the Docker Engine's current one."""
+        if self.runtime.image_step != "provide":
+            return {}
+        image = self.image()
+        current = DockerLauncher(self.campaign, self.env).image_facts()["id"]
+        if current != image["id"]:
+            raise EnvironmentFailure(
+                f"environment {self.env.id}: {self.marker()} names image id {image['id']}, but "
+                f"'{self.env.image}' is now {current}. Delete that file to hand over the "
+                "current image.")
+        return {"provided": image}
+
+    def environment_vars(self, launch: Launch) -> dict[str, str]:
+        """Like Docker where the runtime applies the image's ENV (Podman, Apptainer); like
+        the chroot where the process starts from it (Charliecloud)."""
+        own = {**PROJECT_ENV, **launch.env, **self.env.spec.get("env", {}),
+               **visible_gpu_env(launch.gpu)}
+        if not self.runtime.image_env:
+            return own
+        image_env = self.image().get("config", {}).get("env", {})
+        return {**DOCKER_DEFAULT_ENV, **image_env, **own}
+
+    def run(self, launch: Launch) -> Outcome:
+        image = self.image()
+        runtime, spec = self.runtime, self.env.spec
+        user = runtime.host_user(spec) if runtime.host_user else None
+        if user:  # a rootless runtime writes as that user
+            for folder in (launch.work_dir, launch.cache_dir):
+                if folder is not None:
+                    shutil.chown(folder, user)
+        probe_in, work_in = self.inside(launch.probe_dir, launch.work_dir)
+        binds = [runtimes.Bind(launch.probe_dir, probe_in, True),
+                 runtimes.Bind(launch.work_dir, work_in, False)]
+        if launch.cache_dir is not None:
+            binds.append(runtimes.Bind(launch.cache_dir, self.cache_inside(launch.cache_dir),
+                                       False))
+        for mount in spec.get("mounts", []):
+            host, target, ro = _parse_mount(mount, self.env.id)
+            binds.append(runtimes.Bind(host, target, ro))
+        env_vars = self.environment_vars(launch)
+        name = f"containertax-{os.getpid()}-{time.time_ns()}"
+        labels = {**owner_labels(self.campaign.name, self.campaign.root),
+                  "containertax.cell": launch.label, "containertax.name": name,
+                  "containertax.workdir": image.get("config", {}).get("working_dir", "/")}
+        limits = runtime.limits(spec) if runtime.limits else {}
+        command = runtime.command(runtimes.CommandLaunch(  # type: ignore[misc]
+            env_id=self.env.id, spec=spec, image=image["runtime_ref"], binds=binds,
+            env=env_vars, argv=launch.argv, labels=labels, cpuset=launch.cpuset,
+            limits=limits))
+        # the runtime's binary as preflight found it, on the launcher's own PATH
+        command[0] = shutil.which(command[0]) or command[0]
+        process_env = runtime.process_env(spec, env_vars)  # type: ignore[misc]
+        try:
+            rc, t_in, t_out, wall, out, to = _run_process(command, process_env,
+                                                          launch.timeout_s, launch.cpuset)
+        finally:
+            if runtime.cleanup is not None:  # a container its client left (a timeout)
+                with contextlib.suppress(OSError, ValueError):
+                    runtime.cleanup(spec, {**labels, "remove": name})
+        if rc in runtime.refusal_codes and not to:
+            said = runtime.explain(self.env.id, spec, out, self.campaign.source)  # type: ignore[misc]
+            if said:
+                raise EnvironmentFailure(said)
+        resolved = {"argv": launch.argv, "image": image, "command": command,
+                    "env": env_vars, "telemetry": telemetry_state(
+                        {**image.get("config", {}).get("env", {}), **env_vars}),
+                    "limits": {k: list(v) for k, v in limits.items()},
+                    "runtime": {"name": runtime.runtime, "words": runtime.label(spec),
+                                "version": runtime_version(self.env.kind)},
+                    # a wrapper that sees the host's filesystem binds nothing
+                    "binds": [] if runtime.host_paths else [
+                        f"{b.host}:{b.inside}:{'ro' if b.read_only else 'rw'}" for b in binds]}
+        return Outcome(rc, t_in, t_out, wall, out, resolved, to)
+
+
+_VERSIONS: dict[str, str | None] = {}
+
+
+def runtime_version(kind: str) -> str | None:
+    """A kind's runtime version, asked once per process."""
+    if kind not in _VERSIONS:
+        _VERSIONS[kind] = runtimes.get(kind).version()
+    return _VERSIONS[kind]
+
+
 LAUNCHERS: dict[str, type[Launcher]] = {
-    "native": NativeLauncher,
+    "process": NativeLauncher,
     "chroot": ChrootLauncher,
     "docker": DockerLauncher,
+    "command": CommandLauncher,
 }
 
 
 def launcher(campaign: Campaign, env_id: str) -> Launcher:
     env = campaign.environment(env_id)
-    return LAUNCHERS[env.kind](campaign, env)
+    return LAUNCHERS[str(runtimes.get(env.kind).launcher)](campaign, env)
+
+
+def provide_image(campaign: Campaign, env_id: str, out: Path) -> dict[str, Any]:
+    """Hand the environment's image from the local Docker Engine to its runtime (the
+    provide rule; the kind's declaration says how) and write what was handed over."""
+    import json
+
+    env = campaign.environment(env_id)
+    runtime = runtimes.get(env.kind)
+    if runtime.provide is None:
+        raise EnvironmentFailure(f"environment {env_id}: kind {env.kind} takes no image "
+                                 "hand-over (its image_step is not 'provide').")
+    dest = campaign.paths.image_dir(env_id).resolve()
+    try:
+        facts = runtime.provide(str(env.image), env.spec, dest)
+    except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
+        raise EnvironmentFailure(
+            f"environment {env_id}: handing image '{env.image}' to "
+            f"{runtime.label(env.spec)} failed: {exc}. Fix: check that the image is in the "
+            f"local Docker Engine (docker image ls) and that {runtime.runtime} works here "
+            f"(docs/environments.md), or correct environments.{env_id} in "
+            f"{campaign.source}.") from None
+    facts["provided_unix"] = time.time()
+    records.atomic_write_text(out, json.dumps(facts, indent=2) + "\n")
+    return facts
 
 
 def export_rootfs(image: str, dest: Path) -> dict[str, Any]:

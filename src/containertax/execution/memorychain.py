@@ -82,7 +82,7 @@ def run_standin(campaign: Campaign, env_id: str, work: Path, fraction: float = 0
     probe_in, work_in = launcher.inside(workloads.PROBE_DIR, work)
     # natively the configured python where the config names one (a GPU config's has torch)
     python = (launcher.env.spec.get("python") or sys.executable
-              if launcher.kind == "native" else launcher.env.python)
+              if launcher.runtime.launcher == "process" else launcher.env.python)
     out = work / "kvstandin.json"
     out.unlink(missing_ok=True)
     argv = [python, str(probe_in / "kvstandin.py"), "--out", str(work_in / out.name),

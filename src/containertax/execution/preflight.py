@@ -6,15 +6,13 @@ environment is checked on its own so that one broken environment blocks only its
 
 from __future__ import annotations
 
-import json
 import logging
 import os
-import resource
 import shutil
 from pathlib import Path
 from typing import Any
 
-from containertax import workloads
+from containertax import runtimes, workloads
 from containertax.campaign.config import Campaign
 from containertax.core import records
 from containertax.core.errors import ContainertaxError
@@ -26,34 +24,29 @@ class PreflightError(ContainertaxError, RuntimeError):
 
 
 def host_limit_problems(campaign: Campaign, env_id: str) -> list[str]:
-    """Docker ulimits above the host's hard limits: refused by some hosts even for root."""
-    env = campaign.environment(env_id)
-    problems = []
-    for name, value in env.spec.get("options", {}).get("ulimits", {}).items():
-        rtype = getattr(resource, f"RLIMIT_{name.upper()}", None)
-        if rtype is None:
-            problems.append(f"environments.{env_id}.options.ulimits.{name}: unknown limit name")
-            continue
-        wanted = value if isinstance(value, int) else int(str(value).split(":")[1])
-        wanted = resource.RLIM_INFINITY if wanted == -1 else wanted
-        _, hard = resource.getrlimit(rtype)
-        if hard != resource.RLIM_INFINITY and (wanted == resource.RLIM_INFINITY or wanted > hard):
-            problems.append(
-                f"environments.{env_id}.options.ulimits.{name}={value} exceeds this host's hard "
-                f"limit ({hard}); the container start may be refused"
-            )
-    return problems
+    """ulimits above the host's hard limits: refused by some hosts even for root."""
+    return runtimes.docker.host_limit_problems(env_id, campaign.environment(env_id).spec)
 
 
 def shm_with_host_ipc(campaign: Campaign, env_id: str) -> list[str]:
-    """--shm-size does nothing with --ipc host (the container uses the host's /dev/shm):
-    a variant that sets both measures the baseline under another name."""
-    options = campaign.environment(env_id).spec.get("options", {})
-    if options.get("shm_size") is not None and options.get("ipc") == "host":
-        return [f"environments.{env_id}.options.shm_size ({options['shm_size']}) is ignored by "
-                f"Docker because environments.{env_id}.options.ipc is 'host' (the host's "
-                "/dev/shm is shared); set ipc: private for a /dev/shm of that size"]
-    return []
+    """--shm-size does nothing with --ipc host (runtimes/docker.py)."""
+    return runtimes.docker.shm_with_host_ipc(env_id, campaign.environment(env_id).spec)
+
+
+def runtime_problems(env_id: str, runtime: runtimes.Runtime, spec: dict[str, Any]) -> None:
+    """What the kind needs of the host (its declaration): root, its binaries."""
+    name = runtime.label(spec)
+    if runtime.needs_root and os.geteuid() != 0:
+        raise PreflightError(
+            f"environment {env_id}: {name} needs root here (mount namespaces, or the "
+            "runtime's own store); run snakemake as root or remove the environment from the "
+            "config.")
+    missing = [b for b in runtime.binaries or () if shutil.which(b) is None]
+    if missing:
+        raise PreflightError(
+            f"environment {env_id}: {name} needs {', '.join(missing)}, not found on this "
+            "host. Fix: install it (scripts/setup.sh installs Debian's podman, charliecloud "
+            "and util-linux; docs/environments.md), or remove the environment.")
 
 
 def page_cache_problems(campaign: Campaign) -> list[str]:
@@ -111,38 +104,17 @@ def check_environment(campaign: Campaign, env_id: str) -> dict[str, Any]:
     """Start the workload's check mode in the environment; return what it reports."""
     env = campaign.environment(env_id)
     facts: dict[str, Any] = {"environment": env_id, "kind": env.kind, "utc": records.utc_now()}
-    warnings = host_limit_problems(campaign, env_id) if env.kind == "docker" else []
-    if env.kind == "docker":
-        warnings += shm_with_host_ipc(campaign, env_id)
+    runtime = runtimes.get(env.kind)
+    warnings = runtime.warnings(env_id, env.spec) if runtime.warnings else []
     warnings += page_cache_problems(campaign)
     for warning in warnings:
         logging.getLogger("containertax").warning("preflight %s: %s", env_id, warning)
-    if env.kind == "chroot":
-        if os.geteuid() != 0:
-            raise PreflightError(
-                f"environment {env_id}: chroot needs root (mount namespaces and chroot); run "
-                "snakemake as root or remove the environment from the config."
-            )
-        if shutil.which("unshare") is None:
-            raise PreflightError(f"environment {env_id}: chroot needs unshare (util-linux).")
+    runtime_problems(env_id, runtime, env.spec)
     launcher = environments.launcher(campaign, env_id)
-    if isinstance(launcher, environments.ChrootLauncher):
-        exported = records.read_json(launcher.rootfs_marker())
-        facts["rootfs"] = exported
-        image = environments.DockerLauncher(campaign, env).image_facts()
-        current = image["id"]
-        if current == exported["id"] and "entrypoint" not in exported.get("config", {}):
-            # exported by an older containertax: the same image's ENV, WORKDIR, ENTRYPOINT
-            # and CMD, added
-            exported["config"] = image["config"]
-            records.atomic_write_text(launcher.rootfs_marker(),
-                                      json.dumps(exported, indent=2) + "\n")
-        if current != exported["id"]:
-            raise PreflightError(
-                f"environment {env_id}: {launcher.rootfs()} was exported from image id "
-                f"{exported['id']}, but '{env.image}' is now {current}. Delete that folder and "
-                "its .image.json to export the current image."
-            )
+    try:
+        facts.update(launcher.preflight())
+    except environments.EnvironmentFailure as exc:
+        raise PreflightError(str(exc)) from None
     work = campaign.paths.work(f"preflight-{env_id}").resolve()
     if work.exists():
         shutil.rmtree(work)

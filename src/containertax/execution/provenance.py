@@ -114,12 +114,21 @@ def docker_engine() -> dict[str, Any]:
         return {"present": False, "reason": f"{type(exc).__name__}: {exc}"}
 
 
+def runtime_versions() -> dict[str, str | None]:
+    """Each registered command-line runtime's version on this host (None: absent)."""
+    from containertax import runtimes
+
+    return {kind: r.version() for kind, r in runtimes.REGISTRY.items()
+            if r.launcher == "command"}
+
+
 def system_facts() -> dict[str, Any]:
     return {
         "host": host(),
         "cpu": {"model": cpu_model(), "count": os.cpu_count()},
         "memory_total_mib": memory_total_mib(),
         "docker": docker_engine(),
+        "runtimes": runtime_versions(),
         "gpu": gpu(),
         "packages": package_versions(),
         "git": git(),

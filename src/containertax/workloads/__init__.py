@@ -7,7 +7,8 @@ rest of the project reads of the kind (base.DECLARED: required keys, compile cac
 primary metrics, words, rehearsal scaling, host metrics, datasets), which
 tests/test_workload_contract.py requires of every kind. REGISTRY lists them; the functions
 below are what the rest of the project calls. Adding a kind: a module here, its probe
-under probe/, one line in REGISTRY, its name in the config schema's enums.
+under probe/, one line in REGISTRY (the config schema names no kind: validation asks the
+registry); docs/architecture.md, Where to add.
 """
 
 from __future__ import annotations
