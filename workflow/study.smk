@@ -16,6 +16,7 @@ sys.path.insert(0, str(Path(workflow.basedir).parent / "src"))
 
 from containertax.campaign import paths as R
 from containertax.campaign import optimisation as ct_optimisation
+from containertax.campaign import integrity as ct_integrity
 from containertax.core import packaged as ct_packaged
 from snakemake.exceptions import WorkflowError
 
@@ -98,9 +99,40 @@ def deriving_campaign(wildcards):
 
 
 def raw_folders(wildcards):
-    """The campaign's raw record folders (a new record changes a folder's mtime)."""
-    raw = CAMPAIGNS[wildcards.campaign].campaign.root / "raw"
-    return sorted(str(p) for p in raw.glob("*/*") if p.is_dir()) if raw.is_dir() else []
+    """The campaign's raw record folders and records: a new or removed record changes a
+    folder's mtime, a record changed in place its own."""
+    paths = CAMPAIGNS[wildcards.campaign].campaign.paths
+    raw = paths.raw_dir
+    folders = (
+        sorted(str(p) for p in raw.glob("*/*") if p.is_dir()) if raw.is_dir() else []
+    )
+    return folders + [str(p) for p in paths.raw_records()]
+
+
+def analysed(wildcards):
+    """The campaign's comparisons, once written: rewritten by another run of the
+    campaign's workflow, they rerun its summary (no 'changed after its summary' loop).
+    """
+    file = CAMPAIGNS[wildcards.campaign].campaign.paths.comparisons
+    return [str(file)] if file.is_file() else []
+
+
+# The study sees what the campaigns see: each campaign's records are checked by content as
+# its own workflow checks them (campaign/integrity.py), so a record damaged in place after
+# the study was built stops the study naming it and the fix.
+for _c in STUDY.campaigns:
+    if _c.campaign.is_import:
+        continue
+    _damaged, _ = ct_integrity.check_records(
+        _c.campaign.paths,
+        [str(p) for p in _c.campaign.paths.raw_records()],
+        write_cache=not planning_only(),
+    )
+    if _damaged:
+        raise WorkflowError(
+            f"campaign {_c.name} ({_c.config}): "
+            + ct_integrity.damaged_message(_c.campaign.paths, _damaged)
+        )
 
 
 wildcard_constraints:
@@ -124,6 +156,7 @@ rule campaign:
         config=lambda wildcards: str(CAMPAIGNS[wildcards.campaign].config),
         derived=derived_inputs,
         raw=raw_folders,
+        analysed=analysed,
     output:
         study_path(R.STUDY_CAMPAIGN, campaign="{campaign}"),
     log:
