@@ -5,6 +5,8 @@ from __future__ import annotations
 import copy
 import shutil
 import subprocess
+import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -48,3 +50,36 @@ def config_dict(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, An
     schedule there that a plan would otherwise extend."""
     monkeypatch.chdir(tmp_path)
     return copy.deepcopy(demo_config())
+
+
+@pytest.fixture(scope="session")
+def committed_paper(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Path]:
+    """A committed campaign's analysis (up to a target: the paper, or its numbers.tex),
+    built from its raw records once per test session (per pytest-xdist worker; tests
+    sharing one carry its xdist_group, so one worker builds it): (campaign, target) -> the
+    working directory holding results/<campaign>/. Read it, never change it (copy what a
+    test edits). A later, larger target builds on the same folder."""
+    work: dict[str, Path] = {}
+    done: set[tuple[str, str]] = set()
+
+    def build(campaign: str, target: str = "paper") -> Path:
+        if campaign not in work:
+            work[campaign] = tmp_path_factory.mktemp(f"committed-{campaign}")
+            shutil.copytree(REPO / "results" / campaign / "raw",
+                            work[campaign] / "results" / campaign / "raw")
+        if (campaign, target) not in done:
+            out = subprocess.run(
+                [sys.executable, "-m", "snakemake", target, "--cores", "1", "--snakefile",
+                 str(REPO / "Snakefile"), "--directory", str(work[campaign]),
+                 "--configfile", str(REPO / "config" / f"{campaign}.yaml")],
+                capture_output=True, text=True, timeout=900)
+            assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+            done.add((campaign, target))
+        return work[campaign]
+
+    return build
+
+
+def paper_group(campaign: str) -> pytest.MarkDecorator:
+    """The xdist group of the tests reading one committed_paper: one worker builds it."""
+    return pytest.mark.xdist_group(f"paper-{campaign}")

@@ -25,7 +25,9 @@ from tests.conftest import REPO, needs_docker
 from tests.test_lanes_workflow import check_lanes, lane_column, slow_gates
 from tests.test_workflow import make_campaign, raw_records
 
-pytestmark = [needs_docker, pytest.mark.docker, pytest.mark.slow]
+# one munged on the default socket and one cluster at a time: one pytest-xdist worker
+pytestmark = [needs_docker, pytest.mark.docker, pytest.mark.slow,
+              pytest.mark.xdist_group("slurm")]
 
 MISSING = [tool for tool in ("slurmctld", "slurmd", "munged", "sbatch", "squeue")
            if shutil.which(tool) is None]
