@@ -54,14 +54,12 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import REPO, paper_group
+from tests.conftest import REPO
 
 pytestmark = pytest.mark.slow
 
 
-@pytest.mark.parametrize("campaign", [
-    pytest.param(c, marks=paper_group(c))
-    for c in ("h100-matmul", "h100", "h100-engine", "h100-engine-gqa")])
+@pytest.mark.parametrize("campaign", ["h100-matmul", "h100", "h100-engine", "h100-engine-gqa"])
 def test_numbers_of_committed_campaign_are_unchanged(committed_paper, campaign):
     """From the paper built once per run from the committed raw records (conftest)."""
     numbers = f"results/{campaign}/paper/numbers.tex"

@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 from containertax.analysis import review
-from tests.conftest import REPO, paper_group
+from tests.conftest import REPO
 
-pytestmark = [pytest.mark.slow, paper_group("h100-engine-gqa")]
+pytestmark = pytest.mark.slow
 
 CAMPAIGN = "h100-engine-gqa"
 IDS = ["qwen2.5-72b-instruct-fp8", "llama-3.1-nemotron-70b-instruct-hf",

@@ -22,7 +22,7 @@ import yaml
 from containertax.campaign.paths import CampaignPaths
 from containertax.core import rawrecord
 from containertax.execution import environments
-from tests.conftest import DEMO_IMAGE, REPO, demo_config, needs_docker, paper_group
+from tests.conftest import DEMO_IMAGE, REPO, demo_config, needs_docker
 
 pytestmark = [needs_docker, pytest.mark.docker, pytest.mark.slow]
 
@@ -349,11 +349,10 @@ def test_imported_study_goes_to_a_paper(tmp_path):
 
 
 @pytest.mark.parametrize("campaign,models,metric,gpu", [
-    pytest.param("h100-matmul", {"mm-4096", "mm-8192"}, "compute_time_median_s",
-                 "GPU-5c467cca-87f4-4241-d9a8-2425727f43f4", marks=paper_group("h100-matmul")),
-    pytest.param("h100", {"qwen2-0.5b", "llama3-8b", "matmul-10k", "microbench"},
-                 "token_throughput", "GPU-7f8d3bcf-2187-1e66-114d-610ac5560733",
-                 marks=paper_group("h100")),
+    ("h100-matmul", {"mm-4096", "mm-8192"}, "compute_time_median_s",
+     "GPU-5c467cca-87f4-4241-d9a8-2425727f43f4"),
+    ("h100", {"qwen2-0.5b", "llama3-8b", "matmul-10k", "microbench"}, "token_throughput",
+     "GPU-7f8d3bcf-2187-1e66-114d-610ac5560733"),
 ])
 def test_committed_h100_campaign_rebuilds_its_paper_without_a_gpu(committed_paper, campaign,
                                                                   models, metric, gpu):
@@ -379,7 +378,6 @@ def test_committed_h100_campaign_rebuilds_its_paper_without_a_gpu(committed_pape
     assert_reviewed(root)
 
 
-@paper_group("h100-engine-gqa")
 def test_two_gpus_under_one_host_name_are_not_called_one_host(committed_paper):
     """results/h100-engine-gqa ran on two lent machines, both named `vm`: the paper must not
     say "one host", and must name the two machines and the machine-adjusted estimate."""
