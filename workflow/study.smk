@@ -47,7 +47,15 @@ def planning_only():
     from snakemake.cli import get_argument_parser
 
     args, _ = get_argument_parser().parse_known_args(sys.argv[1:])
-    return bool(args.dryrun or args.lint or args.dag or args.rulegraph or args.summary)
+    return bool(
+        args.dryrun
+        or args.lint
+        or args.dag
+        or args.rulegraph
+        or args.summary
+        or args.unlock
+        or args.cleanup_metadata
+    )
 
 
 # Options a campaign derives for another (phase 2B -> 2C, 2D): refreshed from the deriving
