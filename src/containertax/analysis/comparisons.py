@@ -84,9 +84,10 @@ MONTE_CARLO = 19_999
 # Monte Carlo null draws are made in batches of at most this many values (memory: a
 # 200,000-row import once asked for a 20,000 x 50,000 matrix at once)
 BATCH_VALUES = 4_000_000
-# Above this many runs in one independent comparison the permutation test (its cost grows
-# with runs x MONTE_CARLO) is not run: perm_p is NaN, Welch's t (asymptotically exact at
-# such sizes) stands, and a permutation primary falls back to it, said in primary_test
+# Above this many runs in one comparison no resampling is done (its cost grows with runs x
+# resamples: a 200,000-row import): the permutation test's perm_p and the bootstrap
+# interval of the ratio of means are NaN, Welch's t (asymptotically exact at such sizes)
+# stands, and a permutation primary falls back to it, said in primary_test
 PERMUTATION_UP_TO = 20_000
 
 
@@ -445,8 +446,8 @@ def relative_overhead(x: np.ndarray, y: np.ndarray, resamples: int, seed: int,
     with np.errstate(all="ignore"):
         est = float(_ratio_of_means(x, y))
     if (len(x) < 2 or len(y) < 2 or np.all(x == x[0]) and np.all(y == y[0])
-            or not math.isfinite(est)):
-        return est if math.isfinite(est) else nan, nan, nan
+            or not math.isfinite(est) or len(x) + len(y) > PERMUTATION_UP_TO):
+        return est if math.isfinite(est) else nan, nan, nan  # (no resampling that large)
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         res = sps.bootstrap((x, y), _ratio_of_means, n_resamples=resamples,
