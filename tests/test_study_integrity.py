@@ -59,3 +59,40 @@ def test_two_import_configs_with_one_campaign_name_are_named_with_the_fix(
     err = capsys.readouterr().err
     assert str(paths[0]) in err and "the analysed table: {'import_csv': 'a.csv'} pinned" in err
     assert "new campaign name" in err and "Traceback" not in err
+
+
+@pytest.mark.slow
+def test_a_summary_whose_analysis_changed_is_made_again_not_a_loop(tmp_path):
+    """Before: comparisons.csv rewritten by another run of the campaign's workflow made
+    the study stop on 'changed after its summary ...; rerun the study workflow' however
+    often it was rerun. Now a dry run names it, and the next run that runs jobs removes
+    the stale summary so that the campaign is summarised again."""
+    import json
+
+    (tmp_path / "config").mkdir()
+    shutil.copy(REPO / "config" / f"{CAMPAIGN}.yaml", tmp_path / "config")
+    study = tmp_path / "config" / "study-one.yaml"
+    study.write_text(f"study:\n  name: one\n  campaigns:\n"
+                     f"    - {{name: {CAMPAIGN}, config: {CAMPAIGN}.yaml}}\n")
+    shutil.copytree(REPO / "results" / CAMPAIGN / "raw", tmp_path / "results" / CAMPAIGN / "raw")
+    comparisons = tmp_path / "results" / CAMPAIGN / "stats" / "comparisons.csv"
+    comparisons.parent.mkdir(parents=True)
+    comparisons.write_text("model,metric\nmm-4096,time\n")  # rewritten since the summary
+    summary = tmp_path / "results" / "study-one" / "campaigns" / f"{CAMPAIGN}.json"
+    summary.parent.mkdir(parents=True)
+    summary.write_text(json.dumps({"comparisons": str(comparisons),
+                                   "comparisons_sha256": "0" * 64}))
+
+    def study_smk(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "snakemake", *args, "--snakefile",
+             str(REPO / "workflow" / "study.smk"), "--directory", str(tmp_path),
+             "--configfile", str(study)], capture_output=True, text=True, timeout=300)
+
+    dry = study_smk("-n")
+    assert dry.returncode == 0 and "changed after" in dry.stdout + dry.stderr
+    assert summary.exists()  # a plan removes nothing
+    # an invocation that may run jobs (its target, a file no rule makes, stops it right
+    # after parsing: the campaign's own workflow is not what this test runs)
+    run = study_smk("--cores", "1", str(study))
+    assert not summary.exists() and "summarising it again" in run.stdout + run.stderr

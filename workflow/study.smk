@@ -7,6 +7,7 @@
 # docker_optimised of 2C and 2D) depends on the derived file, so it cannot run before the
 # file exists and runs again when its content changes (the file is rewritten only then).
 # The study then pools the declared family, corrects it as one, and builds one PDF.
+import json
 import re
 import shlex
 import sys
@@ -19,6 +20,7 @@ from containertax.campaign import optimisation as ct_optimisation
 from containertax.campaign import integrity as ct_integrity
 from containertax.core import packaged as ct_packaged
 from snakemake.exceptions import WorkflowError
+from snakemake.logging import logger
 
 REPO = Path(workflow.basedir).parent
 CLI_CONFIGS = list(workflow.overwrite_configfiles or [])
@@ -117,12 +119,38 @@ def raw_folders(wildcards):
     return folders + [str(p) for p in paths.raw_records()]
 
 
-def analysed(wildcards):
-    """The campaign's comparisons, once written: rewritten by another run of the
-    campaign's workflow, they rerun its summary (no 'changed after its summary' loop).
-    """
-    file = CAMPAIGNS[wildcards.campaign].campaign.paths.comparisons
-    return [str(file)] if file.is_file() else []
+# A campaign whose comparisons.csv changed after the study summarised it (another run of
+# its workflow wrote it) is summarised again: when jobs run its stale summary is removed
+# (a dry run names it), so the study never loops on "changed after its summary".
+def stale_summary(name):
+    summary = Path(study_path(R.STUDY_CAMPAIGN, campaign=name))
+    try:
+        data = json.loads(summary.read_text())
+        comparisons = Path(data["comparisons"])
+        return (
+            summary
+            if ct_study.file_hash(comparisons) != data["comparisons_sha256"]
+            else None
+        )
+    except (OSError, ValueError, KeyError, TypeError):
+        return None  # no summary yet, or not one to compare: the rule decides
+
+
+for _name in CAMPAIGNS:
+    _stale = stale_summary(_name)
+    if _stale is None:
+        continue
+    if planning_only():
+        logger.warning(
+            f"campaign {_name}: its comparisons.csv changed after {_stale} was written; "
+            "the next run of the study summarises it again."
+        )
+    else:
+        _stale.unlink()
+        logger.warning(
+            f"campaign {_name}: its comparisons.csv changed after {_stale} was written; "
+            "summarising it again."
+        )
 
 
 # The study sees what the campaigns see: each campaign's records are checked by content as
@@ -164,7 +192,6 @@ rule campaign:
         config=lambda wildcards: str(CAMPAIGNS[wildcards.campaign].config),
         derived=derived_inputs,
         raw=raw_folders,
-        analysed=analysed,
     output:
         study_path(R.STUDY_CAMPAIGN, campaign="{campaign}"),
     log:

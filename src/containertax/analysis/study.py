@@ -523,8 +523,8 @@ def write(study: Study, summaries_dir: Path, out_dir: Path) -> pd.DataFrame:
         if file_hash(Path(s["comparisons"])) != s["comparisons_sha256"]:
             raise StudyError(f"{s['comparisons']} changed after its summary was written "
                              "(another run of that campaign's workflow wrote it); the study "
-                             "workflow's next run summarises it again (its campaign rule "
-                             "takes the comparisons as input): run it once more.")
+                             "workflow's next run summarises it again (it removes the stale "
+                             "summary): run it once more.")
     alphas = {float(s["alpha"]) for s in summaries}
     if len(alphas) != 1:
         raise StudyError(f"{study.source}: the campaigns use different alpha {sorted(alphas)}; "

@@ -483,13 +483,14 @@ def check_owner(campaign: Campaign) -> None:
             "extends_campaign: true to add cells to that campaign on purpose.")
 
 
-def pin_campaign(campaign: Campaign, now: str) -> None:
+def pin_campaign(campaign: Campaign, now: str | None = None) -> None:
     """Pin the campaign's identity (the first invocation that runs jobs), and add the
     models and environments an extension brings; a pinned entry is never changed (a
     config with extends_campaign: true leaves it as it was). Atomic; written only when
     its content changes."""
-    from containertax.core.records import atomic_write_text
+    from containertax.core.records import atomic_write_text, utc_now
 
+    now = now or utc_now()
     pin = read_pin(campaign)
     mine = identity(campaign)
     if pin is None:
