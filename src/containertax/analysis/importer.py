@@ -107,7 +107,8 @@ def _read_tidy(path: Path) -> tuple[pd.DataFrame, list[int]]:
         bad = whole.idxmin()
         raise ImportFailure(
             f"{path}: row {row_of(frame, bad)}: column 'repetition' = "
-            f"{frame.loc[bad, 'repetition']!r} is not a whole number; number each run of a "
+            f"{float(frame.loc[bad, 'repetition']):g} is not a whole number; number each "
+            "run of a "
             "model and environment 1, 2, 3, ... (a missing run has no row).")
     frame["repetition"] = rep.astype(np.int64)
     frame["value"] = frame["value"].astype(float)
@@ -115,7 +116,8 @@ def _read_tidy(path: Path) -> tuple[pd.DataFrame, list[int]]:
     if huge.any():
         bad = huge.idxmax()
         raise ImportFailure(
-            f"{path}: row {row_of(frame, bad)}: column 'value' = {frame.loc[bad, 'value']!r} "
+            f"{path}: row {row_of(frame, bad)}: column 'value' = "
+            f"{float(frame.loc[bad, 'value']):g} "
             f"exceeds {MAX_ABS_VALUE:g} in magnitude: its squares and sums overflow; write "
             "the value in a larger unit, or NaN for a missing one.")
     if "timestamp" in frame:
