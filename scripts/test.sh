@@ -23,4 +23,8 @@ export CONTAINERTAX_REQUIRE_SLURM=1 CONTAINERTAX_REQUIRE_CHROMIUM=1 CONTAINERTAX
 .venv/bin/snakemake --lint --configfile config/demo.yaml
 .venv/bin/snakemake --lint                                   # the default study
 .venv/bin/snakemake --lint --configfile config/study-h100.yaml
-.venv/bin/python -m pytest -q "$@"
+# pytest-xdist workers (CONTAINERTAX_TEST_WORKERS, default 4 on any machine: most tests
+# wait on Snakemake, Docker and LaTeX subprocesses, so two cores keep four busy); what
+# workers share (a committed campaign's paper built once, the SLURM cluster) is held
+# under a lock (tests/conftest.py). The 20 slowest are printed (README, "Tests").
+.venv/bin/python -m pytest -q -n "${CONTAINERTAX_TEST_WORKERS:-4}" --durations=20 "$@"

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import os
 import shutil
 import subprocess
+import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -48,3 +52,48 @@ def config_dict(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, An
     schedule there that a plan would otherwise extend."""
     monkeypatch.chdir(tmp_path)
     return copy.deepcopy(demo_config())
+
+
+def run_shared(factory: pytest.TempPathFactory) -> Path:
+    """A folder every pytest-xdist worker of this run shares (the parent of the workers'
+    own temporary folders; without xdist the run's own)."""
+    base = factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+@contextlib.contextmanager
+def run_exclusive(factory: pytest.TempPathFactory, name: str) -> Iterator[None]:
+    """One holder at a time across the run's workers (e.g. the SLURM cluster test, whose
+    daemons take the default munge socket)."""
+    from containertax.core.records import locked
+
+    with locked(run_shared(factory) / f"{name}.lock"):
+        yield
+
+
+@pytest.fixture(scope="session")
+def committed_paper(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Path]:
+    """A committed campaign's analysis (up to a target: the paper, or its numbers.tex),
+    built from its raw records once per test run, whichever pytest-xdist worker asks
+    first (the others wait on a lock and read it): (campaign, target) -> the working
+    directory holding results/<campaign>/. Read it, never change it (copy what a test
+    edits). A later, larger target builds on the same folder."""
+
+    def build(campaign: str, target: str = "paper") -> Path:
+        work = run_shared(tmp_path_factory) / "committed" / campaign
+        done = work / f".built-{target.replace('/', '_')}"
+        with run_exclusive(tmp_path_factory, f"committed-{campaign}"):
+            if not done.exists():
+                if not (work / "results" / campaign / "raw").is_dir():
+                    shutil.copytree(REPO / "results" / campaign / "raw",
+                                    work / "results" / campaign / "raw")
+                out = subprocess.run(
+                    [sys.executable, "-m", "snakemake", target, "--cores", "1",
+                     "--snakefile", str(REPO / "Snakefile"), "--directory", str(work),
+                     "--configfile", str(REPO / "config" / f"{campaign}.yaml")],
+                    capture_output=True, text=True, timeout=900)
+                assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+                done.write_text("")
+        return work
+
+    return build

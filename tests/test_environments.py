@@ -87,11 +87,14 @@ def test_privileged_refusal_is_explained(config_dict, tmp_path):
     assert "refuses --privileged" in msg and "environments.docker.options.privileged" in msg
 
 
-def _labelled(campaign_name):
+def _labelled(campaign):
+    """The containers of this test's campaign: its name and its own folder (pytest-xdist
+    workers run campaigns of one name side by side)."""
     import docker
 
-    return docker.from_env().containers.list(
-        all=True, filters={"label": f"{environments.LABEL}={campaign_name}"})
+    root = environments.owner_labels(campaign.name, campaign.root)["containertax.root"]
+    return docker.from_env().containers.list(all=True, filters={"label": [
+        f"{environments.LABEL}={campaign.name}", f"containertax.root={root}"]})
 
 
 @needs_docker
@@ -108,7 +111,7 @@ def test_docker_container_is_removed_after_success_failure_and_timeout(config_di
     assert bad.returncode == 7
     slow = launcher.run(_launch(tmp_path, ["sleep", "60"], timeout=1))
     assert slow.timed_out
-    assert _labelled(c.name) == []
+    assert _labelled(c) == []
 
 
 @needs_docker
@@ -136,7 +139,9 @@ def test_stale_container_of_a_dead_launcher_is_removed(config_dict, tmp_path):
     try:
         removed = environments.cleanup_stale_containers(client, c.name, c.root)
         assert sorted(removed) == sorted([dead.name, reused.name])
-        left = {x.name for x in _labelled(c.name)}
+        made = {x.name for x in (live, other_checkout, other_host, dead, reused)}
+        left = {x.name for x in client.containers.list(  # of these (xdist workers run more)
+            all=True, filters={"label": f"{environments.LABEL}={c.name}"})} & made
         assert left == {live.name, other_checkout.name, other_host.name}
     finally:
         for x in (live, other_checkout, other_host, dead, reused):
@@ -167,7 +172,7 @@ def test_preflight_catches_refused_memlock(config_dict, tmp_path):
         preflight.check_environment(c, "docker")
     msg = str(err.value)
     assert "refuses --ulimit memlock=-1" in msg and "ulimits.memlock" in msg
-    assert _labelled(c.name) == []
+    assert _labelled(c) == []
 
 
 @needs_docker
@@ -314,7 +319,7 @@ def test_losing_the_engine_mid_run_is_a_clear_failure(config_dict, tmp_path, mon
         assert "runs again with the next invocation" in message
     finally:
         monkeypatch.delenv("DOCKER_HOST")
-        for x in _labelled(c.name):
+        for x in _labelled(c):
             with contextlib.suppress(docker.errors.NotFound):
                 x.remove(force=True)
 

@@ -150,3 +150,65 @@ def test_hostile_tables_are_refused_cleanly_or_analysed(tmp_path_factory, capsys
     models = sorted(set(frame["model"]))
     report.run_stats(campaign, kept, None, {m: (tmp / f"{m}.csv", tmp / f"{m}.desc.csv")
                                             for m in models})
+
+
+@pytest.mark.parametrize("shape", [(1, 201), (1, 500), (3, 301)])
+def test_the_fast_leave_one_out_statistics_equal_the_direct_ones(monkeypatch, shape):
+    """Above LOO_DIRECT_UP_TO values the outlier rule's leave-one-out medians and mean
+    deviations come from the sorted values (a 200,000-row import was n^2): the same
+    numbers as leaving each value out in turn, ties included."""
+    import numpy as np
+
+    from containertax.analysis import quality
+
+    x = np.random.default_rng(35).standard_normal(shape)
+    x[..., 5] = x[..., 7]
+    fast_med = quality._median_of_others(x)
+    fast_dev = quality._mean_abs_dev_of_others(x, fast_med)
+    monkeypatch.setattr(quality, "LOO_DIRECT_UP_TO", 10**9)
+    np.testing.assert_array_equal(fast_med, quality._median_of_others(x))
+    np.testing.assert_allclose(fast_dev, quality._mean_abs_dev_of_others(x, fast_med),
+                               rtol=1e-12, atol=1e-12)
+
+
+def test_a_huge_table_gets_no_permutation_test_but_says_so():
+    import numpy as np
+
+    rng = np.random.default_rng(1)
+    a, b = rng.standard_normal(15_000) + 10, rng.standard_normal(15_000) + 10
+    assert math.isnan(comparisons.permutation_p(a, b, 0))
+    s = comparisons.Settings("native", primary_test="signflip")
+    out = comparisons.primary(a, b, None, s)
+    assert out["primary_test"].startswith("Welch t (permutation not run above")
+    assert out["p"] == out["t_p"]
+
+
+def test_a_row_wider_than_the_header_is_named(tmp_path, capsys):
+    """Found by the property test: an id holding a comma made the first row one field
+    wider, and pandas took its first field as the index (a ValueError traceback)."""
+    rows = _good_rows()
+    rows[0] = ("d,e", *rows[0][1:])
+    code, text = _check(tmp_path, _table(rows), capsys)
+    assert code == 1 and "row 2: 7 fields, but the header has 6" in text, text
+
+
+def test_drifts_normal_limit_matches_its_permutation_null(monkeypatch):
+    """Above DRIFT_EXACT_UP_TO values per group the drift test takes the normal limit of
+    its permutation null (mean 0, variance 1 / (n - 1) per group): at 1,200 values the
+    two p agree to within the Monte Carlo error of 4,999 draws (0.580 and 0.580 here)."""
+    import numpy as np
+    import pandas as pd
+
+    from containertax.analysis import quality
+
+    rng = np.random.default_rng(3)
+    n = 1200
+    rows = [{"model": "m", "environment": env, "repetition": r, "position": 2 * r + i,
+             "metric": "time_s", "value": 1 + 0.00008 * r + rng.standard_normal(),
+             "flag_non_finite": False}
+            for i, env in enumerate(("native", "docker")) for r in range(n)]
+    runs = pd.DataFrame(rows)
+    limit = quality.drift(runs, alpha=1.0)[0].details["p"]
+    monkeypatch.setattr(quality, "DRIFT_EXACT_UP_TO", 10**9)
+    exact = quality.drift(runs, alpha=1.0)[0].details["p"]
+    assert abs(limit - exact) < 4 * math.sqrt(exact * (1 - exact) / 4999) + 1e-3, (limit, exact)

@@ -14,7 +14,6 @@ import random
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -30,17 +29,10 @@ IDS = ["qwen2.5-72b-instruct-fp8", "llama-3.1-nemotron-70b-instruct-hf",
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory) -> Path:
-    """The paper folder of a committed campaign, built from its raw records."""
-    tmp = tmp_path_factory.mktemp("overflow")
-    shutil.copytree(REPO / "results" / CAMPAIGN / "raw", tmp / "results" / CAMPAIGN / "raw")
-    out = subprocess.run(
-        [sys.executable, "-m", "snakemake", f"results/{CAMPAIGN}/paper/paper.pdf", "--cores",
-         "1", "--snakefile", str(REPO / "Snakefile"), "--directory", str(tmp),
-         "--configfile", str(REPO / "config" / f"{CAMPAIGN}.yaml")],
-        capture_output=True, text=True, timeout=900)
-    assert out.returncode == 0, out.stderr[-3000:]
-    return tmp / "results" / CAMPAIGN / "paper"
+def built(committed_paper) -> Path:
+    """The paper folder of a committed campaign, built from its raw records (once per
+    test run: conftest.committed_paper)."""
+    return committed_paper(CAMPAIGN) / "results" / CAMPAIGN / "paper"
 
 
 def adversarial(value: str, rng: random.Random) -> str:

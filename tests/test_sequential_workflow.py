@@ -110,12 +110,18 @@ def test_killed_mid_look_then_rerun_measures_each_cell_once_and_decides_once(tmp
     assert out.returncode == 0, why(out)
     ok = Counter(e["position"] for e in ledger(root)
                  if e["step"] == "run" and e["event"] == "end" and e.get("status") == "ok")
-    assert len(ok) == 12 and set(ok.values()) == {1}, ok  # each cell measured once
-    assert len(records(root)) == 12
     state = json.loads((root / "interim" / "look1.json").read_text())
-    assert state["models"]["n64"]["decision"] == "stop"
     assert state["models"]["n64"]["blocks_run"] == 6
-    assert not (root / "interim" / "look2.json").exists()
-    decided = (root / "interim" / "look1.json").read_bytes()
+    # the look decides on measured values: it stops (usually) or, on a noisy machine (a
+    # loaded one, pytest-xdist), asks for the last look's blocks; either way each cell of
+    # the blocks the looks allowed ran once, and none beyond them
+    looks = sorted((root / "interim").glob("look*.json"))
+    last = json.loads(looks[-1].read_text())["models"]["n64"]
+    assert last["decision"] != "continue" and len(looks) == (1 if last["blocks_run"] == 6
+                                                             else 2)
+    cells = 2 * last["blocks_allowed"]
+    assert len(ok) == cells and set(ok.values()) == {1}, ok  # each cell measured once
+    assert len(records(root)) == cells
+    decided = [p.read_bytes() for p in looks]
     again = snakemake(tmp_path, cfg, "cells", "--cores", "1")
-    assert again.returncode == 0 and (root / "interim" / "look1.json").read_bytes() == decided
+    assert again.returncode == 0 and [p.read_bytes() for p in looks] == decided

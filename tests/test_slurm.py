@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, needs_docker
+from tests.conftest import REPO, needs_docker, run_exclusive
 from tests.test_lanes_workflow import check_lanes, lane_column, slow_gates
 from tests.test_workflow import make_campaign, raw_records
 
@@ -124,10 +124,11 @@ def munged() -> Iterator[Path]:
 
 
 @pytest.fixture
-def slurm_cluster(tmp_path):
+def slurm_cluster(tmp_path, tmp_path_factory):
     """munged, slurmctld and slurmd on this host, their config, state and logs of the
-    test's own (nothing a machine keeps from earlier work is needed: see munged)."""
-    with munged():
+    test's own (nothing a machine keeps from earlier work is needed: see munged); one
+    cluster at a time across pytest-xdist workers (the default munge socket is shared)."""
+    with run_exclusive(tmp_path_factory, "slurm"), munged():
         yield from _slurm_cluster(tmp_path)
 
 

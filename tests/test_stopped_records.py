@@ -40,20 +40,30 @@ def _plant(raw: Path, env: str) -> Path:
     return out
 
 
-@pytest.fixture
-def stopped(tmp_path: Path) -> Path:
-    """A checkout-like folder with the committed campaign, its first look decided."""
-    (tmp_path / "config").mkdir()
-    shutil.copy(REPO / "config" / f"{CAMPAIGN}.yaml", tmp_path / "config")
-    shutil.copytree(REPO / "results" / CAMPAIGN, tmp_path / "results" / CAMPAIGN)
-    for p in (tmp_path / "results" / CAMPAIGN / "raw").rglob("*"):
+@pytest.fixture(scope="module")
+def decided(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A checkout-like folder with the committed campaign, its first look decided by the
+    workflow (once per module; each test works on a copy)."""
+    work = tmp_path_factory.mktemp("decided")
+    (work / "config").mkdir()
+    shutil.copy(REPO / "config" / f"{CAMPAIGN}.yaml", work / "config")
+    shutil.copytree(REPO / "results" / CAMPAIGN, work / "results" / CAMPAIGN)
+    for p in (work / "results" / CAMPAIGN / "raw").rglob("*"):
         p.chmod(0o755 if p.is_dir() else 0o644)
-    out = _snakemake(tmp_path, "--cores", "1", f"results/{CAMPAIGN}/interim/look1.json")
+    out = _snakemake(work, "--cores", "1", f"results/{CAMPAIGN}/interim/look1.json")
     assert out.returncode == 0, out.stderr[-3000:]
-    look = json.loads((tmp_path / "results" / CAMPAIGN / "interim" / "look1.json").read_text())
+    look = json.loads((work / "results" / CAMPAIGN / "interim" / "look1.json").read_text())
     assert look["models"][MODEL]["decision"] == "stop"
     assert look["models"][MODEL]["blocks_allowed"] == 6
-    return tmp_path
+    return work
+
+
+@pytest.fixture
+def stopped(decided: Path, tmp_path: Path) -> Path:
+    """The decided campaign, copied for one test (Snakemake's metadata left behind)."""
+    work = tmp_path / "work"
+    shutil.copytree(decided, work, ignore=shutil.ignore_patterns(".snakemake"))
+    return work
 
 
 def test_records_beyond_a_stop_are_named_left_out_and_moved_aside(stopped, monkeypatch,

@@ -76,8 +76,8 @@ def raw_records(root: Path) -> list[Path]:
 def assert_nothing_left_behind(root: Path, campaign: str) -> None:
     assert not list(CampaignPaths(root).raw_dir.rglob("*.tmp")), "temporary files left in raw/"
     assert not list(CampaignPaths(root).raw_dir.rglob("*.partial"))
-    left = docker.from_env().containers.list(
-        all=True, filters={"label": f"{environments.LABEL}={campaign}"})
+    left = docker.from_env().containers.list(all=True, filters={"label": [  # this test's own
+        f"{environments.LABEL}={campaign}", f"containertax.root={root.resolve()}"]})
     assert left == [], f"containers left behind: {left}"
     mounts = Path("/proc/mounts").read_text()
     assert str(root.resolve()) not in mounts, "chroot mounts leaked into the host"
@@ -354,14 +354,12 @@ def test_imported_study_goes_to_a_paper(tmp_path):
     ("h100", {"qwen2-0.5b", "llama3-8b", "matmul-10k", "microbench"}, "token_throughput",
      "GPU-7f8d3bcf-2187-1e66-114d-610ac5560733"),
 ])
-def test_committed_h100_campaign_rebuilds_its_paper_without_a_gpu(tmp_path, campaign, models,
-                                                                  metric, gpu):
+def test_committed_h100_campaign_rebuilds_its_paper_without_a_gpu(committed_paper, campaign,
+                                                                  models, metric, gpu):
     """Raw records measured on the H100 (results/<campaign>/raw, committed) -> the paper,
-    here, with no GPU, and without pulling a single cell into the DAG."""
-    root = tmp_path / "results" / campaign
-    shutil.copytree(REPO / "results" / campaign / "raw", root / "raw")
-    out = snakemake(tmp_path, REPO / "config" / f"{campaign}.yaml", "paper")
-    assert out.returncode == 0, out.stdout[-3000:]
+    here, with no GPU, and without pulling a single cell into the DAG (built once per run:
+    conftest.committed_paper)."""
+    root = committed_paper(campaign) / "results" / campaign
     assert not CampaignPaths(root).ledger.exists(), "a benchmark cell was started"
     assert (root / "paper" / "paper.pdf").exists()
     comp = list(csv.DictReader(CampaignPaths(root).comparisons.open()))
@@ -380,13 +378,10 @@ def test_committed_h100_campaign_rebuilds_its_paper_without_a_gpu(tmp_path, camp
     assert_reviewed(root)
 
 
-def test_two_gpus_under_one_host_name_are_not_called_one_host(tmp_path):
+def test_two_gpus_under_one_host_name_are_not_called_one_host(committed_paper):
     """results/h100-engine-gqa ran on two lent machines, both named `vm`: the paper must not
     say "one host", and must name the two machines and the machine-adjusted estimate."""
-    root = tmp_path / "results" / "h100-engine-gqa"
-    shutil.copytree(REPO / "results" / "h100-engine-gqa" / "raw", root / "raw")
-    out = snakemake(tmp_path, REPO / "config" / "h100-engine-gqa.yaml", "paper")
-    assert out.returncode == 0, out.stdout[-3000:]
+    root = committed_paper("h100-engine-gqa") / "results" / "h100-engine-gqa"
     text = " ".join(subprocess.run(["pdftotext", str(root / "paper" / "paper.pdf"), "-"],
                                    capture_output=True, text=True).stdout.split())
     assert "made on one host" not in text

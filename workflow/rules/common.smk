@@ -19,7 +19,6 @@ from containertax.campaign import datasets as ct_datasets
 from containertax.campaign import integrity as ct_integrity
 from containertax.campaign import stopping as ct_stopping
 from containertax.campaign import looks as ct_looks
-from containertax.core import records as ct_records
 from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
 
@@ -102,7 +101,7 @@ def planning_only():
 if not planning_only():
     try:
         ct_config.write_resolved(CAMPAIGN, PATHS.resolved)
-        ct_config.pin_campaign(CAMPAIGN, ct_records.utc_now())
+        ct_config.pin_campaign(CAMPAIGN)
     except OSError as exc:
         raise WorkflowError(f"{CONFIG_SOURCE}: results folder {ROOT}: {exc}") from None
 # The steps run from the Python that runs Snakemake, or under --sdm conda from the rules'

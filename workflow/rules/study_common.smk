@@ -1,5 +1,6 @@
 # A study's shared state: the study config, its campaigns, the derived options refreshed
 # before the DAG is built, and the rules' input functions (workflow/study.smk).
+import json
 import re
 import shlex
 import sys
@@ -14,8 +15,10 @@ sys.path.insert(0, str(REPO / "src"))
 
 from containertax.campaign import paths as R
 from containertax.campaign import optimisation as ct_optimisation
+from containertax.campaign import integrity as ct_integrity
 from containertax.core import packaged as ct_packaged
 from snakemake.exceptions import WorkflowError
+from snakemake.logging import logger
 
 CLI_CONFIGS = list(workflow.overwrite_configfiles or [])
 if not CLI_CONFIGS and not config.get("study"):
@@ -44,7 +47,15 @@ def planning_only():
     from snakemake.cli import get_argument_parser
 
     args, _ = get_argument_parser().parse_known_args(sys.argv[1:])
-    return bool(args.dryrun or args.lint or args.dag or args.rulegraph or args.summary)
+    return bool(
+        args.dryrun
+        or args.lint
+        or args.dag
+        or args.rulegraph
+        or args.summary
+        or args.unlock
+        or args.cleanup_metadata
+    )
 
 
 # Options a campaign derives for another (phase 2B -> 2C, 2D): refreshed from the deriving
@@ -117,6 +128,63 @@ def deriving_campaign(wildcards):
 
 
 def raw_folders(wildcards):
-    """The campaign's raw record folders (a new record changes a folder's mtime)."""
-    raw = CAMPAIGNS[wildcards.campaign].campaign.root / "raw"
-    return sorted(str(p) for p in raw.glob("*/*") if p.is_dir()) if raw.is_dir() else []
+    """The campaign's raw record folders and records: a new or removed record changes a
+    folder's mtime, a record changed in place its own."""
+    paths = CAMPAIGNS[wildcards.campaign].campaign.paths
+    raw = paths.raw_dir
+    folders = (
+        sorted(str(p) for p in raw.glob("*/*") if p.is_dir()) if raw.is_dir() else []
+    )
+    return folders + [str(p) for p in paths.raw_records()]
+
+
+# A campaign whose comparisons.csv changed after the study summarised it (another run of
+# its workflow wrote it) is summarised again: when jobs run its stale summary is removed
+# (a dry run names it), so the study never loops on "changed after its summary".
+def stale_summary(name):
+    summary = Path(study_path(R.STUDY_CAMPAIGN, campaign=name))
+    try:
+        data = json.loads(summary.read_text())
+        comparisons = Path(data["comparisons"])
+        return (
+            summary
+            if ct_study.file_hash(comparisons) != data["comparisons_sha256"]
+            else None
+        )
+    except (OSError, ValueError, KeyError, TypeError):
+        return None  # no summary yet, or not one to compare: the rule decides
+
+
+for _name in CAMPAIGNS:
+    _stale = stale_summary(_name)
+    if _stale is None:
+        continue
+    if planning_only():
+        logger.warning(
+            f"campaign {_name}: its comparisons.csv changed after {_stale} was written; "
+            "the next run of the study summarises it again."
+        )
+    else:
+        _stale.unlink()
+        logger.warning(
+            f"campaign {_name}: its comparisons.csv changed after {_stale} was written; "
+            "summarising it again."
+        )
+
+
+# The study sees what the campaigns see: each campaign's records are checked by content as
+# its own workflow checks them (campaign/integrity.py), so a record damaged in place after
+# the study was built stops the study naming it and the fix.
+for _c in STUDY.campaigns:
+    if _c.campaign.is_import:
+        continue
+    _damaged, _ = ct_integrity.check_records(
+        _c.campaign.paths,
+        [str(p) for p in _c.campaign.paths.raw_records()],
+        write_cache=not planning_only(),
+    )
+    if _damaged:
+        raise WorkflowError(
+            f"campaign {_c.name} ({_c.config}): "
+            + ct_integrity.damaged_message(_c.campaign.paths, _damaged)
+        )

@@ -81,6 +81,14 @@ def _pg():  # noqa: ANN202 - pingouin, imported where an effect size needs it: i
 
 EXACT_UP_TO = 16  # blocks: enumerate all 2^n sign patterns up to here
 MONTE_CARLO = 19_999
+# Monte Carlo null draws are made in batches of at most this many values (memory: a
+# 200,000-row import once asked for a 20,000 x 50,000 matrix at once)
+BATCH_VALUES = 4_000_000
+# Above this many runs in one comparison no resampling is done (its cost grows with runs x
+# resamples: a 200,000-row import): the permutation test's perm_p and the bootstrap
+# interval of the ratio of means are NaN, Welch's t (asymptotically exact at such sizes)
+# stands, and a permutation primary falls back to it, said in primary_test
+PERMUTATION_UP_TO = 20_000
 
 
 @dataclass(frozen=True)
@@ -217,9 +225,11 @@ def signflip_p(d: np.ndarray, seed: int = 0) -> float:
         null = np.abs(signs @ d) / n
         return float(np.mean(null >= observed - tol))
     rng = np.random.default_rng(seed)
-    signs = rng.choice((1.0, -1.0), size=(MONTE_CARLO, n))
-    null = np.abs(signs @ d) / n
-    return float((1 + np.sum(null >= observed - tol)) / (MONTE_CARLO + 1))
+    hits, batch = 0, max(1, BATCH_VALUES // n)
+    for start in range(0, MONTE_CARLO, batch):
+        signs = rng.choice((1.0, -1.0), size=(min(batch, MONTE_CARLO - start), n))
+        hits += int(np.sum(np.abs(signs @ d) / n >= observed - tol))
+    return float((1 + hits) / (MONTE_CARLO + 1))
 
 
 def min_signflip_p(n: int) -> float:
@@ -279,7 +289,8 @@ def welch_estimate(a: np.ndarray, b: np.ndarray, alpha: float) -> dict[str, floa
 
 def permutation_p(a: np.ndarray, b: np.ndarray, seed: int) -> float:
     """Two-sided permutation test of the difference of means of independent groups."""
-    if len(a) < 2 or len(b) < 2 or not np.all(np.isfinite(np.concatenate([a, b]))):
+    if len(a) < 2 or len(b) < 2 or not np.all(np.isfinite(np.concatenate([a, b]))) \
+            or len(a) + len(b) > PERMUTATION_UP_TO:
         return math.nan
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -341,7 +352,10 @@ def primary(x: np.ndarray, y: np.ndarray, paired: tuple[np.ndarray, np.ndarray] 
             perm = permutation_p(a, b, s.seed)
             out.update(design="independent", n_blocks=0, t_p=e["p"], signflip_p=nan,
                        signflip_min_p=nan, perm_p=perm, primary_t=e["t"], primary_df=e["df"])
-            if s.primary_test == "signflip":  # no blocks to flip: the permutation analogue
+            if s.primary_test == "signflip" and len(a) + len(b) > PERMUTATION_UP_TO:
+                out.update(primary_test=f"Welch t (permutation not run above "
+                                        f"{PERMUTATION_UP_TO} runs)", p=e["p"])
+            elif s.primary_test == "signflip":  # no blocks to flip: the permutation analogue
                 out.update(primary_test="permutation", p=perm)
             else:
                 out.update(primary_test="Welch t", p=e["p"])
@@ -432,8 +446,8 @@ def relative_overhead(x: np.ndarray, y: np.ndarray, resamples: int, seed: int,
     with np.errstate(all="ignore"):
         est = float(_ratio_of_means(x, y))
     if (len(x) < 2 or len(y) < 2 or np.all(x == x[0]) and np.all(y == y[0])
-            or not math.isfinite(est)):
-        return est if math.isfinite(est) else nan, nan, nan
+            or not math.isfinite(est) or len(x) + len(y) > PERMUTATION_UP_TO):
+        return est if math.isfinite(est) else nan, nan, nan  # (no resampling that large)
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         res = sps.bootstrap((x, y), _ratio_of_means, n_resamples=resamples,

@@ -12,6 +12,7 @@ missing one; the quality step flags NaN and inf).
 
 from __future__ import annotations
 
+import csv
 import io
 from collections.abc import Iterable
 from pathlib import Path
@@ -45,23 +46,41 @@ def _without_comments(path: Path) -> tuple[str, list[int]]:
     return "".join(lines[i] for i in kept), [i + 1 for i in kept]
 
 
-def row_of(frame: pd.DataFrame, index: object) -> int:
-    """The file line of a row of read_tidy's frame (comments counted)."""
-    lines = frame.attrs.get("lines") or []
+def _row(lines: list[int], index: object) -> int:
+    """The file line of a frame row (comment lines counted)."""
     pos = int(index) + 1  # type: ignore[call-overload]
     return lines[pos] if pos < len(lines) else pos + 1
 
 
 def read_tidy(path: Path) -> pd.DataFrame:
-    path = Path(path)
+    return _read_tidy(Path(path))[0]
+
+
+def _read_tidy(path: Path) -> tuple[pd.DataFrame, list[int]]:
+    """The checked frame, and the file line of each of its rows' lines (header first).
+    (Not frame.attrs: pandas deep-copies attrs at every operation, 5 M copies here.)"""
     text, lines = _without_comments(path)
+
+    def row_of(_frame: pd.DataFrame, index: object) -> int:
+        return _row(lines, index)
+
+    width = None  # every row as wide as the header (pandas would take a wider first row's
+    for n, fields in enumerate(csv.reader(io.StringIO(text))):  # first field as an index)
+        if not fields:
+            continue
+        if width is None:
+            width = len(fields)
+        elif len(fields) != width:
+            raise ImportFailure(
+                f"{path}: row {_row(lines, n - 1)}: {len(fields)} fields, but the header has "
+                f"{width}; quote a value holding a comma (\"a,b\") or remove the extra "
+                "field.")
     try:
-        frame = pd.read_csv(io.StringIO(text), skipinitialspace=True)
+        frame = pd.read_csv(io.StringIO(text), skipinitialspace=True, index_col=False)
     except pd.errors.EmptyDataError:
         raise ImportFailure(f"{path}: no rows (analysis.import_csv).") from None
     except pd.errors.ParserError as exc:
         raise ImportFailure(f"{path}: not a valid CSV: {exc}") from None
-    frame.attrs["lines"] = lines
     missing = [c for c in REQUIRED if c not in frame.columns]
     if missing:
         raise ImportFailure(
@@ -88,7 +107,8 @@ def read_tidy(path: Path) -> pd.DataFrame:
         bad = whole.idxmin()
         raise ImportFailure(
             f"{path}: row {row_of(frame, bad)}: column 'repetition' = "
-            f"{frame.loc[bad, 'repetition']!r} is not a whole number; number each run of a "
+            f"{float(frame.loc[bad, 'repetition']):g} is not a whole number; number each "
+            "run of a "
             "model and environment 1, 2, 3, ... (a missing run has no row).")
     frame["repetition"] = rep.astype(np.int64)
     frame["value"] = frame["value"].astype(float)
@@ -96,7 +116,8 @@ def read_tidy(path: Path) -> pd.DataFrame:
     if huge.any():
         bad = huge.idxmax()
         raise ImportFailure(
-            f"{path}: row {row_of(frame, bad)}: column 'value' = {frame.loc[bad, 'value']!r} "
+            f"{path}: row {row_of(frame, bad)}: column 'value' = "
+            f"{float(frame.loc[bad, 'value']):g} "
             f"exceeds {MAX_ABS_VALUE:g} in magnitude: its squares and sums overflow; write "
             "the value in a larger unit, or NaN for a missing one.")
     if "timestamp" in frame:
@@ -127,13 +148,18 @@ def read_tidy(path: Path) -> pd.DataFrame:
                 f"{path}: row {row_of(frame, row)}: column '{col}' = "
                 f"{frame.loc[row, col]!r} is not an id: use {ID_WORDS}; rename it in the "
                 "CSV (the paper's words for it go in the config's paper section).")
-    return frame
+    return frame, lines
 
 
 def check_against(frame: pd.DataFrame, path: Path, metrics: Iterable[str],
-                  reference: str) -> None:
+                  reference: str, lines: list[int] | None = None) -> None:
     """An import the analysis can use: every metric known (else nothing of it would be
-    analysed, silently) and the reference among the environments."""
+    analysed, silently), no run's metric twice (the quality step's duplicate check) and the
+    reference among the environments. lines: the file line of each row (read_tidy's)."""
+
+    def row_of(_frame: pd.DataFrame, index: object) -> int:
+        return _row(lines or [], index)
+
     known = set(metrics)
     unknown = sorted(set(frame["metric"]) - known)
     if unknown:
@@ -168,6 +194,6 @@ def check_against(frame: pd.DataFrame, path: Path, metrics: Iterable[str],
 def read_checked(path: Path, metrics: Iterable[str], reference: str) -> pd.DataFrame:
     """The import rule's whole check (read_tidy, then check_against), in one place for the
     rule and for `containertax check`."""
-    frame = read_tidy(path)
-    check_against(frame, Path(path), metrics, reference)
+    frame, lines = _read_tidy(Path(path))
+    check_against(frame, Path(path), metrics, reference, lines)
     return frame

@@ -521,8 +521,10 @@ def write(study: Study, summaries_dir: Path, out_dir: Path) -> pd.DataFrame:
     comparisons = {s["campaign"]: pd.read_csv(s["comparisons"]) for s in summaries}
     for s in summaries:  # the analysis read is the analysis the summary hashed
         if file_hash(Path(s["comparisons"])) != s["comparisons_sha256"]:
-            raise StudyError(f"{s['comparisons']} changed after its summary was written; "
-                             "rerun the study workflow.")
+            raise StudyError(f"{s['comparisons']} changed after its summary was written "
+                             "(another run of that campaign's workflow wrote it); the study "
+                             "workflow's next run summarises it again (it removes the stale "
+                             "summary): run it once more.")
     alphas = {float(s["alpha"]) for s in summaries}
     if len(alphas) != 1:
         raise StudyError(f"{study.source}: the campaigns use different alpha {sorted(alphas)}; "

@@ -407,6 +407,9 @@ def identity(campaign: Campaign) -> dict[str, Any]:
         drop = {"description", "options_source", "variant", *(("options",) if derived else ())}
         return {k: v for k, v in spec.items() if k not in drop}
 
+    if campaign.is_import:  # an import's identity is the table it analyses
+        return {"models": {}, "environments": {},
+                "import": {"import_csv": str(campaign.analysis["import_csv"])}}
     models = {m.id: {"kind": campaign.workload_kind(m.id),
                      **campaign.workload_params(m.id)} for m in campaign.models}
     envs = {e.id: env_settings(e.spec) for e in campaign.environments}
@@ -436,6 +439,9 @@ def read_pin(campaign: Campaign) -> dict[str, Any] | None:
 def _pin_conflicts(pin: dict[str, Any], mine: dict[str, Any]) -> list[str]:
     """Each model or environment that both have, measured differently, with its keys."""
     out = []
+    before, now = pin.get("import"), mine.get("import")
+    if (before or now) and before != now:
+        out.append(f"the analysed table: {before} pinned, {now} here")
     for section, word in (("models", "model"), ("environments", "environment")):
         for item, settings in mine[section].items():
             before = pin[section].get(item)
@@ -457,8 +463,6 @@ def check_owner(campaign: Campaign) -> None:
     repetitions extends it. `extends_campaign: true` writes into it on purpose. A campaign
     with records but no pin yet (committed before pins existed) is held to the config
     file its records name."""
-    if campaign.is_import:
-        return
     pin = read_pin(campaign)
     if campaign.raw.get("extends_campaign"):
         return
@@ -476,7 +480,7 @@ def check_owner(campaign: Campaign) -> None:
                 "setting); or set extends_campaign: true to write into it on purpose.")
         return
     first = next(iter(campaign.paths.raw_records()), None)
-    if first is None:
+    if first is None or campaign.is_import:
         return
     try:
         owner = json.loads(first.read_text())["provenance"]["config_source"]
@@ -490,34 +494,32 @@ def check_owner(campaign: Campaign) -> None:
             "extends_campaign: true to add cells to that campaign on purpose.")
 
 
-def pin_campaign(campaign: Campaign, now: str) -> None:
+def pin_campaign(campaign: Campaign, now: str | None = None) -> None:
     """Pin the campaign's identity (the first invocation that runs jobs), and add the
     models and environments an extension brings; a pinned entry is never changed (a
     config with extends_campaign: true leaves it as it was). Atomic; written only when
     its content changes."""
-    from containertax.core.records import atomic_write_text
+    from containertax.core.records import atomic_write_text, utc_now
 
-    if campaign.is_import:
-        return
+    now = now or utc_now()
     pin = read_pin(campaign)
     mine = identity(campaign)
     if pin is None:
         pin = {"campaign": campaign.name, "config_source": campaign.source,
-               "config_hash": campaign.config_hash(), "utc": now, "models": {},
-               "environments": {}, "extended_by": []}
+               "config_hash": campaign.config_hash(), "utc": now, **mine,
+               "extended_by": []}
+        atomic_write_text(campaign.paths.pin, json.dumps(pin, indent=1, default=str) + "\n")
+        return
     added = {section: sorted(set(mine[section]) - set(pin[section]))
              for section in ("models", "environments")}
-    if not pin["models"] and not pin["environments"]:
-        added = {}  # the first pin: nothing is an extension yet
-    elif not any(added.values()):
+    if not any(added.values()):
         return
     for section in ("models", "environments"):
         for item, settings in mine[section].items():
             pin[section].setdefault(item, settings)
-    if added:
-        pin.setdefault("extended_by", []).append(
-            {"config_source": campaign.source, "config_hash": campaign.config_hash(),
-             "utc": now, **added})
+    pin.setdefault("extended_by", []).append(
+        {"config_source": campaign.source, "config_hash": campaign.config_hash(),
+         "utc": now, **added})
     atomic_write_text(campaign.paths.pin, json.dumps(pin, indent=1, default=str) + "\n")
 
 
