@@ -89,6 +89,9 @@ class Outcome:
     resolved: dict[str, Any]
     timed_out: bool = False
     phases_s: dict[str, float] = field(default_factory=dict)
+    # the launcher's marks on CLOCK_MONOTONIC (workloads/timeline.py): launch, created
+    # (Docker), started, exited, removed (Docker)
+    marks: dict[str, float] = field(default_factory=dict)
 
 
 def image_config(attrs: dict[str, Any]) -> dict[str, Any]:
@@ -153,9 +156,11 @@ def _die_with_parent() -> None:
 
 
 def _run_process(argv: list[str], env: dict[str, str], timeout_s: float,
-                 cpuset: str | None = None) -> tuple:
+                 cpuset: str | None = None, marks: dict[str, float] | None = None) -> tuple:
     """Run argv in its own process group (on the lane's cores, where it has a cpuset);
-    kill the whole group on timeout or Ctrl-C."""
+    kill the whole group on timeout or Ctrl-C. marks: filled with the timeline's launch,
+    started (Popen returned: the child has exec'd) and exited (its exit seen)."""
+    marks = {} if marks is None else marks
     cpus = hostcpus.parse_cpulist(cpuset) if cpuset else None
 
     def preexec() -> None:
@@ -164,12 +169,13 @@ def _run_process(argv: list[str], env: dict[str, str], timeout_s: float,
             os.sched_setaffinity(0, cpus)
 
     launched = time.time()
-    t0 = time.monotonic()
+    t0 = marks["launch"] = time.monotonic()
     try:
         proc = subprocess.Popen(
             argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
             start_new_session=True, preexec_fn=preexec,
         )
+        marks["started"] = time.monotonic()
     except OSError as exc:  # e.g. a native environment's python that does not exist
         raise EnvironmentFailure(f"cannot start {argv[0]!r}: {exc.strerror}") from None
     timed_out = False
@@ -183,7 +189,8 @@ def _run_process(argv: list[str], env: dict[str, str], timeout_s: float,
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
         raise
-    wall = time.monotonic() - t0
+    marks["exited"] = time.monotonic()
+    wall = marks["exited"] - t0  # one reading: the timeline's phases add up to it
     return proc.returncode, launched, time.time(), wall, out.decode(errors="replace"), timed_out
 
 
@@ -197,17 +204,19 @@ class NativeLauncher(Launcher):
         return cache_dir
 
     def run(self, launch: Launch) -> Outcome:
+        marks: dict[str, float] = {}
         try:
             rc, t_in, t_out, wall, out, to = _run_process(
-                launch.argv, self.environment_vars(launch), launch.timeout_s, launch.cpuset
-            )
+                launch.argv, self.environment_vars(launch), launch.timeout_s, launch.cpuset,
+                marks)
         except EnvironmentFailure as exc:  # e.g. an interpreter that does not exist
             raise EnvironmentFailure(
                 f"environment {self.env.id}: {exc}; fix environments.{self.env.id}.python "
                 f"in {self.campaign.source} (or install it)") from None
         env_vars = self.environment_vars(launch)
         return Outcome(rc, t_in, t_out, wall, out,
-                       {"argv": launch.argv, "telemetry": telemetry_state(env_vars)}, to)
+                       {"argv": launch.argv, "telemetry": telemetry_state(env_vars)}, to,
+                       marks=marks)
 
 
 class ChrootLauncher(Launcher):
@@ -328,15 +337,15 @@ class ChrootLauncher(Launcher):
         libraries = _driver_libraries(self.env) if self.gpu else None
         argv = [unshare, "--mount", "--propagation", "private", "--", "sh", "-c",
                 self.script(launch, libraries), "containertax-chroot", *launch.argv]
+        marks: dict[str, float] = {}
         rc, t_in, t_out, wall, out, to = _run_process(
-            argv, self.environment_vars(launch), launch.timeout_s, launch.cpuset
-        )
+            argv, self.environment_vars(launch), launch.timeout_s, launch.cpuset, marks)
         env_vars = self.environment_vars(launch)
         resolved = {"argv": launch.argv, "rootfs": str(self.rootfs()), "wrapper": argv[:5],
                     "driver_libraries": libraries, "image": self.image(),
                     "entrypoint": self.entrypoint(), "env": env_vars,
                     "telemetry": telemetry_state(env_vars)}
-        return Outcome(rc, t_in, t_out, wall, out, resolved, to)
+        return Outcome(rc, t_in, t_out, wall, out, resolved, to, marks=marks)
 
 
 def _driver_libraries(env: Environment) -> dict[str, str]:
@@ -599,6 +608,7 @@ class DockerLauncher(Launcher):
                   "containertax.cell": launch.label}
         launched = time.time()
         t0 = time.monotonic()
+        marks = {"launch": t0}  # the timeline's (workloads/timeline.py)
         container = None
         timed_out = False
         try:
@@ -607,13 +617,13 @@ class DockerLauncher(Launcher):
                     image["id"], command=launch.argv, environment=env_vars,
                     volumes=volumes, labels=labels, detach=True, **kw,
                 )
-                t_created = time.monotonic()
+                t_created = marks["created"] = time.monotonic()
                 container.start()
             except docker.errors.APIError as exc:
                 raise EnvironmentFailure(
                     explain_docker_error(self.env, str(exc), self.campaign.source)
                 ) from None
-            t_started = time.monotonic()
+            t_started = marks["started"] = time.monotonic()
             try:
                 rc = container.wait(timeout=launch.timeout_s)["StatusCode"]
             except requests.exceptions.RequestException as exc:
@@ -625,7 +635,8 @@ class DockerLauncher(Launcher):
                 timed_out = True
                 container.kill()
                 rc = container.wait(timeout=60)["StatusCode"]
-            wall = time.monotonic() - t0
+            marks["exited"] = time.monotonic()
+            wall = marks["exited"] - t0  # one reading: the phases add up to it
             exited = time.time()
             out = container.logs(stdout=True, stderr=True).decode(errors="replace")
         except (requests.exceptions.RequestException, docker.errors.DockerException) as exc:
@@ -641,8 +652,9 @@ class DockerLauncher(Launcher):
                 with contextlib.suppress(requests.exceptions.RequestException,
                                          docker.errors.DockerException):
                     container.remove(force=True)  # gone with the engine, or removed later
+                    marks["removed"] = time.monotonic()
         phases = {"create_s": t_created - t0, "start_s": t_started - t_created}
-        return Outcome(rc, launched, exited, wall, out, resolved, timed_out, phases)
+        return Outcome(rc, launched, exited, wall, out, resolved, timed_out, phases, marks)
 
 
 LAUNCHERS: dict[str, type[Launcher]] = {

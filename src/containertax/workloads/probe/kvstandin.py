@@ -15,13 +15,15 @@ honours a container's memory limit there. The record keeps every input either wa
 
 import time
 
-T_ENTER = time.time()
+T_ENTER, T_ENTER_MONO = time.time(), time.monotonic()
 
 import argparse  # noqa: E402
 import sys  # noqa: E402
 
 from memview import free_bytes, memory_view  # noqa: E402
-from probe_common import finish, header  # noqa: E402
+from probe_common import finish, header, mark  # noqa: E402
+
+mark("enter", T_ENTER_MONO)
 
 GIB = 2**30
 PAGE = 4096
@@ -57,7 +59,9 @@ def main(argv=None):
         if not torch.cuda.is_available():
             print("kvstandin: --device cuda: no CUDA device is visible here", file=sys.stderr)
             return 2
+        mark("imports")
         torch.cuda.init()
+        mark("device")
     seen = memory_view()
     if args.device == "cuda":
         free_dev, total_dev = torch.cuda.mem_get_info()
@@ -78,6 +82,7 @@ def main(argv=None):
     else:
         cache = allocate(n)
         allocated = len(cache)
+    mark("model")  # the KV cache sized and allocated
     after = memory_view()
     if args.device == "cuda":
         free_after, _ = torch.cuda.mem_get_info()
