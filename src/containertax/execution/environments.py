@@ -559,6 +559,13 @@ class DockerLauncher(Launcher):
         return {"name": self.env.image, "id": img.id, "repo_digests": img.attrs.get(
             "RepoDigests", []), "config": image_config(img.attrs)}
 
+    def cache_inside(self, cache_dir: Path) -> Path:
+        """options.compile_cache: host_path binds the compile cache at the host's own path,
+        where a native run finds it (a diagnosis of the cache's path in its keys)."""
+        if self.env.spec.get("options", {}).get("compile_cache") == "host_path":
+            return cache_dir
+        return INSIDE / "cache"
+
     def environment_vars(self, launch: Launch) -> dict[str, str]:
         """Only what the project and the config add: Docker starts from the image's own
         ENV (PATH, LD_LIBRARY_PATH, ...) and keeps every variable not named here."""
@@ -579,7 +586,7 @@ class DockerLauncher(Launcher):
             f"{launch.work_dir}:{INSIDE / 'work'}:rw",
         ]
         if launch.cache_dir is not None:
-            volumes.append(f"{launch.cache_dir}:{INSIDE / 'cache'}:rw")
+            volumes.append(f"{launch.cache_dir}:{self.cache_inside(launch.cache_dir)}:rw")
         for spec in self.env.spec.get("mounts", []):
             host, target, ro = _parse_mount(spec, self.env.id)
             volumes.append(f"{host}:{target}:{'ro' if ro else 'rw'}")

@@ -293,6 +293,18 @@ def run_requests(torch, model, args) -> tuple[list[dict], list[float]]:
     return rows, window
 
 
+def compile_counters(torch) -> dict:
+    """torch.compile's own counts of cache hits and misses in this process (FX graph cache,
+    AOTAutograd cache, ...): whether the compile phase loaded or compiled."""
+    try:
+        from torch._dynamo.utils import counters
+    except ImportError:
+        return {}
+    return {group: {k: int(v) for k, v in counts.items() if "cache" in k or "hit" in k
+                    or "miss" in k or "bypass" in k}
+            for group, counts in counters.items() if group in ("inductor", "aot_autograd")}
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--out", required=True)
@@ -351,6 +363,7 @@ def main(argv=None) -> int:
     else:
         rows, window = run_requests(torch, model, args)
     mark("window_end")
+    result["compile_counters"] = compile_counters(torch)
     result.update({
         "decoding": args.decoding,
         "compile_cache": COMPILE_CACHE,
