@@ -16,6 +16,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -159,7 +160,11 @@ def _run_process(argv: list[str], env: dict[str, str], timeout_s: float,
                  cpuset: str | None = None, marks: dict[str, float] | None = None) -> tuple:
     """Run argv in its own process group (on the lane's cores, where it has a cpuset);
     kill the whole group on timeout or Ctrl-C. marks: filled with the timeline's launch,
-    started (Popen returned: the child has exec'd) and exited (its exit seen)."""
+    started (Popen returned: the child has exec'd), exited (the process itself exited,
+    seen by waitid without reaping it) and output_closed (the last holder of its output
+    pipe gone: children it left, such as torch.compile's worker pool, keep the pipe open
+    after it exits; in Docker the kernel kills them with the container's first process).
+    The wall time ends at exited, as a container's ends when its first process exits."""
     marks = {} if marks is None else marks
     cpus = hostcpus.parse_cpulist(cpuset) if cpuset else None
 
@@ -178,6 +183,8 @@ def _run_process(argv: list[str], env: dict[str, str], timeout_s: float,
         marks["started"] = time.monotonic()
     except OSError as exc:  # e.g. a native environment's python that does not exist
         raise EnvironmentFailure(f"cannot start {argv[0]!r}: {exc.strerror}") from None
+    waiter = threading.Thread(target=_mark_exit, args=(proc.pid, marks), daemon=True)
+    waiter.start()
     timed_out = False
     try:
         out, _ = proc.communicate(timeout=timeout_s)
@@ -189,9 +196,18 @@ def _run_process(argv: list[str], env: dict[str, str], timeout_s: float,
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
         raise
-    marks["exited"] = time.monotonic()
+    marks["output_closed"] = time.monotonic()
+    waiter.join(timeout=5)
+    marks.setdefault("exited", marks["output_closed"])  # reaped before waitid saw it
     wall = marks["exited"] - t0  # one reading: the timeline's phases add up to it
     return proc.returncode, launched, time.time(), wall, out.decode(errors="replace"), timed_out
+
+
+def _mark_exit(pid: int, marks: dict[str, float]) -> None:
+    """Mark the moment process pid exits, leaving it for Popen to reap."""
+    with contextlib.suppress(ChildProcessError, OSError):
+        os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
+        marks["exited"] = time.monotonic()
 
 
 class NativeLauncher(Launcher):

@@ -64,13 +64,14 @@ PHASES: tuple[Phase, ...] = (
           "after the window until the probe's output is ready (checksum, peak memory)",
           "probe"),
     Phase("exited", "phase_exit_s", "Exit",
-          "writing the output, interpreter shutdown and the process's (container's) exit "
-          "until the launcher sees it", "launcher"),
+          "writing the output, interpreter shutdown and the process's exit until the "
+          "launcher sees it (natively waitid; Docker: the container's wait returned)",
+          "launcher"),
 )
 MARKS = (FIRST, *(p.mark for p in PHASES))
 METRICS = tuple(p.metric for p in PHASES)
 # after the process's exit, outside its wall time (recorded, not a phase)
-AFTER_EXIT = ("removed",)
+AFTER_EXIT = ("output_closed", "removed")
 
 
 class TimelineError(ValueError):
