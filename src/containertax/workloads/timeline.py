@@ -24,6 +24,7 @@ from typing import Any
 from containertax.core.metric import Metric
 
 CLOCK = "CLOCK_MONOTONIC"
+PREFIX = "phase_"  # every phase metric's name, of any definition
 FIRST = "launch"  # the launcher's mark before it creates or spawns anything
 
 
@@ -39,12 +40,10 @@ class Phase:
 
 
 PHASES: tuple[Phase, ...] = (
-    Phase("created", "phase_create_s", "Container created",
-          "launch until the engine created the container (Docker only)", "launcher"),
-    Phase("started", "phase_start_s", "Process started",
-          "until the launcher's start call returned: fork and exec natively and in the "
-          "chroot's wrapper, the container's start (runtime, namespaces, cgroup) in Docker",
-          "launcher"),
+    Phase("started", "phase_start_s", "Process or container start",
+          "launch until the launcher's start call returned: fork and exec natively and in "
+          "the chroot's wrapper, the container's create and start (runtime, namespaces, "
+          "cgroup) in Docker (the record's marks keep create and start apart)", "launcher"),
     Phase("enter", "phase_interpreter_s", "Interpreter start-up",
           "until the probe's first statement: interpreter initialisation (the chroot's "
           "unshare, mounts and chroot before it)", "probe"),
@@ -68,7 +67,9 @@ PHASES: tuple[Phase, ...] = (
           "launcher sees it (natively waitid; Docker: the container's wait returned)",
           "launcher"),
 )
-MARKS = (FIRST, *(p.mark for p in PHASES))
+# every mark a run may take, in order; 'created' (Docker) is kept in the record but ends
+# no phase, so that every environment has the same phases (a comparison needs both sides)
+MARKS = (FIRST, "created", *(p.mark for p in PHASES))
 METRICS = tuple(p.metric for p in PHASES)
 # after the process's exit, outside its wall time (recorded, not a phase)
 AFTER_EXIT = ("output_closed", "removed")
@@ -126,7 +127,9 @@ def problems(timeline: dict[str, Any], tolerance_s: float) -> list[str]:
 
 
 def metrics(timeline: dict[str, Any] | None) -> list[Metric]:
-    """The phases as metrics (registered in metric_registry)."""
+    """The phases as metrics (registered in metric_registry), from the marks under the
+    current phase definitions (the analysis reads a record's phases this way, so a record
+    written under an earlier definition is read alike)."""
     if not timeline:
         return []
-    return [Metric(name, float(value), "s") for name, value in timeline["phases_s"].items()]
+    return [Metric(name, float(value), "s") for name, value in phases(timeline["marks"]).items()]
