@@ -242,12 +242,28 @@ def run_figures(campaign: Campaign, kept_csv: Path, comparisons_csv: Path,
 def memory_chain_table(campaign: Campaign) -> str:
     """Free memory at KV-cache sizing -> KV cache, per model and environment (empty where no
     record carries the chain: imports, workloads without a KV cache, records before it)."""
+    from containertax.analysis import kvmodel
     from containertax.analysis.aggregate import read_records
     from containertax.execution import memorychain
 
     if campaign.is_import:
         return ""
-    return memorychain.chain_table([rec for _, rec in read_records(campaign.root)])
+    found = [rec for _, rec in read_records(campaign.root)]
+    return memorychain.chain_table(found) + kvmodel.table(kv_covariate(campaign, found))
+
+
+def kv_covariate(campaign: Campaign, found: list[Any] | None = None) -> pd.DataFrame:
+    """The KV cache against the reference, plain and at equal free memory at sizing
+    (analysis/kvmodel.py), from the records that carry a memory chain."""
+    from containertax.analysis import kvmodel
+    from containertax.analysis.aggregate import read_records
+
+    if campaign.is_import:
+        return pd.DataFrame(columns=kvmodel.COLUMNS)
+    if found is None:
+        found = [rec for _, rec in read_records(campaign.root)]
+    return kvmodel.analyse(kvmodel.from_records(found), campaign.reference,
+                           campaign.analysis["alpha"])
 
 
 def phase_rows(campaign: Campaign, runs: pd.DataFrame | None,
@@ -319,6 +335,9 @@ def run_numbers(campaign: Campaign, kept_csv: Path, comparisons_csv: Path,
 
     values.update(phases.values(campaign, phase_rows(campaign, runs, results), runs,
                                 discussion.read_prior_work()))
+    from containertax.analysis import kvmodel
+
+    values.update(kvmodel.values(kv_covariate(campaign)))
     records.atomic_write_text(out_numbers, tables.macros(values))
     records.atomic_write_text(out_quality, quality_section.quality_tex(
         quality_report, policy.metric_registry(campaign)))

@@ -47,6 +47,9 @@ def main(argv=None):
     p.add_argument("--device", choices=("host", "cuda"), default="host",
                    help="size from host memory (a model of unified memory) or from "
                         "torch.cuda.mem_get_info() as TensorRT-LLM does")
+    p.add_argument("--free", choices=("mem_available", "mem_free"), default="mem_available",
+                   help="--device host: size from MemAvailable or from MemFree (the page "
+                        "cache counted as used, as a GB10's CUDA free memory counts it)")
     args = p.parse_args(argv)
     result = header("kvstandin", T_ENTER, 0.0, {"engine": "kvstandin"})
     if args.device == "cuda":
@@ -69,7 +72,7 @@ def main(argv=None):
                         "total_bytes": int(total_dev), "torch": torch.__version__}
         free, source = int(free_dev), "cuda_mem_get_info"
     else:
-        free, source = free_bytes(seen)
+        free, source = free_bytes(seen, args.free)
     sized = int((free or 0) * args.fraction)
     cap = args.max_alloc_mib * 2**20
     n = min(sized, cap)
