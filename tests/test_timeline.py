@@ -14,9 +14,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from containertax.analysis import aggregate, phases
+from containertax.analysis import aggregate, phases, tables
 from containertax.analysis import comparisons as st
-from containertax.analysis import tables
 from containertax.campaign.paths import CampaignPaths
 from containertax.core import rawrecord
 from containertax.execution import environments
