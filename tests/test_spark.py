@@ -204,16 +204,14 @@ def test_engine_view_reads_tensorrt_llms_sizing_line():
 def test_a_version_2_record_reads_with_no_memory_chain(tmp_path):
     """Migration: records before version 3 did not measure the chain (null, not a guess);
     the paper's chain table is then empty (not shown)."""
-    src = next(Path("results").glob("*/raw/*/*/rep*.json"), None) if Path("results").exists() \
-        else None
-    repo = Path(__file__).resolve().parents[1]
-    src = src or next((repo / "results").glob("*/raw/*/*/rep*.json"))
+    repo = Path(__file__).resolve().parents[1]  # a campaign of version 2 (later ones are 4)
+    src = next((repo / "results" / "h100-engine-balanced").glob("raw/*/*/rep*.json"))
     data = json.loads(src.read_text())
     assert data["schema_version"] in (1, 2)
     path = tmp_path / "rep01.json"
     path.write_text(json.dumps(data))
     rec = rawrecord.read_record(path)
-    assert rec.schema_version == 3 and rec.memory_chain is None
+    assert rec.schema_version == rawrecord.SCHEMA_VERSION and rec.memory_chain is None
     assert memorychain.chain_table([rec]) == ""
     # planted: a chain without its required keys is refused, naming the key
     bad = {**rawrecord.migrate(dict(data), "x"), "memory_chain": {"free_bytes": 1}}

@@ -129,7 +129,8 @@ def test_campaign_runs_in_schedule_order_and_records_everything(tmp_path):
     with CampaignPaths(root).runs.open() as fh:
         rows = list(csv.DictReader(fh))
     # 9 matmul metrics and 4 of host memory (MemAvailable before/after, peak, rise)
-    assert len(rows) == 6 * 13 and {r["unit"] for r in rows} >= {"s", "GFLOP/s", "MiB", "GiB"}
+    # 13 metrics of the run and the 8 phases of its timeline (numpy: no device, no compile)
+    assert len(rows) == 6 * (13 + 8) and {r["unit"] for r in rows} >= {"s", "GFLOP/s", "MiB", "GiB"}
     assert {r["page_cache"] for r in rows} <= {"dropped", "kept"}
     system = json.loads(CampaignPaths(root).system.read_text())
     assert system["docker"]["present"] and system["git"]["commit"]

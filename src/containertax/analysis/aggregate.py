@@ -13,7 +13,9 @@ import pandas as pd
 from containertax.analysis import clocks
 from containertax.campaign.paths import CampaignPaths
 from containertax.core import records
+from containertax.core.metric import Metric
 from containertax.core.rawrecord import RawRecord, read_record
+from containertax.workloads import timeline
 
 COLUMNS = [
     "campaign", "model", "environment", "repetition", "block", "position", "sequence",
@@ -55,12 +57,21 @@ def metric_name(rec: RawRecord, name: str) -> str:
     return name
 
 
+def metrics_of(rec: RawRecord) -> list[Metric]:
+    """A record's metrics, its phases recomputed from its timeline's marks (the raw data:
+    workloads/timeline.py defines the phases once, for records of any date)."""
+    found = timeline.metrics(rec.timeline)
+    if not found:
+        return list(rec.metrics)
+    return [m for m in rec.metrics if not m.name.startswith(timeline.PREFIX)] + found
+
+
 def tidy(root: Path, skip: frozenset[Path] = frozenset()) -> pd.DataFrame:
     rows = []
     for path, rec in read_records(root, skip):
         cell = rec.cell
         window = clocks.of_record(path, rec)
-        for m in rec.metrics:
+        for m in metrics_of(rec):
             rows.append({
                 "campaign": rec.campaign,
                 "model": cell.model,

@@ -68,6 +68,11 @@ from statsmodels.stats.power import TTestIndPower, TTestPower
 
 from containertax.analysis.correction import correct
 from containertax.analysis.quality import duplicate_mask
+from containertax.workloads.timeline import METRICS as PHASE_METRICS
+
+# The phases of a run's timeline (workloads/timeline.py) form their own families: where
+# the wall time goes is asked apart from the primary and secondary questions
+PHASES_FAMILY, PHASES_AA_FAMILY = "phases", "calibration-phases"
 
 
 def _pg():  # noqa: ANN202 - pingouin, imported where an effect size needs it: importing it
@@ -636,6 +641,8 @@ class Plan:
     def family(self, model: str, metric: str, aa: bool, present: set[str]) -> str:
         if self.restates.get(metric) in present:
             return "derived"
+        if metric in PHASE_METRICS:
+            return PHASES_AA_FAMILY if aa else PHASES_FAMILY
         primary_ = metric in self.primary_metrics.get(model, [])
         if aa:
             return "calibration" if primary_ else "calibration-secondary"

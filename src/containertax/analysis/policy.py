@@ -50,12 +50,24 @@ def model_sizes(campaign: Campaign, runs: pd.DataFrame | None = None) -> dict[st
 
 
 def analysed_metrics(campaign: Campaign, runs: pd.DataFrame) -> list[str]:
-    """The comparable metrics the config asks for (all where it names none) that ran."""
+    """The comparable metrics the config asks for (all where it names none) that ran, and
+    the phases of the runs' timelines wherever the records have them (their own family,
+    comparisons.PHASES_FAMILY)."""
+    from containertax.workloads.timeline import METRICS as PHASES
+
     reg = metric_registry(campaign)
     wanted = campaign.analysis.get("metrics")
     present = set(runs["metric"])
-    return [metric for metric in (wanted or list(reg)) if metric in reg and metric in present
-            and reg[metric].comparable]
+    named = [metric for metric in (wanted or list(reg)) if metric in reg and metric in present
+             and reg[metric].comparable]
+    return named + [metric for metric in PHASES if metric in present and metric not in named]
+
+
+def without_phases(metrics: list[str]) -> list[str]:
+    """The metrics of the general tables: the phases have their own table and figure."""
+    from containertax.workloads.timeline import METRICS as PHASES
+
+    return [metric for metric in metrics if metric not in PHASES]
 
 
 def primary_metrics(campaign: Campaign, runs: pd.DataFrame) -> dict[str, list[str]]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -217,6 +218,10 @@ def run_figures(campaign: Campaign, kept_csv: Path, comparisons_csv: Path,
     if panels_info and not campaign.is_import:  # an imported study's order is unknown
         add("drift", figures.drift(runs, panels_info, envs, paths.figure_file(out_dir, "drift")))
     add("gate-waits", figures.gate_waits(runs, envs, paths.figure_file(out_dir, "gate-waits")))
+    from containertax.analysis import phases
+
+    add("phases", phases.figure(phase_rows(campaign, runs, results),
+                                paths.figure_file(out_dir, "phases")))
     # Figures are drawn at the size they are printed (figures.WIDTH): never scaled, so the
     # font sizes set there are the sizes on the page. Files carry the figure's number in the
     # paper (LaTeX numbers them in this order), for the captions of the HTML report.
@@ -237,12 +242,46 @@ def run_figures(campaign: Campaign, kept_csv: Path, comparisons_csv: Path,
 def memory_chain_table(campaign: Campaign) -> str:
     """Free memory at KV-cache sizing -> KV cache, per model and environment (empty where no
     record carries the chain: imports, workloads without a KV cache, records before it)."""
+    from containertax.analysis import kvmodel
     from containertax.analysis.aggregate import read_records
     from containertax.execution import memorychain
 
     if campaign.is_import:
         return ""
-    return memorychain.chain_table([rec for _, rec in read_records(campaign.root)])
+    found = [rec for _, rec in read_records(campaign.root)]
+    return memorychain.chain_table(found) + kvmodel.table(kv_covariate(campaign, found))
+
+
+def kv_covariate(campaign: Campaign, found: list[Any] | None = None) -> pd.DataFrame:
+    """The KV cache against the reference, plain and at equal free memory at sizing
+    (analysis/kvmodel.py), from the records that carry a memory chain."""
+    from containertax.analysis import kvmodel
+    from containertax.analysis.aggregate import read_records
+
+    if campaign.is_import:
+        return pd.DataFrame(columns=kvmodel.COLUMNS)
+    if found is None:
+        found = [rec for _, rec in read_records(campaign.root)]
+    return kvmodel.analyse(kvmodel.from_records(found), campaign.reference,
+                           campaign.analysis["alpha"])
+
+
+def phase_rows(campaign: Campaign, runs: pd.DataFrame | None,
+               results: pd.DataFrame | None) -> list[dict[str, Any]]:
+    """The phases' comparisons with their differences in seconds (analysis/phases.py)."""
+    from containertax.analysis import phases
+
+    if runs is None or runs.empty:
+        return []
+    return phases.rows(runs, results, campaign.analysis["alpha"],
+                       policy.metric_registry(campaign))
+
+
+def phase_table(campaign: Campaign, runs: pd.DataFrame | None,
+                results: pd.DataFrame | None) -> str:
+    from containertax.analysis import phases
+
+    return phases.table(phase_rows(campaign, runs, results))
 
 
 def run_tables(campaign: Campaign, kept_csv: Path, comparisons_csv: Path, desc_csv: Path,
@@ -268,8 +307,8 @@ def run_tables(campaign: Campaign, kept_csv: Path, comparisons_csv: Path, desc_c
         "headline": tables.headline_table(discussion.design_verdicts(campaign, heads), reg),
         "estimates": tables.estimates_table(results, reg) if results is not None else "",
         "tests": tables.tests_table(results, reg) if results is not None else "",
-        "descriptives": (tables.descriptives_table(desc, reg, metrics) if desc is not None
-                         else ""),
+        "descriptives": (tables.descriptives_table(desc, reg, policy.without_phases(metrics))
+                         if desc is not None else ""),
         "system": tables.system_table(facts.system_facts(campaign)),
         "memory": tables.memory_table(runs, reg),
         "environments": tables.environments_table(found["environments"]) if found["environments"]
@@ -277,6 +316,7 @@ def run_tables(campaign: Campaign, kept_csv: Path, comparisons_csv: Path, desc_c
         "workloads": tables.workloads_table(found["workloads"]) if found["workloads"] else "",
         "design": order.design_table(policy.order_balance(campaign, order_csv)),
         "memory-chain": memory_chain_table(campaign),
+        "phases": phase_table(campaign, runs, results),
     }
     for name, text in out.items():
         records.atomic_write_text(paths.table_file(out_dir, name), text)
@@ -289,8 +329,15 @@ def run_numbers(campaign: Campaign, kept_csv: Path, comparisons_csv: Path,
     the data of its quality section."""
     runs = read_table(kept_csv)
     quality_report = records.read_json(quality_json)
-    values = paper_values.numbers_values(campaign, runs, read_table(comparisons_csv),
-                                         quality_report, order_csv)
+    results = read_table(comparisons_csv)
+    values = paper_values.numbers_values(campaign, runs, results, quality_report, order_csv)
+    from containertax.analysis import phases
+
+    values.update(phases.values(campaign, phase_rows(campaign, runs, results), runs,
+                                discussion.read_prior_work()))
+    from containertax.analysis import kvmodel
+
+    values.update(kvmodel.values(kv_covariate(campaign)))
     records.atomic_write_text(out_numbers, tables.macros(values))
     records.atomic_write_text(out_quality, quality_section.quality_tex(
         quality_report, policy.metric_registry(campaign)))

@@ -203,7 +203,9 @@ FAMILY_ORDER = {"calibration": 0, "primary": 1, "calibration-secondary": 2, "sec
                 "derived": 4}
 FAMILY_LABEL = {"calibration": "A/A", "calibration-secondary": "A/A (sec.)",
                 "primary": "primary", "secondary": "secondary", "derived": "derived"}
-AA_FAMILIES = ("calibration", "calibration-secondary")
+AA_FAMILIES = ("calibration", "calibration-secondary", "calibration-phases")
+# the timeline's phases: their own table (tables/phases.tex, analysis/phases.py)
+PHASE_FAMILIES = ("phases", "calibration-phases")
 
 
 def by_family(results: pd.DataFrame) -> pd.DataFrame:
@@ -211,6 +213,7 @@ def by_family(results: pd.DataFrame) -> pd.DataFrame:
     secondary, secondary, derived (stable within each)."""
     if "family" not in results:
         return results.assign(family="primary")
+    results = results[~results["family"].isin(PHASE_FAMILIES)]
     return results.assign(_f=results["family"].map(FAMILY_ORDER)).sort_values(
         "_f", kind="stable").drop(columns="_f")
 

@@ -96,7 +96,7 @@ TABLES_DIR = PAPER_DIR + "/tables"
 TABLE = TABLES_DIR + "/{table}.tex"
 # The tables step's outputs, in the order the rule names them
 TABLES = ("headline", "estimates", "tests", "descriptives", "system", "memory",
-          "environments", "workloads", "design", "memory-chain")
+          "environments", "workloads", "design", "memory-chain", "phases")
 NUMBERS_TEX = PAPER_DIR + "/numbers.tex"
 QUALITY_TEX = PAPER_DIR + "/quality.tex"
 PDF = PAPER_DIR + "/paper.pdf"

@@ -22,7 +22,7 @@ from containertax.core.cell import Cell
 from containertax.core.errors import ContainertaxError
 from containertax.core.metric import Metric
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 OPTIONAL = ("lane",)  # fields a record may lack (written before lanes existed)
 SCHEMA_PATH = packaged.schema("record.schema.yaml")
 
@@ -33,7 +33,7 @@ class RecordError(ContainertaxError, ValueError):
 
 @dataclass(frozen=True)
 class RawRecord:
-    """One run, as written by the run step (schema version 3)."""
+    """One run, as written by the run step (schema version 4)."""
 
     campaign: str
     cell: Cell
@@ -57,6 +57,8 @@ class RawRecord:
     lane: dict[str, Any] | None = None  # campaign.lanes: id, GPU (UUID), host, SLURM job
     # what the engine saw when it sized its KV cache and what it got (memorychain)
     memory_chain: dict[str, Any] | None = None
+    # the run's marks on CLOCK_MONOTONIC and its phases (workloads/timeline.py)
+    timeline: dict[str, Any] | None = None
     schema_version: int = SCHEMA_VERSION
 
     def to_dict(self) -> dict[str, Any]:
@@ -92,8 +94,14 @@ def _v2_to_v3(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "schema_version": 3, "memory_chain": data.get("memory_chain")}
 
 
+def _v3_to_v4(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 4 adds timeline (the run's marks on CLOCK_MONOTONIC and its phases); records
+    before it took no marks: null, never reconstructed from their other times."""
+    return {**data, "schema_version": 4, "timeline": data.get("timeline")}
+
+
 # version -> the function that lifts a record of that version by one
-MIGRATIONS = {1: _v1_to_v2, 2: _v2_to_v3}
+MIGRATIONS = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4}
 
 
 @cache

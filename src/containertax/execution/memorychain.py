@@ -71,8 +71,8 @@ def from_probe(probe: dict[str, Any], metrics: dict[str, float]) -> dict[str, An
 
 
 def run_standin(campaign: Campaign, env_id: str, work: Path, fraction: float = 0.9,
-                max_alloc_mib: int = 64, timeout_s: float = 120.0, device: str = "host"
-                ) -> dict[str, Any]:
+                max_alloc_mib: int = 64, timeout_s: float = 120.0, device: str = "host",
+                free: str = "mem_available") -> dict[str, Any]:
     """The stand-in engine once in an environment; its memory chain and the launch's
     resolved facts (telemetry opt-out, entrypoint, limits). device "cuda": sized from
     torch.cuda.mem_get_info() as TensorRT-LLM does (the environment's python has torch)."""
@@ -87,7 +87,7 @@ def run_standin(campaign: Campaign, env_id: str, work: Path, fraction: float = 0
     out.unlink(missing_ok=True)
     argv = [python, str(probe_in / "kvstandin.py"), "--out", str(work_in / out.name),
             "--fraction", str(fraction), "--max-alloc-mib", str(max_alloc_mib),
-            "--device", device]
+            "--device", device, "--free", free]
     outcome = launcher.run(environments.Launch(
         argv=argv, probe_dir=workloads.PROBE_DIR, work_dir=work, timeout_s=timeout_s,
         label=f"kvstandin/{env_id}"))

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from containertax import workloads
+from containertax.workloads import timeline
 from containertax.workloads.base import MEMORY_TOLERANCE, MetricInfo
 
 __all__ = ["PRIMARY_BY_KIND", "REGISTRY", "MetricInfo", "registry"]
@@ -77,7 +78,11 @@ _SHARED = [
                "(where the device query is not supported, GB10)", "increasing",
                MEMORY_TOLERANCE),
 ]
-REGISTRY: dict[str, MetricInfo] = {m.name: m for m in [*workloads.metric_info(), *_SHARED]}
+# The phases of a run's timeline (workloads/timeline.py): they add up to process_wall_s
+_PHASES = [MetricInfo(p.metric, "s", "lower", p.label, p.description)
+           for p in timeline.PHASES]
+REGISTRY: dict[str, MetricInfo] = {m.name: m for m in [*workloads.metric_info(), *_SHARED,
+                                                        *_PHASES]}
 
 # Series of a run's host-side telemetry trace (telemetry.csv columns), for its figure.
 TELEMETRY: dict[str, MetricInfo] = {m.name: m for m in [

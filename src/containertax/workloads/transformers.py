@@ -149,6 +149,7 @@ def detail(probe: Probe) -> dict[str, Any]:
     return {"model": probe.get("model"), "decoding": probe.get("decoding"),
             "compile": probe.get("compile"),
             "compile_cache": probe.get("compile_cache"),
+            "compile_counters": probe.get("compile_counters"),
             "measure_window_unix": probe.get("measure_window_unix"),
             "requests": probe.get("requests")}
 

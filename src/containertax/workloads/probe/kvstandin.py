@@ -15,13 +15,15 @@ honours a container's memory limit there. The record keeps every input either wa
 
 import time
 
-T_ENTER = time.time()
+T_ENTER, T_ENTER_MONO = time.time(), time.monotonic()
 
 import argparse  # noqa: E402
 import sys  # noqa: E402
 
 from memview import free_bytes, memory_view  # noqa: E402
-from probe_common import finish, header  # noqa: E402
+from probe_common import finish, header, mark  # noqa: E402
+
+mark("enter", T_ENTER_MONO)
 
 GIB = 2**30
 PAGE = 4096
@@ -45,6 +47,9 @@ def main(argv=None):
     p.add_argument("--device", choices=("host", "cuda"), default="host",
                    help="size from host memory (a model of unified memory) or from "
                         "torch.cuda.mem_get_info() as TensorRT-LLM does")
+    p.add_argument("--free", choices=("mem_available", "mem_free"), default="mem_available",
+                   help="--device host: size from MemAvailable or from MemFree (the page "
+                        "cache counted as used, as a GB10's CUDA free memory counts it)")
     args = p.parse_args(argv)
     result = header("kvstandin", T_ENTER, 0.0, {"engine": "kvstandin"})
     if args.device == "cuda":
@@ -57,7 +62,9 @@ def main(argv=None):
         if not torch.cuda.is_available():
             print("kvstandin: --device cuda: no CUDA device is visible here", file=sys.stderr)
             return 2
+        mark("imports")
         torch.cuda.init()
+        mark("device")
     seen = memory_view()
     if args.device == "cuda":
         free_dev, total_dev = torch.cuda.mem_get_info()
@@ -65,7 +72,7 @@ def main(argv=None):
                         "total_bytes": int(total_dev), "torch": torch.__version__}
         free, source = int(free_dev), "cuda_mem_get_info"
     else:
-        free, source = free_bytes(seen)
+        free, source = free_bytes(seen, args.free)
     sized = int((free or 0) * args.fraction)
     cap = args.max_alloc_mib * 2**20
     n = min(sized, cap)
@@ -78,6 +85,7 @@ def main(argv=None):
     else:
         cache = allocate(n)
         allocated = len(cache)
+    mark("model")  # the KV cache sized and allocated
     after = memory_view()
     if args.device == "cuda":
         free_after, _ = torch.cuda.mem_get_info()

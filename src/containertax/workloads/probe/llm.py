@@ -17,7 +17,9 @@ sets it, so only the campaign's first run pays for compilation, in its warm-up r
 
 import time
 
-T_ENTER = time.time()  # first statement: the launcher's clock minus this is start-up latency
+# first statement: the launcher's clock minus T_ENTER is start-up latency; T_ENTER_MONO
+# opens the run's timeline (probe_common.mark)
+T_ENTER, T_ENTER_MONO = time.time(), time.monotonic()
 
 import argparse  # noqa: E402
 import inspect  # noqa: E402
@@ -29,13 +31,17 @@ import sys  # noqa: E402
 COMPILE_CACHE = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
 
 from probe_common import (  # noqa: E402
+    MARKS,
     finish,
     header,
+    mark,
     torch_facts,
     torch_peak_bytes,
     torch_sync,
     write_atomic,
 )
+
+mark("enter", T_ENTER_MONO)
 
 
 class StepClock:
@@ -224,6 +230,7 @@ def engine_requests(torch, transformers, model, args) -> tuple[list[dict], list[
             sync()
             if i == args.warmup:
                 window[0] = time.time()
+                mark("warm")
             t0 = time.perf_counter()
             clock.mark()
             token = forward(ids, prompt_positions)  # prefill, eager: compute-bound
@@ -234,6 +241,10 @@ def engine_requests(torch, transformers, model, args) -> tuple[list[dict], list[
                 token = step(token, position).clone()  # graph outputs are reused buffers
                 clock.mark()
                 tokens.append(token)
+                if i == 0 < args.warmup and "compiled" not in MARKS:
+                    # the first compiled step returned (traced, compiled or loaded from
+                    # the cache): the end of the timeline's compile phase, host side
+                    mark("compiled")
             sync()
         t1 = time.perf_counter()
         window[1] = time.time()
@@ -269,6 +280,7 @@ def run_requests(torch, model, args) -> tuple[list[dict], list[float]]:
         sync()
         if i == args.warmup:
             window[0] = time.time()
+            mark("warm")
         t0 = time.perf_counter()
         with torch.inference_mode():
             out = model.generate(input_ids=ids, attention_mask=mask, streamer=clock, **kwargs)
@@ -279,6 +291,18 @@ def run_requests(torch, model, args) -> tuple[list[dict], list[float]]:
                                 [s - t0 for s in clock.steps],
                                 int(out[:, ids.shape[1]:].sum())))
     return rows, window
+
+
+def compile_counters(torch) -> dict:
+    """torch.compile's own counts of cache hits and misses in this process (FX graph cache,
+    AOTAutograd cache, ...): whether the compile phase loaded or compiled."""
+    try:
+        from torch._dynamo.utils import counters
+    except ImportError:
+        return {}
+    return {group: {k: int(v) for k, v in counts.items() if "cache" in k or "hit" in k
+                    or "miss" in k or "bypass" in k}
+            for group, counts in counters.items() if group in ("inductor", "aot_autograd")}
 
 
 def main(argv=None) -> int:
@@ -319,21 +343,27 @@ def main(argv=None) -> int:
     import transformers
 
     import_s = time.perf_counter() - t_import0
+    mark("imports")
     result = header("llm", T_ENTER, import_s, {**torch_facts(torch, args.device),
                                                "transformers": transformers.__version__})
     if args.check:
         torch.zeros(1, device=args.device)  # the check must reach the device
         write_atomic(args.out, result)
         return 0
+    if args.device.startswith("cuda"):
+        mark("device")  # torch_facts asked the device its name: the CUDA context is up
     t_build0 = time.perf_counter()
     model, facts = build_model(torch, transformers, args)
     torch_sync(torch, args.device)()
     result["build_s"] = time.perf_counter() - t_build0
+    mark("model")
     result["model"] = {**facts, **weight_bytes(model)}
     if args.decoding == "engine":
         rows, window = engine_requests(torch, transformers, model, args)
     else:
         rows, window = run_requests(torch, model, args)
+    mark("window_end")
+    result["compile_counters"] = compile_counters(torch)
     result.update({
         "decoding": args.decoding,
         "compile_cache": COMPILE_CACHE,

@@ -7,7 +7,9 @@ Start-up (interpreter, imports, allocation) is timed apart from compute, which t
 
 import time
 
-T_ENTER = time.time()  # first statement: the launcher's clock minus this is start-up latency
+# first statement: the launcher's clock minus T_ENTER is start-up latency; T_ENTER_MONO
+# opens the run's timeline (probe_common.mark)
+T_ENTER, T_ENTER_MONO = time.time(), time.monotonic()
 
 import argparse  # noqa: E402
 import os  # noqa: E402
@@ -16,11 +18,14 @@ import sys  # noqa: E402
 from probe_common import (  # noqa: E402
     finish,
     header,
+    mark,
     torch_facts,
     torch_peak_bytes,
     torch_sync,
     write_atomic,
 )
+
+mark("enter", T_ENTER_MONO)
 
 # Test only: a known slowdown for the known-effect check (tests/test_known_effect.py).
 # Each timed product is stretched by this fraction of its own time by spinning the CPU
@@ -73,9 +78,12 @@ def torch_matmul(torch, args) -> dict:
     sync = torch_sync(torch, dev)
     sync()
     alloc_s = time.perf_counter() - t_alloc0
+    mark("model")  # the operands on the device
     for _ in range(args.warmup):
         a @ b
     sync()
+    if args.warmup:
+        mark("warm")
     times = []
     c = None
     for _ in range(args.repeats):
@@ -84,6 +92,7 @@ def torch_matmul(torch, args) -> dict:
         sync()
         stretch(t0)
         times.append(time.perf_counter() - t0)
+    mark("window_end")
     return {
         "size": args.size, "dtype": args.dtype, "warmup": args.warmup, "repeats": args.repeats,
         "alloc_s": alloc_s, "iteration_s": times,
@@ -109,15 +118,22 @@ def main(argv=None) -> int:
     if args.backend == "torch":
         import torch
 
+        import_s = time.perf_counter() - t_import0
+        mark("imports")
+        # asks the device its name: creates the CUDA context (the device phase; before
+        # this version inside import_s, as in results/h100-matmul and h100-sani-cold)
         software = torch_facts(torch, args.device)
     else:
         import numpy as np
 
         software = {**numpy_facts(np), "libraries": loaded_libraries()}
-    import_s = time.perf_counter() - t_import0
+        import_s = time.perf_counter() - t_import0
+        mark("imports")
     if SLOWDOWN:
         software["test_slowdown"] = str(SLOWDOWN)  # in the record's software facts
     result = header("matmul", T_ENTER, import_s, software)
+    if args.backend == "torch" and args.device.startswith("cuda"):
+        mark("device")  # torch_facts asked the device its name: the CUDA context is up
     if args.check:
         # the parameters as the run uses them, on 2x2 matrices: a bad dtype fails here, in
         # preflight, not in every run
@@ -138,9 +154,12 @@ def main(argv=None) -> int:
     a = rng.standard_normal((args.size, args.size)).astype(args.dtype)
     b = rng.standard_normal((args.size, args.size)).astype(args.dtype)
     alloc_s = time.perf_counter() - t_alloc0
+    mark("model")  # the operands
 
     for _ in range(args.warmup):
         np.matmul(a, b)
+    if args.warmup:
+        mark("warm")
     times = []
     c = None
     for _ in range(args.repeats):
@@ -148,6 +167,7 @@ def main(argv=None) -> int:
         c = np.matmul(a, b)
         stretch(t0)
         times.append(time.perf_counter() - t0)
+    mark("window_end")
     checksum = float(np.abs(c).sum()) if c is not None else None
     result.update(
         {

@@ -120,19 +120,28 @@ def memory_view(root="/"):
     """Everything an engine sizing its KV cache could have seen, at this moment."""
     info = meminfo(root)
     return {"mem_total_bytes": info.get("MemTotal"),
+            "mem_free_bytes": info.get("MemFree"),
             "mem_available_bytes": info.get("MemAvailable"),
             "cached_bytes": info.get("Cached"),
+            "buffers_bytes": info.get("Buffers"),
             "cgroup": cgroup_memory(root),
             "nvml": nvml_free()}
 
 
-def free_bytes(view):
-    """Free memory by the stand-in's rule for unified memory: the host's MemAvailable, less
-    where the process's memory cgroup leaves less (limit - usage). Returns (bytes, source)."""
-    avail = view.get("mem_available_bytes")
+# What the stand-in calls free: MemAvailable (reclaimable page cache counted as free) or
+# MemFree (the page cache counted as used, as the CUDA driver's free memory on a GB10
+# follows it: writing a 60 GiB file dropped it from 103.25 to 41.52 GiB, unsloth PR #10705)
+FREE_RULES = {"mem_available": "mem_available_bytes", "mem_free": "mem_free_bytes"}
+
+
+def free_bytes(view, rule="mem_available"):
+    """Free memory by the stand-in's rule for unified memory: the host's MemAvailable (or
+    MemFree, rule 'mem_free'), less where the process's memory cgroup leaves less (limit -
+    usage). Returns (bytes, source)."""
+    avail = view.get(FREE_RULES[rule])
     cg = view.get("cgroup") or {}
     limit, used = cg.get("max_bytes"), cg.get("current_bytes")
     headroom = None if limit is None or used is None else max(limit - used, 0)
     if headroom is not None and (avail is None or headroom < avail):
         return headroom, "cgroup_headroom"
-    return avail, "mem_available"
+    return avail, rule

@@ -9,7 +9,9 @@ exactly that.
 
 import time
 
-T_ENTER = time.time()  # first statement: the launcher's clock minus this is start-up latency
+# first statement: the launcher's clock minus T_ENTER is start-up latency; T_ENTER_MONO
+# opens the run's timeline (probe_common.mark)
+T_ENTER, T_ENTER_MONO = time.time(), time.monotonic()
 
 import argparse  # noqa: E402
 import statistics  # noqa: E402
@@ -18,10 +20,13 @@ import sys  # noqa: E402
 from probe_common import (  # noqa: E402
     finish,
     header,
+    mark,
     torch_facts,
     torch_peak_bytes,
     write_atomic,
 )
+
+mark("enter", T_ENTER_MONO)
 
 # DeepBench conv_problems order: W, H, C, N, K, filter width S, filter height R,
 # pad_w, pad_h, stride_w, stride_h (baidu-research/DeepBench, kernels/conv_problems.h).
@@ -87,6 +92,7 @@ def main(argv=None) -> int:
     import torch
 
     import_s = time.perf_counter() - t_import0
+    mark("imports")
     cudnn = torch.backends.cudnn.version() if torch.cuda.is_available() else None
     result = header("microbench", T_ENTER, import_s, {**torch_facts(torch, "cuda"),
                                                       "cudnn": cudnn})

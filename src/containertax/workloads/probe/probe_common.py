@@ -11,6 +11,31 @@ import resource
 import sys
 import time
 
+# The probe's marks on CLOCK_MONOTONIC, which a container shares with its host: the
+# launcher's marks and these lie on one axis (containertax.workloads.timeline names them).
+MARKS: dict = {}
+
+
+def mark(name: str, t: float | None = None) -> None:
+    """The moment `name` of this run (now, or t read earlier with time.monotonic())."""
+    MARKS[name] = time.monotonic() if t is None else t
+
+
+def process_status() -> dict:
+    """What the kernel applies to this process that a launcher may change: the seccomp
+    mode (Docker's default profile is mode 2), the speculative-store-bypass mitigation
+    (forced on for seccomp'd processes where the kernel's default is 'seccomp'), no_new_privs
+    and the cores it may run on."""
+    keys = ("Seccomp", "Seccomp_filters", "NoNewPrivs", "Speculation_Store_Bypass",
+            "SpeculationIndirectBranch", "Cpus_allowed_list", "Mems_allowed_list")
+    out = {}
+    text = _read("/proc/self/status") or ""
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key in keys:
+            out[key] = value.strip()
+    return out
+
 
 def environment_facts() -> dict:
     facts = {
@@ -28,6 +53,7 @@ def environment_facts() -> dict:
         facts["cgroup"] = None
     facts["in_container_hint"] = os.path.exists("/.dockerenv")
     facts["markers"] = host_markers()
+    facts["status"] = process_status()
     return facts
 
 
@@ -113,6 +139,8 @@ def write_atomic(path: str, data: dict) -> None:
 def finish(path: str, result: dict, children: bool = False) -> int:
     """A measured run's last step: peak RSS, exit time, the output written atomically."""
     result["max_rss_kib"], result["max_rss_source"] = max_rss_kib(children)
+    mark("teardown")
+    result["timeline"] = {"clock": "CLOCK_MONOTONIC", "marks": dict(MARKS)}
     result["t_exit_unix"] = time.time()
     write_atomic(path, result)
     return 0

@@ -11,7 +11,9 @@ quantisation against what the config declares and what this GPU supports.
 
 import time
 
-T_ENTER = time.time()  # first statement: the launcher's clock minus this is start-up latency
+# first statement: the launcher's clock minus T_ENTER is start-up latency; T_ENTER_MONO
+# opens the run's timeline (probe_common.mark)
+T_ENTER, T_ENTER_MONO = time.time(), time.monotonic()
 
 import argparse  # noqa: E402
 import hashlib  # noqa: E402
@@ -22,7 +24,9 @@ import subprocess  # noqa: E402
 import sys  # noqa: E402
 
 from memview import free_bytes, memory_view  # noqa: E402
-from probe_common import finish, header, write_atomic  # noqa: E402
+from probe_common import finish, header, mark, write_atomic  # noqa: E402
+
+mark("enter", T_ENTER_MONO)
 
 KEY_LINE = re.compile(r"paged KV cache|Peak memory during memory usage profiling|"
                       r"TensorRT[- ]LLM [Vv]ersion|Throughput|Latency|"
