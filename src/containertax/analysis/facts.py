@@ -61,9 +61,16 @@ def headlines(results: pd.DataFrame, registry: dict[str, MetricInfo], wanted: st
             continue
         info = registry.get(metric)
         for _, r in g[g.metric == metric].iterrows():
-            decided = decisions.verdict(r, info.direction if info else "none", alpha,
-                                        aa_status=aa.get(metric),
-                                        quality_error=metric in errors)
+            found = r.get("verdict")
+            if isinstance(found, str) and found in decisions.WORDS:  # the findings table's
+                caveats = r.get("caveats")
+                decided = decisions.Verdict(found, tuple(
+                    c for c in str(caveats).split(";") if c) if isinstance(caveats, str)
+                    else ())
+            else:
+                decided = decisions.verdict(r, info.direction if info else "none", alpha,
+                                            aa_status=aa.get(metric),
+                                            quality_error=metric in errors)
             rows.append({"model": str(model), "metric": metric, "environment": r.environment,
                          "row": r, "verdict": decided.word, "decision": decided})
     return rows
