@@ -43,6 +43,8 @@ COMPARISON_FAMILIES = ("primary", "secondary", "derived", "calibration",
 EXCLUDED_FAMILY = "compile-excluded"  # exploratory: process time and energy without the
 EXCLUDED_AA_FAMILY = "compile-excluded A/A"  # blocks that hold a compiling run
 QUALITY_FAMILY = "quality"
+# quality findings that restate A/A comparisons, which are findings rows of their own
+RESTATED = ("aa_resolution", "aa_secondary")
 EXTRA_COLUMNS = ["kind", "estimator", "interval_kind", "estimate", "ci_low", "ci_high", "look",
                  "look_blocks", "look_alpha", "look_p", "answer", "verdict", "caveats",
                  "severity", "reach", "why", "text_est", "text_low", "text_high",
@@ -206,7 +208,7 @@ def quality_rows(quality_report: dict[str, Any] | None, res: float) -> list[dict
     out = []
     for f in (quality_report or {}).get("findings", []):
         sev = f.get("severity")
-        if sev not in ("warning", "error"):
+        if sev not in ("warning", "error") or f.get("check") in RESTATED:
             continue
         d = f.get("details") or {}
         effect = _f(d.get("effect_pct")) / 100 if "effect_pct" in d else math.nan

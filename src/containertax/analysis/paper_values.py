@@ -219,10 +219,12 @@ def result_values(campaign: Campaign, results: pd.DataFrame | None, runs: pd.Dat
                 and head["row"].get("machine_adjusted_rel")
                 == head["row"].get("machine_adjusted_rel")]
     values["machine-adjusted"] = tables.join_words([
-        f"{tables.tex(head['model'])} in {tables.tex(head['environment'])}: "
-        f"{tables.pct(head['row'].machine_adjusted_rel)}\\,\\% "
-        f"[{tables.pct(head['row'].machine_adjusted_ci_low)}, "
-        f"{tables.pct(head['row'].machine_adjusted_ci_high)}]" for head in adjusted]) or "--"
+        "{} in {}: ${}$\\,\\% [${}$, ${}$]".format(
+            tables.tex(head["model"]), tables.tex(head["environment"]),
+            *tables.interval_texts(head["row"].machine_adjusted_rel,
+                                   head["row"].machine_adjusted_ci_low,
+                                   head["row"].machine_adjusted_ci_high))
+        for head in adjusted]) or "--"
     mdes = [100 * head["row"].get("mde_rel", math.nan) for head in heads
             if head["verdict"] == "inconclusive"]
     mdes = [mde for mde in mdes if mde == mde]
@@ -336,9 +338,9 @@ def calibration_macros(cal: dict[str, Any], reg: dict[str, MetricInfo] | None = 
         values[f"aa/{number}/metric"] = tables.tex(label.get(row["metric"], row["metric"]))
         values[f"aa/{number}/env"] = tables.tex(row["environment"])
         values[f"aa/{number}/ref"] = tables.tex(row["reference"])
-        values[f"aa/{number}/rel"] = tables.pct(row["rel_overhead"])
-        values[f"aa/{number}/ci"] = (f"{tables.pct(row['rel_ci_low'])}, "
-                                     f"{tables.pct(row['rel_ci_high'])}")
+        est, low, high = tables.rel_texts(row)
+        values[f"aa/{number}/rel"] = est
+        values[f"aa/{number}/ci"] = f"{low}, {high}"
         values[f"aa/{number}/test"] = tables.tex(row.get("primary_test", "--"))
         values[f"aa/{number}/p"] = tables.pval(row.get("p", math.nan))
         values[f"aa/{number}/p-bonf"] = tables.pval(row.get("p_bonferroni", math.nan))

@@ -18,6 +18,7 @@ from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
 
 from containertax.analysis import clocks
+from containertax.analysis.tables import interval_texts
 from containertax.workloads.metric_registry import MetricInfo
 
 KEY = ["model", "environment", "repetition", "metric"]
@@ -586,10 +587,14 @@ def calibration(aa: pd.DataFrame, alpha: float,
     status = decisions.aa_overall_status({m: per_metric[m] for m in prim["metric"].unique()})
     findings: list[Finding] = []
 
+    def rel(r: Any) -> str:
+        """As every other print of a relative difference (tables.interval_texts)."""
+        est, low, high = interval_texts(r.rel_overhead, r.rel_ci_low, r.rel_ci_high)
+        return f"{est} % [{low}, {high}]"
+
     def listed(frame: pd.DataFrame) -> str:
         return "; ".join(f"{r.model}/{r.metric}: {r.environment} vs {r.reference} "
-                         f"{100 * r.rel_overhead:+.2f} % [{100 * r.rel_ci_low:+.2f}, "
-                         f"{100 * r.rel_ci_high:+.2f}], Bonferroni p {r.p_bonferroni:.3g}"
+                         f"{rel(r)}, Bonferroni p {r.p_bonferroni:.3g}"
                          for r in frame.itertuples())
 
     failed = aa[aa["aa_status"] == "failed"]
@@ -619,11 +624,10 @@ def calibration(aa: pd.DataFrame, alpha: float,
         findings.append(Finding(
             "aa_resolution", "warning",
             f"the A/A control does not show a resolution of {100 * resolution:g} %: "
-            + "; ".join(f"{r.model}/{r.metric} {100 * r.rel_overhead:+.2f} % "
-                        f"[{100 * r.rel_ci_low:+.2f}, {100 * r.rel_ci_high:+.2f}]"
-                        for r in unresolved.itertuples())
+            + "; ".join(f"{r.model}/{r.metric} {rel(r)}" for r in unresolved.itertuples())
             + f" (neither significant after Bonferroni nor equivalent within "
-              f"+-{100 * resolution:g} %); every verdict on these metrics carries that caveat",
+              f"{100 * resolution:g} % either side); every verdict on these metrics carries "
+              "that caveat",
             len(unresolved), {"metrics": sorted(set(unresolved["metric"]))}))
     return {"status": status, **base, "metrics": per_metric, "comparisons": rows}, findings
 

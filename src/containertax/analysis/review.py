@@ -416,6 +416,78 @@ def check_figure_edges(figures: list[Path], slack: float = 0.5) -> list[Problem]
     return out
 
 
+# a relative difference and its interval as the text prints them: '+0.05 % [-0.03, +0.12]'
+_SIGNED = r"[-+]?\d+(?:\.\d+)?"
+TRIPLE = re.compile(rf"(?:({_SIGNED})\s*%?\s*)?\[\s*({_SIGNED})\s*%?,\s*({_SIGNED})\s*%?\s*\]")
+
+
+def printed_intervals(text: str) -> list[tuple[str | None, str, str]]:
+    """Every '(estimate) [low, high]' the text prints (a Unicode minus read as '-')."""
+    text = text.replace("\u2212", "-").replace("\u2009", " ")
+    return [(m.group(1), m.group(2), m.group(3)) for m in TRIPLE.finditer(text)]
+
+
+def canonical_intervals(findings_csv: Path) -> set[tuple[str, str, str]]:
+    """The (estimate, low, high) texts of every finding (stats/findings.csv) and of its
+    machine-adjusted estimate: the only intervals the paper may print."""
+    import math
+
+    import pandas as pd
+
+    from containertax.analysis.tables import interval_texts
+
+    if not findings_csv.exists():
+        return set()
+    table = pd.read_csv(findings_csv, dtype=str)
+    out = set()
+    for _, r in table.iterrows():
+        if isinstance(r.get("text_low"), str) and r["text_low"] != "--":
+            out.add((str(r["text_est"]), r["text_low"], r["text_high"]))
+        try:
+            madj = [float(r[k]) for k in ("machine_adjusted_rel", "machine_adjusted_ci_low",
+                                          "machine_adjusted_ci_high")]
+        except (KeyError, TypeError, ValueError):
+            continue
+        if not any(math.isnan(x) for x in madj):
+            out.add(interval_texts(*madj))
+    return out
+
+
+def margin_band(numbers_tex: Path) -> set[tuple[str, str]]:
+    """The equivalence band's ends as numbers.tex prints them (not a finding: a bound)."""
+    if not numbers_tex.exists():
+        return set()
+    found = dict(re.findall(r"\\ctxdef\{(margin-low|margin-high)\}\{([^}]*)\}",
+                            numbers_tex.read_text(errors="replace")))
+    return ({(found["margin-low"], found["margin-high"])}
+            if {"margin-low", "margin-high"} <= found.keys() else set())
+
+
+def check_printed_once(text: str, canonical: set[tuple[str, str, str]],
+                       bounds: set[tuple[str, str]] = frozenset()) -> list[Problem]:
+    """A quantity printed more than once is printed identically: every interval the text
+    prints is a finding's own text (estimate and both ends, or both ends where the
+    estimate stands apart), never a second computation or another rounding of it."""
+    if not canonical:
+        return []
+    ends = {(low, high) for _, low, high in canonical}
+    bad = []
+    for est, low, high in printed_intervals(text):
+        if est is None and (low, high) in bounds:
+            continue
+        if (est is not None and (est, low, high) in canonical) or (
+                est is None and (low, high) in ends):
+            continue
+        if est is not None and (low, high) in ends and not any(
+                e == est for e, lo, hi in canonical if (lo, hi) == (low, high)):
+            bad.append(f"{est} [{low}, {high}]")
+        elif (low, high) not in ends:
+            bad.append(f"{est or ''} [{low}, {high}]".strip())
+    return [Problem("printed-twice", "text", "interval(s) printed that are not a finding's "
+                    "own text (stats/findings.csv): " + "; ".join(dict.fromkeys(bad)))
+            ] if bad else []
+
+
 def review(build_dir: Path, pdf: Path, names: list[str],
            overfull_pt: float = OVERFULL_PT, min_pt: float = MIN_FONT_PT,
            campaign_root: Path | None = None) -> list[Problem]:
@@ -438,6 +510,10 @@ def review(build_dir: Path, pdf: Path, names: list[str],
                                   main.read_text(errors="replace") if main.exists() else "")
     if campaign_root is not None:
         problems += check_campaign_claims(text, run_order(campaign_root))
+        from containertax.campaign.paths import FINDINGS
+
+        problems += check_printed_once(text, canonical_intervals(campaign_root / FINDINGS),
+                                       margin_band(build_dir / "numbers.tex"))
     problems += check_fonts(pdf, min_pt)
     figs = sorted((build_dir / "figures").glob("*.pdf"))
     problems += check_figure_labels(figs, names)

@@ -1,0 +1,67 @@
+"""A quantity printed more than once is printed identically (issue #31): each committed
+H100 paper named below is built from its raw records alone, and every interval its text
+prints ('estimate [low, high]', the tables, figures and discussion included) must be a
+finding's own text in stats/findings.csv (review.check_printed_once, which every paper
+build also runs into review.json). Planted: the cases the issue measured (h100-stopping's
+headline at another rounding, h100-engine-balanced's discussion quoting a mean of its
+own) are caught."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from containertax.analysis import review
+from containertax.campaign.paths import FINDINGS
+from tests.conftest import REPO
+
+pytestmark = pytest.mark.slow
+PAPERS = ["h100-engine-balanced", "h100-stopping", "h100-matmul"]
+
+
+@pytest.fixture(scope="module", params=PAPERS)
+def built(request, tmp_path_factory):
+    campaign = request.param
+    tmp = tmp_path_factory.mktemp(campaign)
+    root = tmp / "results" / campaign
+    shutil.copytree(REPO / "results" / campaign / "raw", root / "raw")
+    out = subprocess.run(
+        [sys.executable, "-m", "snakemake", "paper", "--cores", "1",
+         "--snakefile", str(REPO / "Snakefile"), "--directory", str(tmp),
+         "--configfile", str(REPO / "config" / f"{campaign}.yaml")],
+        capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, out.stderr[-3000:]
+    pdf = root / "paper" / "paper.pdf"
+    return {"campaign": campaign, "root": root, "text": review.prose_text(pdf),
+            "canonical": review.canonical_intervals(root / FINDINGS),
+            "bounds": review.margin_band(root / "paper" / "numbers.tex")}
+
+
+def test_every_printed_interval_is_a_findings_text(built):
+    assert built["canonical"], "no findings table"
+    printed = review.printed_intervals(built["text"])
+    assert printed, "the paper prints no interval"
+    assert review.check_printed_once(built["text"], built["canonical"], built["bounds"]) == []
+
+
+def test_planted_second_rounding_of_a_finding_is_caught(built):
+    est, low, high = sorted(built["canonical"])[0]
+    # the same quantity, one more decimal (as h100-stopping's sequential paragraph printed
+    # its headline next to the abstract's)
+    more = tuple(f"{float(x):+.{len(x.split('.')[-1]) + 1}f}" for x in (est, low, high))
+    planted = built["text"] + f"\nthe headline again: {more[0]} % [{more[1]}, {more[2]}]\n"
+    problems = review.check_printed_once(planted, built["canonical"], built["bounds"])
+    assert [p.check for p in problems] == ["printed-twice"]
+
+
+def test_planted_quantity_computed_a_second_way_is_caught(built):
+    """A module's own mean of the same comparison (the discussion's arithmetic mean of
+    per-block ratios against the tables' geometric mean: +1.5 % beside -0.8 %)."""
+    est, low, high = sorted(built["canonical"])[-1]
+    other = f"{float(est) + 2.3:+.1f}"
+    planted = built["text"] + f"\nprocess time {other} % [{low}, {high}] with them\n"
+    problems = review.check_printed_once(planted, built["canonical"], built["bounds"])
+    assert problems and other in problems[0].message
