@@ -283,11 +283,16 @@ def run_tables(campaign: Campaign, kept_csv: Path, comparisons_csv: Path, desc_c
                                    and head["row"].get("look") is not None
                                    else head["row"].get("p_bh")),
                   mde=tables.num(100 * head["row"].get("mde_rel", math.nan), 2),
-                  verdict=head["decision"].short)
+                  verdict=head["decision"].short,
+                  sequential=head["row"].get("look") == head["row"].get("look")
+                  and head["row"].get("look") is not None)
              for head in policy.headline_rows(campaign, results, runs, quality_report)]
+    p_header = (r"$p$ (look)" if heads and all(h["sequential"] for h in heads)
+                else r"$p_\mathrm{BH}$")
     found = facts.record_facts(campaign)
     out = {
-        "headline": tables.headline_table(discussion.design_verdicts(campaign, heads), reg),
+        "headline": tables.headline_table(discussion.design_verdicts(campaign, heads), reg,
+                                          p_header),
         "estimates": tables.estimates_table(results, reg) if results is not None else "",
         "tests": tables.tests_table(results, reg) if results is not None else "",
         "descriptives": (tables.descriptives_table(desc, reg, metrics) if desc is not None

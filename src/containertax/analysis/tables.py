@@ -300,7 +300,8 @@ def tests_table(results: pd.DataFrame, registry: dict[str, MetricInfo]) -> str:
                      "tab:tests")
 
 
-def headline_table(rows: list[dict[str, Any]], registry: dict[str, MetricInfo]) -> str:
+def headline_table(rows: list[dict[str, Any]], registry: dict[str, MetricInfo],
+                   p_header: str = r"$p_\mathrm{BH}$") -> str:
     """The headline comparison of each model, with the verdict the abstract states."""
     if not rows:
         return ""
@@ -313,7 +314,9 @@ def headline_table(rows: list[dict[str, Any]], registry: dict[str, MetricInfo]) 
     # and its interval's heading on two lines, the widest cell of the row otherwise
     rel = (r"\begin{tabular}[b]{@{}r@{}}Rel.\ diff.\ \%\\ {}[95\,\% CI]\end{tabular}" if caveat
            else r"Rel.\ diff.\ \% [95\,\% CI]")
-    return booktabs(["Model", "Metric (unit)", "Env.", rel, r"$p_\mathrm{BH}$", r"MDE \%",
+    if any(r.get("sequential") for r in rows):  # the look's interval, not a 95 % one
+        rel = rel.replace("95\\,\\% CI", "adj.\\ CI")
+    return booktabs(["Model", "Metric (unit)", "Env.", rel, p_header, r"MDE \%",
                      "Verdict"], body, spec, "tab:headline")
 
 
