@@ -45,6 +45,12 @@ EXCLUDED_AA_FAMILY = "compile-excluded A/A"  # blocks that hold a compiling run
 QUALITY_FAMILY = "quality"
 # quality findings that restate A/A comparisons, which are findings rows of their own
 RESTATED = ("aa_resolution", "aa_secondary")
+# a family in the paper's words
+FAMILY_WORDS = {"primary": "primary", "secondary": "secondary",
+                "derived": "derived", "calibration": "A/A control",
+                "calibration-secondary": "A/A control, secondary",
+                "compile-excluded": "without the blocks that compiled",
+                "compile-excluded A/A": "A/A control without the blocks that compiled"}
 EXTRA_COLUMNS = ["kind", "estimator", "interval_kind", "estimate", "ci_low", "ci_high", "look",
                  "look_blocks", "look_alpha", "look_p", "answer", "verdict", "caveats",
                  "severity", "reach", "why", "text_est", "text_low", "text_high",

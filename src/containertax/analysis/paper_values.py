@@ -17,6 +17,7 @@ from containertax.analysis import (
     design_values,
     discussion,
     facts,
+    findings,
     order,
     policy,
     sequential,
@@ -351,11 +352,7 @@ def calibration_macros(cal: dict[str, Any], reg: dict[str, MetricInfo] | None = 
     return values
 
 
-FAMILY_WORDS = {"primary": "primary", "secondary": "secondary",
-                "derived": "derived", "calibration": "A/A control",
-                "calibration-secondary": "A/A control, secondary",
-                "compile-excluded": "without the blocks that compiled",
-                "compile-excluded A/A": "A/A control without the blocks that compiled"}
+FAMILY_WORDS = findings.FAMILY_WORDS
 VERDICT_WORDS = {"A/A failed": "failed", "A/A inconclusive": "inconclusive",
                  "A/A passed": "passed", "A/A cannot fail": "cannot fail",
                  "overhead": "overhead", "advantage": "better in the container",

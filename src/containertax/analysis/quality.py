@@ -235,10 +235,12 @@ def check(runs: pd.DataFrame, registry: dict[str, MetricInfo], *,
     outl = runs[runs["flag_outlier"]]
     if len(outl):
         f.append(Finding("outliers", "warning",
-                         f"{len(outl)} values out of line with their group by the outlier "
+                         (f"{len(outl)} values are out of line with their group"
+                          if len(outl) > 1 else "one value is out of line with its group")
+                         + " by the outlier "
                          "rule (robust distance from the median of the rest of the group "
                          "beyond a threshold calibrated per n and number of environments; "
-                         "flagged, kept unless analysis.exclude lists outliers)", len(outl),
+                         "flagged, and kept unless the configuration excludes outliers)", len(outl),
                          {"rows": outl[KEY + ["value"]].to_dict("records")[:30]}))
     thr = runs[runs["flag_throttled"]]
     if len(thr):

@@ -287,7 +287,7 @@ def run_tables(campaign: Campaign, kept_csv: Path, comparisons_csv: Path, desc_c
                   sequential=head["row"].get("look") == head["row"].get("look")
                   and head["row"].get("look") is not None)
              for head in policy.headline_rows(campaign, results, runs, quality_report)]
-    p_header = (r"$p$ (look)" if heads and all(h["sequential"] for h in heads)
+    p_header = (r"$p$" if heads and all(h["sequential"] for h in heads)
                 else r"$p_\mathrm{BH}$")
     found = facts.record_facts(campaign)
     out = {

@@ -490,17 +490,17 @@ def check_printed_once(text: str, canonical: set[tuple[str, str, str]],
 
 def review(build_dir: Path, pdf: Path, names: list[str],
            overfull_pt: float = OVERFULL_PT, min_pt: float = MIN_FONT_PT,
-           campaign_root: Path | None = None) -> list[Problem]:
+           campaign_root: Path | None = None, log_name: str = "main.log") -> list[Problem]:
     """Every problem of a built paper (main.log and figures/ beside the PDF); with the
     campaign's folder, also the claims its schedule contradicts."""
-    log = build_dir / "main.log"
+    log = build_dir / log_name
     problems = check_log(log.read_text(errors="replace"), overfull_pt) if log.exists() else [
         Problem("no-log", str(log), "no LaTeX log to check")]
     problems += check_question_marks(pdf)
     problems += check_text(pdf, names)
     problems += check_sources(build_dir, names)
     text = prose_text(pdf)
-    main = build_dir / "main.tex"
+    main = build_dir / log_name.replace(".log", ".tex")
     problems += check_artefacts(text)
     problems += check_doubled_words(pdf_text(pdf))
     problems += check_identifiers(build_dir, text)
