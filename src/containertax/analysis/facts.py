@@ -297,7 +297,12 @@ def system_facts(campaign: Campaign) -> dict[str, Any]:
             software_words(name, version) for name, version in inside.items()
             if isinstance(version, str) and "device" not in name))
         note("Snakemake", host.get("packages", {}).get("snakemake"))
-        note("Git commit", (rec.provenance.get("git", {}).get("commit") or "")[:12])
+        git = rec.provenance.get("git", {}) or {}
+        commit = (git.get("commit") or "")[:12]
+        # a working tree with changes beyond the commit ran: the commit alone is not the code
+        dirty = {True: " with uncommitted changes (dirty)", False: " (clean)"}.get(
+            git.get("dirty"), "")
+        note("Git commit", commit + dirty if commit else None)
         note("Config hash", rec.provenance.get("config_hash"))
     return {key: "; ".join(sorted(values)) for key, values in seen.items()}
 

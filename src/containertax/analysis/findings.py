@@ -142,6 +142,10 @@ def comparison_rows(campaign: Campaign, results: pd.DataFrame, runs: pd.DataFram
         else:
             row.update(interval_kind="95 % t", ci_low=row.get("rel_ci_low"),
                        ci_high=row.get("rel_ci_high"))
+        if _f(row["ci_low"]) < -1:  # a raw-scale difference of a non-negative metric:
+            row["ci_low"] = -1.0     # no relative difference lies below -100 %
+            row["interval_kind"] += ", lower end truncated at -100 %"
+            row["truncated"] = True
         est = row["rel_overhead_look"] if look is not None else row.get("rel_overhead")
         row["estimate"] = est  # the printed estimate (the look's under a stopping rule)
         row["text_est"], row["text_low"], row["text_high"] = interval_texts(

@@ -278,8 +278,11 @@ def machines(runs: pd.DataFrame) -> list[Finding]:
     split = (runs.groupby(["model", "block"])["machine"].nunique() > 1)
     if split.any():
         blocks = [{"model": m, "block": int(b)} for m, b in split[split].index]
-        f.append(Finding("block_split", "warning", f"{len(blocks)} blocks ran on more than "
-                         "one machine: their paired comparisons mix machines", len(blocks),
+        f.append(Finding("block_split", "warning",
+                         f"{len(blocks)} blocks ran on more than one machine: their paired "
+                         "comparisons mix machines" if len(blocks) > 1 else "one block ran on "
+                         "more than one machine: its paired comparisons mix machines",
+                         len(blocks),
                          {"blocks": blocks[:20]}))
     return f
 

@@ -85,7 +85,50 @@ _COUNT_PHRASES = [
     (r"\b0\s+(?:remains?|is|are|was|were)\b", "zero in digits as the subject"),
     (r"(?:^|[.!?]\s+)[0-9]+\s+[a-z][a-z\s-]{0,40}?\s(?:remain|remains|are|is|were|was)\b",
      "a sentence opening with a numeral"),
+    (r"\b1 (?:values|runs|blocks|comparisons|findings|problems|models|metrics|tests)\b",
+     "one with a plural noun"),
+    (r"\ball (?:one|two|2)\s+[a-z]", "'all' before one or two ('both', 'the one')"),
 ]
+
+
+# a file of the project named in the prose (a reader has no checkout): config, resources,
+# results, workflow or source paths, and files by their extension
+_PROJECT_PATH = re.compile(r"\b(?:config|resources|results|workflow|src|paper)/[\w./-]+"
+                           r"|\b[\w-]+\.(?:yaml|csv|json|py|smk)\b")
+
+
+# a campaign's raw data folder, which a study's data table cites on purpose
+_DATA_FOLDER = re.compile(r"results/[\w-]+/raw")
+
+
+def check_project_paths(text: str) -> list[Problem]:
+    """No file path or file of the project in the prose: the paper says what a file holds,
+    in words ('the project's prior-work table', not resources/prior_work.yaml)."""
+    flat = " ".join(text.split())
+    found = sorted({m.group() for m in _PROJECT_PATH.finditer(flat)
+                    if not _DATA_FOLDER.fullmatch(m.group())})
+    return [Problem("file-path-in-text", "text", f"project file path(s) in prose: "
+                    f"{', '.join(found)}")] if found else []
+
+
+def check_repeated_sentences(text: str, min_words: int = 6) -> list[Problem]:
+    """A sentence printed twice ('We ask ...' in the lead and in the abstract's own
+    opening), or two sentences of one paragraph opening with the same three words."""
+    flat = " ".join(text.split())
+    sentences = [x.strip() for x in re.split(r"(?<=[.!?])\s+(?=[A-Z])", flat)]
+    seen: dict[str, int] = {}
+    bad = []
+    for sentence in sentences:
+        if len(sentence.split()) >= min_words and not re.search(r"\d", sentence):
+            seen[sentence] = seen.get(sentence, 0) + 1
+            if seen[sentence] == 2:
+                bad.append(sentence[:80])
+    for paragraph in text.split("\n\n"):
+        opens = [" ".join(x.split()[:2]) for x in re.split(
+            r"(?<=[.!?])\s+(?=[A-Z])", " ".join(paragraph.split())) if len(x.split()) > 4]
+        for first in {o for o in opens if opens.count(o) > 1 and o.startswith("We ")}:
+            bad.append(f"'{first} ...' opens two sentences of one paragraph")
+    return [Problem("repeated-sentence", "text", "; ".join(bad))] if bad else []
 
 
 def prose_text(pdf: Path) -> str:
@@ -488,6 +531,22 @@ def check_printed_once(text: str, canonical: set[tuple[str, str, str]],
             ] if bad else []
 
 
+def check_interval_texts(text: str) -> list[Problem]:
+    """Intervals a referee rejects as printed: an end below -100 % (no relative difference
+    of a positive quantity lies there; transform back from the log scale), or an estimate
+    and its ends that print alike or as zero where they are not ('0.0 % [0.0, +0.1]':
+    rounding hides the evidence)."""
+    bad = []
+    for est, low, high in printed_intervals(text):
+        shown = [x for x in (est, low, high) if x is not None]
+        if float(low) < -100:
+            bad.append(f"[{low}, {high}] below -100 %")
+        elif len(set(shown)) < len(shown) or (est is not None and float(est) == 0
+                                              and 0 in (float(low), float(high))):
+            bad.append(f"{est or ''} [{low}, {high}] prints values alike")
+    return [Problem("interval-digits", "text", "; ".join(dict.fromkeys(bad)))] if bad else []
+
+
 def review(build_dir: Path, pdf: Path, names: list[str],
            overfull_pt: float = OVERFULL_PT, min_pt: float = MIN_FONT_PT,
            campaign_root: Path | None = None, log_name: str = "main.log") -> list[Problem]:
@@ -502,6 +561,9 @@ def review(build_dir: Path, pdf: Path, names: list[str],
     text = prose_text(pdf)
     main = build_dir / log_name.replace(".log", ".tex")
     problems += check_artefacts(text)
+    problems += check_interval_texts(text)
+    problems += check_project_paths(text)
+    problems += check_repeated_sentences(text)
     problems += check_doubled_words(pdf_text(pdf))
     problems += check_identifiers(build_dir, text)
     generated = "\n".join(p.read_text(errors="replace") for p in sorted(build_dir.rglob("*.tex"))

@@ -397,7 +397,8 @@ def design_tex(summaries: list[dict[str, Any]]) -> str:
                     if s.get("stopping") else "")
         out.append(f"\\subsection{{Campaign {tables.code(tables.tex(s['campaign']))}}}\n"
                    f"{tables.tex(s['description'])}.\n"
-                   f"Models: {_list(s['models'])}. Environments: {_list(s['environments'])}, "
+                   f"Models: {_list(s['models'])}. The environments of "
+                   f"{tables.code(tables.tex(s['campaign']))}, {_list(s['environments'])}, "
                    f"each compared with {tables.code(tables.tex(s['reference']))}. "
                    f"Workload: {tables.tex(tables.join_words(s['workloads']))}. "
                    f"{s['repetitions']} blocks {design}{stopping}; {s['records']} raw "

@@ -54,6 +54,14 @@ def num(value: Any, digits: int = 3) -> str:
     return f"{v:.{max(0, digits - 1 - int(math.floor(math.log10(abs(v)))))}f}"
 
 
+def distinct_as_printed(values: Iterable[Any], digits: int = 3) -> int:
+    """How many different values a reader sees at the paper's precision (num: three
+    significant digits): a figure of values that all print alike shows no evidence (an
+    axis from 2.0000 to 2.0010 s), and the text says the value instead."""
+    return len({num(float(v), digits) for v in values
+                if v is not None and not (isinstance(v, float) and math.isnan(v))})
+
+
 def effect(value: Any) -> str:
     """A standardised effect size (Hedges' g): two decimals (one past 10, none past 100),
     never a power of ten, a true minus sign and no signed zero."""
