@@ -8,6 +8,7 @@ own) are caught."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -65,3 +66,27 @@ def test_planted_quantity_computed_a_second_way_is_caught(built):
     planted = built["text"] + f"\nprocess time {other} % [{low}, {high}] with them\n"
     problems = review.check_printed_once(planted, built["canonical"], built["bounds"])
     assert problems and other in problems[0].message
+
+
+def test_the_built_paper_passes_its_review(built):
+    """review.json of each rebuilt paper is empty: every referee check of analysis/review.py
+    (intervals, paths, repeated sentences, counts, overfull boxes...) passes."""
+    import json
+
+    assert json.loads((built["root"] / "paper" / "review.json").read_text()) == []
+
+
+def test_what_the_campaign_is_and_has_is_said(built):
+    """The host truth in the abstract (the reference was not bare metal on the lent H100),
+    the code's provenance (dirty or clean) beside its commit, and captions only for what
+    the campaign has (no A/A replica or compiled runs in a matmul paper's captions)."""
+    flat = " ".join(built["text"].split())
+    abstract = flat.split("Abstract", 1)[1].split("1 Introduction", 1)[0]
+    assert "was not bare metal" in abstract and "means that set-up" in abstract
+    if "Git commit" in flat:  # records that name their commit (h100-matmul's do not)
+        assert re.search(r"[0-9a-f]{12} (with uncommitted changes \(dirty\)|\(clean\))",
+                         flat)
+    if built["campaign"] == "h100-matmul":
+        captions = " ".join(re.findall(r"Figure \d+: [^.]*\.[^.]*\.", flat))
+        assert captions and "A/A" not in captions and "compiled" not in captions
+        assert "A/A control that failed" not in flat  # the rule's words, not had here

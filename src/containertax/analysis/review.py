@@ -155,11 +155,17 @@ def check_text(pdf: Path, names: list[str]) -> list[Problem]:
             out.append(Problem("raw-name-in-text", f"page {page}",
                                f"raw metric or column name(s) in the text: {', '.join(hits)} "
                                "(use the metric registry's label)"))
-        for pattern, what in _COUNT_PHRASES:
-            for m in re.finditer(pattern, flat):
-                context = flat[max(0, m.start() - 20):m.end() + 20].strip()
-                out.append(Problem("count-phrasing", f"page {page}",
-                                   f"{what}: '{context}'"))
+        out += check_counts(flat, f"page {page}")
+    return out
+
+
+def check_counts(flat: str, where: str = "text") -> list[Problem]:
+    """Counts that read wrong ('Of the 1 comparison', '1 values', 'all two comparisons')."""
+    out = []
+    for pattern, what in _COUNT_PHRASES:
+        for m in re.finditer(pattern, flat):
+            context = flat[max(0, m.start() - 20):m.end() + 20].strip()
+            out.append(Problem("count-phrasing", where, f"{what}: '{context}'"))
     return out
 
 
