@@ -471,3 +471,37 @@ def test_system_facts_are_the_committed_records_own():
     assert images and facts["image_id"] == sorted(images)
     tex = ct_study.system_tex([{"campaign": c.name, "system": facts}])
     assert all(v in tex for v in facts["gpu_uuid"] + facts["driver"] + facts["image_id"])
+
+
+@pytest.mark.skipif(shutil.which("latexmk") is None, reason="needs latexmk")
+def test_the_authors_words_wrap_the_generated_numbers(tmp_path):
+    """A study config's title, question, reasons and the author's own introduction file
+    (prose with \\ctx{...}, never a typed number) reach the study paper; a campaign left
+    out is said with its reason; the planted finding beyond the family (a campaign's
+    compile-excluded overhead in its findings.csv) is listed."""
+    intro = tmp_path / "intro.tex"
+    intro.write_text("Our own words around \\ctx{studyFamilySize} generated tests.\n")
+    a = _summary(tmp_path, "plain-a", _rows([(0.0, 0.9, 0.001)]))
+    b = _summary(tmp_path, "other-b", _rows([(0.02, 0.5, 0.2)]))
+    Path(b["findings"]).write_text(
+        "kind,family,reach,metric,model,environment,text_est,text_low,text_high,verdict,"
+        "rel_overhead,rel_ci_low,rel_ci_high\n"
+        "comparison,compile-excluded,abstract,process_wall_s,m0,docker,+9.7,+5.3,+14.3,"
+        "overhead,0.097,0.053,0.143\n")
+    study = _study(["plain-a", "other-b"])
+    study = ct_study.Study(**{**study.__dict__, "meta": {
+        "title": "A planted title", "question": "Does it cost?",
+        "introduction_file": str(intro),
+        "excluded": [{"name": "left-c", "why": "it repeats plain-a"}]}})
+    (tmp_path / "campaigns").mkdir()
+    for s in (a, b):
+        (tmp_path / "campaigns" / f"{s['campaign']}.json").write_text(json.dumps(s))
+    ct_study.write(study, tmp_path / "campaigns", tmp_path)
+    pdf = tmp_path / "study.pdf"
+    ct_study.build_pdf(REPO / "paper" / "study.tex", tmp_path / R.STUDY_PAPER, pdf)
+    text = " ".join(subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True,
+                                   text=True).stdout.split()).replace("\u2212", "-")
+    assert text.startswith("A planted title") and "Does it cost?" in text
+    assert "Our own words around 2 generated tests." in text
+    assert "left-c: it repeats plain-a" in text and "plain-a is planted" in text
+    assert "process wall time (without the blocks that compiled): +9.7 % [+5.3, +14.3]" in text
