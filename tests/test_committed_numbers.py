@@ -55,8 +55,9 @@ as many decimals as it takes to show an interval's ends apart (tables.interval_t
 hl/N/rel and ci, aa/N/rel and ci, and the prior-work rows that quote the headline; the
 compiled-run comparisons steady/* quote the findings' comparisons (estimate and interval);
 and new keys only: the findings rule's lists (f-, fa-, q-, l-, ql-, appendix-count,
-thermal-count), resolution, headline-overridden/-configured, seq-headline, hl/N/sequential
-and look-words."""
+thermal-count, interval-truncated), resolution, headline-overridden/-configured,
+seq-headline, hl/N/sequential and look-words; the outlier finding's message says 'one value
+is' / 'N values are' (no '1 values') and no config key."""
 
 from __future__ import annotations
 
