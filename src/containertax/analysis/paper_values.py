@@ -374,7 +374,7 @@ def findings_values(campaign: Campaign, runs: pd.DataFrame, results: pd.DataFram
         heads = {(str(h["model"]), h["environment"], h["metric"]) for h in
                  policy.headline_rows(campaign, results, runs)}
     v: dict[str, Any] = {"f-count": 0, "f-each": "", "f-short": "", "thermal-count": 0,
-                         "interval-truncated": False,
+                         "interval-truncated": False, "excluded-family": 0,
                          "fa-count": 0, "fa-each": "",
                          "q-count": 0, "q-each": "",
                          "l-count": 0, "l-each": "", "ql-count": 0, "ql-each": "",
@@ -442,6 +442,7 @@ def findings_values(campaign: Campaign, runs: pd.DataFrame, results: pd.DataFram
         if prefix == "f":
             v["f-short"] = "".join(f"\\findingshort{{{n}}}" for n in range(1, len(rows) + 1))
     v["appendix-count"] = int((table["reach"] == "appendix").sum())
+    v["excluded-family"] = int((table["family"] == findings.EXCLUDED_FAMILY).sum())
     v["interval-truncated"] = bool(table.get("truncated", pd.Series(dtype=object))
                                    .fillna(False).astype(bool).any())
     v["thermal-count"] = int((table.get("check") == "thermal_dependence").sum())
