@@ -796,6 +796,39 @@ def findings_tex(table: pd.DataFrame, reg: dict[str, Any]) -> tuple[str, int]:
     return "\n".join(items) + "\n", len(items)
 
 
+def beyond_summary(study: Study, summaries: list[dict[str, Any]]) -> str:
+    """The campaigns' findings beyond the family for the abstract, grouped by metric, family
+    and verdict: 'start-up latency (secondary): overhead in 6 comparisons of 3 campaigns,
+    $+204.0$ to $+262.2$\\,\\%' (each estimate as its campaign paper prints it)."""
+    from containertax.analysis import findings as fd
+
+    groups: dict[tuple[str, str, str], list[tuple[str, str, float]]] = {}
+    for s in summaries:
+        texts = ("text_est", "verdict")
+        table = pd.read_csv(s["findings"], dtype=dict.fromkeys(texts, str))
+        if table.empty:
+            continue
+        table = table[(table["reach"] == fd.ABSTRACT) & ~table["family"].isin(study.family)
+                      & (table["kind"] == "comparison")]
+        reg = registry(s.get("define_metrics"))
+        for r in table.to_dict("records"):
+            key = (tables.in_prose(reg.get(r["metric"]), r["metric"]),
+                   fd.FAMILY_WORDS.get(r["family"], r["family"]), str(r["verdict"]))
+            groups.setdefault(key, []).append((s["campaign"], str(r["text_est"]),
+                                               float(r.get("rel_overhead", math.nan))))
+    parts = []
+    for (metric, family, verdict), found in groups.items():
+        found.sort(key=lambda x: x[2])
+        n, campaigns = len(found), len({c for c, _, _ in found})
+        where = (f" in {n} comparisons of {campaigns} campaigns" if campaigns > 1 else
+                 f" in {n} comparisons" if n > 1 else "")
+        size = (f"${found[0][1]}$\\,\\%" if n == 1 else
+                f"${found[0][1]}$ to ${found[-1][1]}$\\,\\%")
+        parts.append(f"{tables.tex(metric)} ({tables.tex(family)}): {tables.tex(verdict)}"
+                     f"{where}, {size}")
+    return "; ".join(parts)
+
+
 def campaign_findings_tex(study: Study, summaries: list[dict[str, Any]]) -> tuple[str, int]:
     """Beyond the study's family: what each campaign's findings rule brought to its own
     abstract (stats/findings.csv, reach 'abstract', not in the pooled families), each with
@@ -886,6 +919,7 @@ def paper_parts(study: Study, summaries: list[dict[str, Any]], table: pd.DataFra
             "figures.tex": figures_tex(forest, paired), "findings.tex": found,
             "threats.tex": threats_tex(summaries), "beyond.tex": beyond}, {
                 "studyBeyondCount": n_beyond,
+                "studyBeyondSummary": beyond_summary(study, summaries) or "--",
                 **meta_values(study), "studyPriorCount": n_prior,
                 "studyPriorRows": prior_rows or "--",
                 "studyFindingCount": n_found, "studyHasForest": forest,
