@@ -57,7 +57,11 @@ compiled-run comparisons steady/* quote the findings' comparisons (estimate and 
 and new keys only: the findings rule's lists (f-, fa-, q-, l-, ql-, appendix-count,
 thermal-count, interval-truncated), resolution, headline-overridden/-configured,
 seq-headline, hl/N/sequential and look-words; the outlier finding's message says 'one value
-is' / 'N values are' (no '1 values') and no config key."""
+is' / 'N values are' (no '1 values') and no config key. The discussion's start-up cost
+(startup-cost-min/-max, sani-startup-share, the prior-work rows quoting it) is now each
+model's comparison's difference of means, the range the abstract prints (startup-min/-max),
+not a mean pooled over models: h100-matmul 0.20 -> 0.19 to 0.21 s, h100 0.16 to 0.16 ->
+0.16 to 0.17 s; and excluded-family counts the compile-excluded comparisons."""
 
 from __future__ import annotations
 
