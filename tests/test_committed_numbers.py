@@ -48,7 +48,20 @@ startup-cost-*, causal-design, compiled runs compiled-*/steady/*, util-has); a k
 comparison against the files before found no existing key changed or missing (the report
 split of #22 left every byte as it was). Then paper-intro of h100 and h100-engine-gqa was
 reworded: the paper review flagged 'model sizes' and 'sdpa_gqa' as config names in the text;
-no other key changed."""
+no other key changed. Then for the findings table (#31), all four regenerated: no count,
+p, verdict or condition changed; relative differences and their intervals are printed with
+as many decimals as it takes to show an interval's ends apart (tables.interval_texts:
+'$0.0$ [$0.0$, $+0.1$]' became '$+0.05$ [$-0.03$, $+0.12$]'-like texts) in rel/, rel-ci/,
+hl/N/rel and ci, aa/N/rel and ci, and the prior-work rows that quote the headline; the
+compiled-run comparisons steady/* quote the findings' comparisons (estimate and interval);
+and new keys only: the findings rule's lists (f-, fa-, q-, l-, ql-, appendix-count,
+thermal-count, interval-truncated), resolution, headline-overridden/-configured,
+seq-headline, hl/N/sequential and look-words; the outlier finding's message says 'one value
+is' / 'N values are' (no '1 values') and no config key. The discussion's start-up cost
+(startup-cost-min/-max, sani-startup-share, the prior-work rows quoting it) is now each
+model's comparison's difference of means, the range the abstract prints (startup-min/-max),
+not a mean pooled over models: h100-matmul 0.20 -> 0.19 to 0.21 s, h100 0.16 to 0.16 ->
+0.16 to 0.17 s; and excluded-family counts the compile-excluded comparisons."""
 
 from __future__ import annotations
 

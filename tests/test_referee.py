@@ -278,10 +278,24 @@ def test_runs_that_compiled_are_marked_and_analysed_apart(analysed, monkeypatch)
         (first.model, first.environment, first.repetition)]
     rows = discussion.paired_rows(campaign, runs, None, [("n256", "process_wall_s")], False)
     assert [r["compiled"].count(True) for r in rows] == [1]
-    v = discussion.steady_values(campaign, runs)
+    # both comparisons from the findings table (analysis/findings.py), as the paper prints
+    from containertax.analysis import comparisons as st
+    from containertax.analysis import findings
+    from containertax.analysis.correction import correct
+
+    results = correct(st.analyse(
+        runs, st.Settings.from_config(campaign.analysis, campaign.reference),
+        policy.analysed_metrics(campaign, runs), policy.comparison_plan(campaign, runs),
+        st.metric_scales(runs)))
+    res, others = findings.split(findings.build(campaign, runs, results, None))
+    v = discussion.steady_values(campaign, runs, res, others)
+
+    def first(text: str) -> float:
+        return float(re.search(r"[-+]?\d+(?:\.\d+)?", text).group())
+
     assert v["has-compiled"] and v["steady/process-wall-s/blocks"] == 5
-    assert abs(float(v["steady/process-wall-s/steady"].strip("$"))) < 5  # compile left out
-    assert abs(float(v["steady/process-wall-s/all"].strip("$"))) > 5  # compile confounds
+    assert abs(first(v["steady/process-wall-s/steady"])) < 5  # compile left out
+    assert abs(first(v["steady/process-wall-s/all"])) > 5  # compile confounds
     monkeypatch.setattr(workloads, "uses_compile_cache", lambda kind, params: False)
     assert discussion.compiled_runs(campaign, runs).empty
 
@@ -379,3 +393,64 @@ def test_a_sampled_percentage_is_not_a_log_ratio():
                          ["gpu_util_pct"])
     assert percentage_problems(planted) == [
         "GPU utilisation (a sampled %) analysed as a log ratio"]
+
+
+# --- issue #31: referee items fixed at their cause, each a review check with its plant ------
+
+def test_planted_interval_that_rounding_hides_is_caught():
+    from containertax.analysis import review, tables
+
+    assert review.check_interval_texts("+0.05 % [-0.03, +0.12] and +9.7 [+5.3, +14.3]") == []
+    planted = review.check_interval_texts("docker: 0.0 % [0.0, +0.1]")
+    assert [p.check for p in planted] == ["interval-digits"]
+    # the cause: one formatting with enough digits
+    assert tables.interval_texts(0.0005, -0.0003, 0.0012) == ("+0.05", "-0.03", "+0.12")
+
+
+def test_planted_interval_below_minus_100_percent_is_caught():
+    from containertax.analysis import review
+
+    planted = review.check_interval_texts("GPU utilisation -52.3 [-138.7, +34.1]")
+    assert "below -100 %" in planted[0].message
+    assert review.check_interval_texts("-52.3 [-100.0, +34.1]") == []
+
+
+def test_planted_file_path_in_prose_is_caught():
+    from containertax.analysis import review
+
+    text = "the sources are in the project's prior-work table (resources/prior_work.yaml)."
+    assert "resources/prior_work.yaml" in review.check_project_paths(text)[0].message
+    assert review.check_project_paths("medians are in descriptives.csv") != []
+    assert review.check_project_paths("raw data in results/h100/raw, hashed") == []
+    assert review.check_project_paths("the project's prior-work table") == []
+
+
+def test_planted_repeated_sentence_is_caught():
+    from containertax.analysis import review
+
+    lead = ("We ask what a container costs steady-state LLM decoding. We ask whether "
+            "running a workload in a container changes its speed.")
+    assert review.check_repeated_sentences(lead)[0].check == "repeated-sentence"
+    same = "The container runs the host's own software here. " * 2
+    assert review.check_repeated_sentences(same) != []
+    assert review.check_repeated_sentences(
+        "We ask what a container costs. We answer with tests and intervals.") == []
+
+
+def test_planted_plural_after_one_and_all_two_are_caught():
+    from containertax.analysis import review
+
+    assert review.check_counts("the rule flagged 1 values out of line")
+    assert review.check_counts("and all two comparisons remain significant")
+    assert review.check_counts("and both comparisons remain significant; one value") == []
+
+
+def test_no_figure_where_every_value_prints_alike(tmp_path):
+    """A figure whose axis spans 2.0000-2.0010 s shows nothing: the gate waits that print
+    alike at the paper's precision give no figure (the text states the wait)."""
+    runs = pd.DataFrame({"model": "m", "environment": ["native", "docker"] * 3,
+                         "repetition": [1, 1, 2, 2, 3, 3], "metric": "x", "value": 1.0,
+                         "gate_waited_s": [2.0000, 2.0004, 2.0010, 2.0002, 2.0006, 2.0001]})
+    assert not figures.gate_waits(runs, ["native", "docker"], tmp_path / "g.pdf")
+    runs["gate_waited_s"] = [2.0, 3.5, 2.0, 4.0, 2.5, 2.0]
+    assert figures.gate_waits(runs, ["native", "docker"], tmp_path / "g2.pdf")

@@ -84,7 +84,21 @@ def test_h100_study_builds_one_pdf_from_committed_raw_records(tmp_path):
     # no campaign derives another's options; what they share is stated from the records,
     # and they are never called independent replications
     flat = " ".join(text.split())
-    assert "Table 1: The system each campaign ran on" in flat
+    assert re.search(r"Table \d+: The system each campaign ran on", flat)
+    # the submission (#31): the study config's title, question and reasons for each campaign
+    # in or out; a forest figure of the family and per-campaign figures; references; the
+    # findings beyond the family; a host name shared over different GPUs is no shared host;
+    # no "finding(s)", "+-" or config path in prose; the review finds nothing
+    assert "Does a Docker container cost GPU inference throughput?" in flat
+    assert "h100-stopping: it repeats the 10k product" in flat
+    assert "Figure 1: Every comparison of the study" in flat
+    assert "Campaign h100-matmul: each primary comparison per block" in flat
+    assert "Lan and DeMets" in flat and "References" in flat
+    assert "process wall time (without the blocks that compiled): +9.7 % [+5.3, +14.3]" in (
+        flat.replace("\u2212", "-"))
+    assert "host name: vm" not in flat and "not evidence of one machine" in flat
+    assert "finding(s)" not in flat and "+-" not in flat and "config/" not in flat
+    assert json.loads((root / "review.json").read_text()) == []
     assert "No campaign uses options derived" in flat
     assert "separate runs, not independent replications" in flat
     assert "independent replications of" in flat and "are independent" not in flat
@@ -392,7 +406,10 @@ def _summary(tmp: Path, name: str, comps: pd.DataFrame, *, findings=(), aa="none
     base = {"host": ["vm"], "gpu": ["NVIDIA H100 80GB HBM3"], "gpu_uuid": [f"GPU-{name}"],
             "driver": ["580.159.04"], "cuda": ["13.0"], "engine": ["24.0"],
             "image": ["img:1"], "image_id": [f"{name[:3]}000000000"], "date": ["2026-11-21"]}
+    findings = tmp / f"{name}.findings.csv"
+    findings.write_text("kind,family,reach,metric\n")
     return {"campaign": name, "config": f"config/{name}.yaml", "description": f"{name} runs",
+            "where": "", "thermal": [], "why": f"{name} is planted", "findings": str(findings),
             "raw_dir": f"results/{name}/raw", "raw_sha256": "ab" * 32, "raw_files": 4,
             "records": 4, "models": ["m0"], "environments": ["native", "docker"],
             "reference": "native", "repetitions": 2, "workloads": ["transformers"],
@@ -425,20 +442,22 @@ def test_a_campaign_quality_error_reaches_the_study_abstract(tmp_path):
     good = _summary(tmp_path, "plain-a", _rows([(0.0, 0.9, 0.001)]), findings=[warning])
     bad = _summary(tmp_path, "faulty-b", _rows([(-0.05, 0.001, 0.9)]), findings=[error])
     numbers, text = _build(tmp_path / "bad", [good, bad])
-    abstract = text.split("Abstract", 1)[1].split("1 Design", 1)[0]
+    abstract = text.split("Abstract", 1)[1].split("1 Introduction", 1)[0]
     assert "A data-quality error was found in campaign faulty-b" in abstract
     assert "Missing runs (error): 2 cells have no record" in text
     assert "Outliers (warning): 1 value out of line" in text
     assert "overhead (quality error)" in text
     assert r"\ctxdef{studyQualityErrors}{1}" in numbers
-    # what the two share, from their system facts; what only some share is said so
-    assert "host name: vm" in text and "container image name: img:1" in text
+    # what the two share, from their system facts; what only some share is said so; a host
+    # name over different GPUs is a name, not a shared machine (#31: 'host name: vm')
+    assert "host name: vm" not in text and "container image name: img:1" in text
+    assert "not evidence of one machine" in text
     assert "GPU-plain-a" in text and "the same GPU (UUID)" not in text
     # control: no error anywhere, no such sentence
     bad_fixed = _summary(tmp_path, "faulty-b", _rows([(-0.05, 0.001, 0.9)]), findings=[],
                          system={"date": ["2026-11-24"], "host": ["other"]})
     numbers, text = _build(tmp_path / "good", [good, bad_fixed])
-    assert "data-quality error" not in text.split("1 Design", 1)[0]
+    assert "data-quality error" not in text.split("1 Introduction", 1)[0]
     assert r"\ctxdef{studyQualityErrors}{0}" in numbers
     assert "host name: vm" not in text and "??" not in text
     assert "separate runs, not independent replications: they share" in text
@@ -446,7 +465,7 @@ def test_a_campaign_quality_error_reaches_the_study_abstract(tmp_path):
     other = {k: [f"other-{k}"] for k in ct_study.SYSTEM_FACTS}
     alone = _summary(tmp_path, "faulty-b", _rows([(-0.05, 0.001, 0.9)]), system=other)
     numbers, text = _build(tmp_path / "apart", [good, alone])
-    abstract = text.split("1 Design", 1)[0]
+    abstract = text.split("1 Introduction", 1)[0]
     assert "not independent replications. " in abstract and "they share" not in abstract
     assert "No system fact is shared by every campaign" in text
     assert r"\ctxdef{studyFactorsAll}{0}" in numbers
@@ -483,3 +502,37 @@ def test_system_facts_are_the_committed_records_own():
     assert images and facts["image_id"] == sorted(images)
     tex = ct_study.system_tex([{"campaign": c.name, "system": facts}])
     assert all(v in tex for v in facts["gpu_uuid"] + facts["driver"] + facts["image_id"])
+
+
+@pytest.mark.skipif(shutil.which("latexmk") is None, reason="needs latexmk")
+def test_the_authors_words_wrap_the_generated_numbers(tmp_path):
+    """A study config's title, question, reasons and the author's own introduction file
+    (prose with \\ctx{...}, never a typed number) reach the study paper; a campaign left
+    out is said with its reason; the planted finding beyond the family (a campaign's
+    compile-excluded overhead in its findings.csv) is listed."""
+    intro = tmp_path / "intro.tex"
+    intro.write_text("Our own words around \\ctx{studyFamilySize} generated tests.\n")
+    a = _summary(tmp_path, "plain-a", _rows([(0.0, 0.9, 0.001)]))
+    b = _summary(tmp_path, "other-b", _rows([(0.02, 0.5, 0.2)]))
+    Path(b["findings"]).write_text(
+        "kind,family,reach,metric,model,environment,text_est,text_low,text_high,verdict,"
+        "rel_overhead,rel_ci_low,rel_ci_high\n"
+        "comparison,compile-excluded,abstract,process_wall_s,m0,docker,+9.7,+5.3,+14.3,"
+        "overhead,0.097,0.053,0.143\n")
+    study = _study(["plain-a", "other-b"])
+    study = ct_study.Study(**{**study.__dict__, "meta": {
+        "title": "A planted title", "question": "Does it cost?",
+        "introduction_file": str(intro),
+        "excluded": [{"name": "left-c", "why": "it repeats plain-a"}]}})
+    (tmp_path / "campaigns").mkdir()
+    for s in (a, b):
+        (tmp_path / "campaigns" / f"{s['campaign']}.json").write_text(json.dumps(s))
+    ct_study.write(study, tmp_path / "campaigns", tmp_path)
+    pdf = tmp_path / "study.pdf"
+    ct_study.build_pdf(REPO / "paper" / "study.tex", tmp_path / R.STUDY_PAPER, pdf)
+    text = " ".join(subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True,
+                                   text=True).stdout.split()).replace("\u2212", "-")
+    assert text.startswith("A planted title") and "Does it cost?" in text
+    assert "Our own words around 2 generated tests." in text
+    assert "left-c: it repeats plain-a" in text and "plain-a is planted" in text
+    assert "process wall time (without the blocks that compiled): +9.7 % [+5.3, +14.3]" in text

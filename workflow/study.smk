@@ -47,7 +47,12 @@ rule campaign:
             if STUDY.run_cells
             else " ".join(
                 shlex.quote(str(CAMPAIGNS[wildcards.campaign].campaign.root / f))
-                for f in (R.COMPARISONS, "stats/descriptives.csv", R.QUALITY)
+                for f in (
+                    R.COMPARISONS,
+                    R.FINDINGS,
+                    "stats/descriptives.csv",
+                    R.QUALITY,
+                )
             )
         ),
         snakefile=str(REPO / "Snakefile"),
@@ -105,6 +110,13 @@ rule study_tables:
                 "data",
                 "system",
                 "quality",
+                "selection",
+                "figures",
+                "findings",
+                "threats",
+                "beyond",
+                "intro-author",
+                "discussion-author",
             ],
         ),
     log:
@@ -117,6 +129,7 @@ rule study_pdf:
     input:
         parts=rules.study_tables.output.parts,
         source=str(REPO / "paper" / "study.tex"),
+        bib=str(REPO / "paper" / "references.bib"),
     output:
         study_path(R.STUDY_PDF),
     log:

@@ -329,9 +329,10 @@ ANALYSIS = {
     "quality": (["runs"], ["out_dir", "out_order"]),
     "stats": (["kept", "requests", "models"], ["outs", "out_descs"]),
     "correct": (["models", "descs"], ["out", "out_desc"]),
-    "figures": (["kept", "comparisons", "requests"], ["out_dir", "out_tex"]),
-    "tables": (["kept", "comparisons", "desc", "order", "quality"], ["out_dir"]),
-    "numbers": (["kept", "comparisons", "quality", "order"], ["out", "out_quality"]),
+    "findings": (["kept", "comparisons", "quality"], ["out"]),
+    "figures": (["kept", "findings", "requests"], ["out_dir", "out_tex"]),
+    "tables": (["kept", "findings", "desc", "order", "quality"], ["out_dir"]),
+    "numbers": (["kept", "findings", "quality", "order"], ["out", "out_quality"]),
     "paper": (["source", "build"], ["out"]),
 }
 
@@ -567,14 +568,17 @@ def _analysis(cmd: str, campaign: config.Campaign, a: argparse.Namespace) -> Non
     elif cmd == "correct":
         report.run_correct([Path(p) for p in a.models], [Path(p) for p in a.descs],
                            Path(a.out), Path(a.out_desc))
+    elif cmd == "findings":
+        report.run_findings(campaign, Path(a.kept), Path(a.comparisons), Path(a.quality),
+                            Path(a.out))
     elif cmd == "figures":
-        report.run_figures(campaign, Path(a.kept), Path(a.comparisons), _opt(a.requests),
+        report.run_figures(campaign, Path(a.kept), Path(a.findings), _opt(a.requests),
                            Path(a.out_dir), Path(a.out_tex))
     elif cmd == "tables":
-        report.run_tables(campaign, Path(a.kept), Path(a.comparisons), Path(a.desc),
+        report.run_tables(campaign, Path(a.kept), Path(a.findings), Path(a.desc),
                           Path(a.out_dir), _opt(a.order), _opt(a.quality))
     elif cmd == "numbers":
-        report.run_numbers(campaign, Path(a.kept), Path(a.comparisons), Path(a.quality),
+        report.run_numbers(campaign, Path(a.kept), Path(a.findings), Path(a.quality),
                            Path(a.out), Path(a.out_quality), _opt(a.order))
     elif cmd == "paper":
         paper.build(Path(a.source), Path(a.build), Path(a.out), report.label_names(campaign),

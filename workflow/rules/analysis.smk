@@ -76,11 +76,36 @@ rule correct:
         "--out-desc {output.descriptives:q} --log {log:q}"
 
 
-rule figures:
+rule findings:
+    """Every finding once: each comparison's verdict (at the look where a model stopped,
+    under a stopping rule), the comparisons without the blocks that compiled, the quality
+    findings, and where the paper must say each (the findings rule)."""
     input:
         config=RESOLVED,
         kept=at(R.KEPT),
         comparisons=at(R.COMPARISONS),
+        quality=at(R.QUALITY),
+        records=record_folders_or_none,
+        code=ANALYSIS_CODE,
+    output:
+        findings=at(R.FINDINGS),
+    log:
+        at(R.STEP_LOG, step="findings"),
+    conda:
+        "../../envs/workflow.yaml"
+    params:
+        ct=CT,
+    shell:
+        "{params.ct} findings --config {input.config:q} --kept {input.kept:q} "
+        "--comparisons {input.comparisons:q} --quality {input.quality:q} "
+        "--out {output.findings:q} --log {log:q}"
+
+
+rule figures:
+    input:
+        config=RESOLVED,
+        kept=at(R.KEPT),
+        findings=at(R.FINDINGS),
         requests=at(R.REQUESTS_ALL),
         code=ANALYSIS_CODE,
     output:
@@ -99,7 +124,7 @@ rule figures:
         ct=CT,
     shell:
         "{params.ct} figures --config {input.config:q} --kept {input.kept:q} "
-        "--comparisons {input.comparisons:q} --requests {input.requests:q} "
+        "--findings {input.findings:q} --requests {input.requests:q} "
         "--out-dir {output.figures:q} --out-tex {output.tex:q} --log {log:q}"
 
 
@@ -107,7 +132,7 @@ rule tables:
     input:
         config=RESOLVED,
         kept=at(R.KEPT),
-        comparisons=at(R.COMPARISONS),
+        findings=at(R.FINDINGS),
         descriptives=at(R.DESCRIPTIVES),
         order=at(R.ORDER),
         quality=at(R.QUALITY),
@@ -124,7 +149,7 @@ rule tables:
         out_dir=lambda wildcards, output: str(Path(output.descriptives).parent),
     shell:
         "{params.ct} tables --config {input.config:q} --kept {input.kept:q} "
-        "--comparisons {input.comparisons:q} --desc {input.descriptives:q} "
+        "--findings {input.findings:q} --desc {input.descriptives:q} "
         "--order {input.order:q} --quality {input.quality:q} --out-dir {params.out_dir:q} "
         "--log {log:q}"
 
@@ -136,7 +161,7 @@ rule numbers:
         config=RESOLVED,
         kept=at(R.KEPT),
         records=record_folders_or_none,
-        comparisons=at(R.COMPARISONS),
+        findings=at(R.FINDINGS),
         quality=at(R.QUALITY),
         order=at(R.ORDER),
         code=ANALYSIS_CODE,
@@ -151,7 +176,7 @@ rule numbers:
         ct=CT,
     shell:
         "{params.ct} numbers --config {input.config:q} --kept {input.kept:q} "
-        "--comparisons {input.comparisons:q} --quality {input.quality:q} "
+        "--findings {input.findings:q} --quality {input.quality:q} "
         "--order {input.order:q} --out {output.numbers:q} --out-quality {output.quality:q} --log {log:q}"
 
 
@@ -187,6 +212,7 @@ ANALYSIS_OUTPUTS = [
     *rules.quality.output,
     *rules.stats.output,
     *rules.correct.output,
+    *rules.findings.output,
     *rules.figures.output,
     *rules.tables.output,
     *rules.numbers.output,

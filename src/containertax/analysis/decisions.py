@@ -140,7 +140,7 @@ def caveats_for(aa_status: str | None, quality_error: bool) -> tuple[str, ...]:
 
 
 def verdict(r: Any, direction: str, alpha: float, *, aa_status: str | None = None,
-            quality_error: bool = False) -> Verdict:
+            quality_error: bool = False, shown: str | None = None) -> Verdict:
     """The decision table's verdict of one comparison: 'equivalent' (TOST within the
     margin), 'overhead' / 'advantage' (BH-corrected difference, worse / better for the
     container by the metric's direction), 'difference' (a metric with no better side) or
@@ -148,13 +148,22 @@ def verdict(r: Any, direction: str, alpha: float, *, aa_status: str | None = Non
     interval nor a test: comparisons.py's not_estimable / no_interval say why). A claim
     (any word but inconclusive and not estimable) carries a caveat where the metric's A/A
     control failed or was inconclusive, or an error-severity quality finding concerns the
-    metric; 'inconclusive' and 'not estimable' claim nothing and need none."""
+    metric; 'inconclusive' and 'not estimable' claim nothing and need none.
+
+    shown: under a stopping rule, what the look at which the model stopped showed
+    ('equivalence', 'difference' or 'none', analysis/sequential.py: TOST and the paired t
+    test at that look's level a_k) replaces the fixed design's TOST at alpha and BH p; the
+    rest of the table is the same for both designs."""
     tost, p_bh = _get(r, "tost_p"), _get(r, "p_bh")
     if _nan(_get(r, "rel_overhead")) or (_nan(_get(r, "rel_ci_low")) and _nan(p_bh)):
         return Verdict("not estimable")
-    if not _nan(tost) and tost < alpha:
+    equivalent = (shown == "equivalence" if shown is not None
+                  else not _nan(tost) and tost < alpha)
+    different = (shown == "difference" if shown is not None
+                 else not _nan(p_bh) and p_bh < alpha)
+    if equivalent:
         word = "equivalent"
-    elif not _nan(p_bh) and p_bh < alpha:
+    elif different:
         if direction == "none":
             word = "difference"
         else:

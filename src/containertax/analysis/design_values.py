@@ -65,8 +65,9 @@ def design_values(campaign: Campaign, runs: pd.DataFrame) -> dict[str, Any]:
         "adaptive-min": f"{thermal.get('adaptive', {}).get('min_s', 0):g}",
         "adaptive-max": f"{thermal.get('adaptive', {}).get('max_s', 0):g}",
         "telemetry-hz": f"{campaign.telemetry['hz']:g}",
-        "gate-constant": bool(len(waits)) and waits.nunique() == 1,
-        "gate-wait": tables.num(float(waits.iloc[0])) if len(waits) else "--",
+        # constant as printed (figures.gate_waits draws no figure then): one sentence
+        "gate-constant": bool(len(waits)) and tables.distinct_as_printed(waits) == 1,
+        "gate-wait": tables.num(float(waits.median())) if len(waits) else "--",
         "gate-wait-max": tables.num(float(waits.max())) if len(waits) else "--",
         "n-machines": n_machines,
         # host names only: lent or cloned machines may share one (the runs' GPUs, by UUID,

@@ -155,13 +155,24 @@ def _signed(x: float, digits: int = 1) -> str:
     return text[1:] if float(text) == 0 else text
 
 
-def _pct(x: float) -> str:
-    return "--" if math.isnan(x) else f"${_signed(100 * x)}$"
+def _finding_text(rows: pd.DataFrame | None, metric: str, env: str) -> str:
+    """'+9.7\\,\\% [+4.0, +8.1]': a comparison of the findings table as the paper prints
+    it everywhere ('--' where there is none)."""
+    if rows is None or rows.empty:
+        return "--"
+    r = rows[(rows.metric == metric) & (rows.environment == env)]
+    if r.empty:
+        return "--"
+    est, lo, hi = tables.rel_texts(r.iloc[0])
+    return f"{est}\\,\\%" + ("" if lo == "--" else f" [{lo}, {hi}]")
 
 
-def steady_values(campaign: Campaign, runs: pd.DataFrame) -> dict[str, Any]:
+def steady_values(campaign: Campaign, runs: pd.DataFrame, results: pd.DataFrame | None = None,
+                  others: pd.DataFrame | None = None) -> dict[str, Any]:
     """Process time and energy with and without the blocks that hold a compiling run: the
-    primary statistics keep them (the design's blocks); the discussion says what they add."""
+    primary statistics keep them (the design's blocks); the discussion quotes both
+    comparisons from the findings table (analysis/findings.py: the same estimator, test
+    and printed digits as every other comparison), never a mean of its own."""
     comp = compiled_runs(campaign, runs)
     v: dict[str, Any] = {"compiled-runs": len(comp), "has-compiled": not comp.empty}
     if comp.empty:
@@ -176,17 +187,21 @@ def steady_values(campaign: Campaign, runs: pd.DataFrame) -> dict[str, Any]:
     v["compiled-envs"] = tables.tex(", ".join(dict.fromkeys(comp["environment"])))
     envs = containers(campaign, runs)
     env = envs[0] if envs else None
+    excluded = (others[others["family"].astype(str).str.startswith("compile-excluded")]
+                if others is not None and not others.empty and "family" in others else None)
     for metric in STEADY_METRICS:
         key = metric.replace("_", "-")
-        if env is None or metric not in set(runs["metric"]):
-            v[f"steady/{key}/has"] = False
-            continue
-        every = paired(runs, metric, env, campaign.reference)
-        steady = paired(runs, metric, env, campaign.reference, drop=comp)
-        v[f"steady/{key}/has"] = not every.empty and not steady.empty
-        v[f"steady/{key}/all"] = _pct(every["rel"].mean()) if not every.empty else "--"
-        v[f"steady/{key}/steady"] = _pct(steady["rel"].mean()) if not steady.empty else "--"
-        v[f"steady/{key}/blocks"] = len(steady)
+        every = _finding_text(results, metric, env) if env else "--"
+        steady = _finding_text(excluded, metric, env) if env else "--"
+        v[f"steady/{key}/has"] = every != "--" and steady != "--"
+        v[f"steady/{key}/all"] = every
+        v[f"steady/{key}/steady"] = steady
+        blocks = (excluded.loc[excluded.metric == metric, "n_blocks"]
+                  if excluded is not None and "n_blocks" in excluded else pd.Series(dtype=float))
+        v[f"steady/{key}/blocks"] = int(blocks.max()) if len(blocks) else 0
+        aa = [e for e in campaign.replicas if e in set(runs["environment"])]
+        v[f"steady/{key}/aa"] = _finding_text(excluded, metric, aa[0]) if aa else "--"
+        v[f"steady/{key}/has-aa"] = v[f"steady/{key}/aa"] != "--"
     v["steady-env"] = tables.tex(env or "--")
     return v
 
@@ -198,23 +213,30 @@ def _answer_headline(results: pd.DataFrame | None, campaign: Campaign) -> str:
                    & ~results["environment"].isin(list(campaign.replicas))]
     parts = []
     for _, r in rows.iterrows():
-        rel, lo, hi = (float(r.get(k, math.nan)) for k in
-                       ("rel_overhead", "rel_ci_low", "rel_ci_high"))
-        ci = "" if math.isnan(lo) else f" [{_pct(lo)}, {_pct(hi)}]"
+        est, lo, hi = tables.rel_texts(r)
+        ci = "" if lo == "--" else f" [{lo}, {hi}]"
         parts.append(f"{tables.tex(r['model'])}, {tables.tex(r['environment'])}: "
-                     f"{_pct(rel)}\\,\\%{ci}")
+                     f"{est}\\,\\%{ci}")
     return "; ".join(parts) if parts else "no comparison"
 
 
-def startup_values(campaign: Campaign, runs: pd.DataFrame) -> dict[str, Any]:
-    """The paired start-up cost per run of each container environment (s)."""
-    diffs = [paired(runs, "startup_s", e, campaign.reference)["diff"]
-             for e in containers(campaign, runs)] if "startup_s" in set(runs["metric"]) else []
-    per = [float(d.mean()) for d in diffs if not d.empty]
+def startup_values(campaign: Campaign, runs: pd.DataFrame,
+                   results: pd.DataFrame | None = None) -> dict[str, Any]:
+    """The start-up cost per run of each container environment (s), per model: the
+    comparisons' own difference of means (the abstract's and the results' range, printed
+    the same way), else the mean paired difference per block where there is no comparison."""
+    envs = containers(campaign, runs)
+    if results is not None and not results.empty and "diff" in results:
+        rows = results[(results.metric == "startup_s") & results.environment.isin(envs)]
+        per = [float(x) for x in rows["diff"] if x == x]
+    else:
+        diffs = [paired(runs, "startup_s", e, campaign.reference)["diff"]
+                 for e in envs] if "startup_s" in set(runs["metric"]) else []
+        per = [float(d.mean()) for d in diffs if not d.empty]
     if not per:
         return {"startup-cost-has": False, "startup-cost-min": "--", "startup-cost-max": "--"}
-    return {"startup-cost-has": True, "startup-cost-min": f"{min(per):.2f}",
-            "startup-cost-max": f"{max(per):.2f}", "startup-cost-maxv": max(per)}
+    return {"startup-cost-has": True, "startup-cost-min": tables.num(min(per), 2),
+            "startup-cost-max": tables.num(max(per), 2), "startup-cost-maxv": max(per)}
 
 
 def prior_values(campaign: Campaign, runs: pd.DataFrame, results: pd.DataFrame | None,
@@ -228,7 +250,7 @@ def prior_values(campaign: Campaign, runs: pd.DataFrame, results: pd.DataFrame |
         raise ConfigError(f"{campaign.source}: key 'paper.prior_work': {', '.join(unknown)} "
                           f"not in {PRIOR_WORK.name}; add the result there (with its source) "
                           "or remove the id.")
-    start = startup_values(campaign, runs)
+    start = startup_values(campaign, runs, results)
     v: dict[str, Any] = {"prior-count": len(ids), **start}
     head = _answer_headline(results, campaign)
     rows = []
@@ -286,14 +308,14 @@ def util_values(runs: pd.DataFrame, reference: str) -> dict[str, Any]:
             "util-pp": f"${_signed(means[others[0]] - means[reference])}$"}
 
 
-def values(campaign: Campaign, runs: pd.DataFrame,
-           results: pd.DataFrame | None) -> dict[str, Any]:
+def values(campaign: Campaign, runs: pd.DataFrame, results: pd.DataFrame | None,
+           others: pd.DataFrame | None = None) -> dict[str, Any]:
     """Every value and condition of the title page and paper/discussion.tex."""
     return {
         **metadata_values(campaign),
         **date_values(campaign, runs),
         "causal-design": not campaign.is_import,
-        **steady_values(campaign, runs),
+        **steady_values(campaign, runs, results, others),
         **prior_values(campaign, runs, results),
         **util_values(runs, campaign.reference),
     }
@@ -328,8 +350,11 @@ def paired_rows(campaign: Campaign, runs: pd.DataFrame, results: pd.DataFrame | 
                 r = pd.DataFrame() if results is None else results[
                     (results.model == model) & (results.metric == metric)
                     & (results.environment == env)]
-                est, lo, hi = ((100 * float(r.iloc[0][k]) for k in
-                                ("rel_overhead", "rel_ci_low", "rel_ci_high"))
+                # the interval the paper prints (findings: adjusted under a stopping rule)
+                keys = (("estimate", "ci_low", "ci_high")
+                        if not r.empty and "estimate" in r and pd.notna(r.iloc[0]["estimate"])
+                        else ("rel_overhead", "rel_ci_low", "rel_ci_high"))
+                est, lo, hi = ((100 * float(r.iloc[0][k]) for k in keys)
                                if not r.empty else (math.nan,) * 3)
             else:
                 diffs = d["diff"].to_numpy(float)

@@ -62,9 +62,16 @@ def headlines(results: pd.DataFrame, registry: dict[str, MetricInfo], wanted: st
             continue
         info = registry.get(metric)
         for _, r in g[g.metric == metric].iterrows():
-            decided = decisions.verdict(r, info.direction if info else "none", alpha,
-                                        aa_status=aa.get(metric),
-                                        quality_error=metric in errors)
+            found = r.get("verdict")
+            if isinstance(found, str) and found in decisions.WORDS:  # the findings table's
+                caveats = r.get("caveats")
+                decided = decisions.Verdict(found, tuple(
+                    c for c in str(caveats).split(";") if c) if isinstance(caveats, str)
+                    else ())
+            else:
+                decided = decisions.verdict(r, info.direction if info else "none", alpha,
+                                            aa_status=aa.get(metric),
+                                            quality_error=metric in errors)
             rows.append({"model": str(model), "metric": metric, "environment": r.environment,
                          "row": r, "verdict": decided.word, "decision": decided})
     return rows
@@ -336,7 +343,12 @@ def system_facts(campaign: Campaign) -> dict[str, Any]:
             software_words(name, version) for name, version in inside.items()
             if isinstance(version, str) and "device" not in name))
         note("Snakemake", host.get("packages", {}).get("snakemake"))
-        note("Git commit", (rec.provenance.get("git", {}).get("commit") or "")[:12])
+        git = rec.provenance.get("git", {}) or {}
+        commit = (git.get("commit") or "")[:12]
+        # a working tree with changes beyond the commit ran: the commit alone is not the code
+        dirty = {True: " with uncommitted changes (dirty)", False: " (clean)"}.get(
+            git.get("dirty"), "")
+        note("Git commit", commit + dirty if commit else None)
         note("Config hash", rec.provenance.get("config_hash"))
     return {key: "; ".join(sorted(values)) for key, values in seen.items()}
 

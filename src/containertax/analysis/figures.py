@@ -19,6 +19,7 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
+from containertax.analysis import tables  # noqa: E402
 from containertax.workloads.metric_registry import TELEMETRY, MetricInfo, axis_label  # noqa: E402
 
 # Inches: the text width of paper/main.tex (A4, 2.5 cm margins). Figures are included
@@ -216,8 +217,8 @@ def gate_waits(runs: pd.DataFrame, envs: list[str], path: Path) -> bool:
     if "gate_waited_s" not in runs or runs["gate_waited_s"].isna().all():
         return False
     d = runs.drop_duplicates(["model", "environment", "repetition"])
-    if d["gate_waited_s"].nunique() <= 1:
-        return False  # one value for every run: the text says it in a sentence
+    if tables.distinct_as_printed(d["gate_waited_s"]) <= 1:
+        return False  # one value as printed for every run: the text says it in a sentence
     fig, ax = plt.subplots(figsize=(WIDTH / 2, 2.0), layout="constrained")
     sns.stripplot(d, x="environment", y="gate_waited_s", order=envs, hue="environment",
                   hue_order=envs, ax=ax, size=3, legend=False)

@@ -17,6 +17,7 @@ from containertax.analysis import (
     design_values,
     discussion,
     facts,
+    findings,
     order,
     policy,
     sequential,
@@ -36,7 +37,8 @@ from containertax.workloads.metric_registry import MetricInfo
 
 
 def numbers_values(campaign: Campaign, runs: pd.DataFrame, results: pd.DataFrame | None,
-                   quality_report: dict[str, Any], order_csv: Path | None) -> dict[str, Any]:
+                   quality_report: dict[str, Any], order_csv: Path | None,
+                   others: pd.DataFrame | None = None) -> dict[str, Any]:
     """Every value and condition the text of paper/main.tex quotes, by key."""
     reg = metric_registry(campaign)
     settings = campaign.analysis
@@ -73,7 +75,15 @@ def numbers_values(campaign: Campaign, runs: pd.DataFrame, results: pd.DataFrame
         **sequential.macros(campaign, runs, lambda m: tables.in_prose(reg[m], m)
                             if m in reg else m),  # none without a stopping rule
     }
-    values.update(discussion.values(campaign, runs, results))  # the paper's argument
+    values.update(discussion.values(campaign, runs, results, others))  # the argument
+    values.update(findings_values(campaign, runs, results, others, reg))
+    values["resolution"] = f"{100 * resolution(campaign):g}"
+    overridden = policy.headline_override(campaign, runs)
+    values["headline-overridden"] = bool(overridden)
+    values["headline-configured"] = (tables.tex(tables.in_prose(reg.get(overridden), overridden))
+                                     if overridden else "--")
+    values["seq-headline"] = bool(values.get("hl-count")) and all(
+        values.get(f"hl/{n}/sequential") for n in range(1, values["hl-count"] + 1))
     for (model, env, metric), group in runs.groupby(["model", "environment", "metric"]):
         mean = group["value"].mean()
         values[f"mean/{model}/{env}/{metric}"] = (tables.num(mean) if not math.isnan(mean)
@@ -151,6 +161,13 @@ def result_values(campaign: Campaign, results: pd.DataFrame | None, runs: pd.Dat
         values[f"{prefix}significant-bh"] = int((family_rows["p_bh"] < alpha).sum())
         values[f"{prefix}significant-bonf"] = int((family_rows["p_bonferroni"] < alpha).sum())
         values[f"{prefix}equivalent"] = int((family_rows["tost_p"] < alpha).sum())
+        if name == "primary" and "look" in family_rows and family_rows["look"].notna().any():
+            # under a stopping rule: the answers of the looks where the models stopped
+            word = family_rows["verdict"].astype(str)
+            values[f"{prefix}significant-bh"] = int(word.isin(
+                ["overhead", "advantage", "difference"]).sum())
+            values[f"{prefix}significant-bonf"] = values[f"{prefix}significant-bh"]
+            values[f"{prefix}equivalent"] = int((word == "equivalent").sum())
     values["primary-metrics"] = tables.tex(tables.join_words([
         tables.in_prose(reg.get(metric), metric)
         for metric in dict.fromkeys(results.loc[fam == "primary", "metric"])])) or "--"
@@ -171,8 +188,9 @@ def result_values(campaign: Campaign, results: pd.DataFrame | None, runs: pd.Dat
         values[f"hl/{number}/model"] = tables.tex(head["model"])
         values[f"hl/{number}/env"] = tables.tex(head["environment"])
         values[f"hl/{number}/metric"] = tables.tex(tables.in_prose(info, head["metric"]))
-        values[f"hl/{number}/rel"] = tables.pct(row.rel_overhead)
-        values[f"hl/{number}/ci"] = f"{tables.pct(row.rel_ci_low)}, {tables.pct(row.rel_ci_high)}"
+        est, low, high = tables.rel_texts(row)
+        values[f"hl/{number}/rel"] = est
+        values[f"hl/{number}/ci"] = f"{low}, {high}"
         values[f"hl/{number}/has-rel"] = row.rel_overhead == row.rel_overhead
         values[f"hl/{number}/has-ci"] = row.rel_ci_low == row.rel_ci_low
         values[f"hl/{number}/why"] = tables.tex(facts.why_not_estimable(row)) or "--"
@@ -181,6 +199,12 @@ def result_values(campaign: Campaign, results: pd.DataFrame | None, runs: pd.Dat
         values[f"hl/{number}/p"] = tables.pval(row.get("p", math.nan))
         values[f"hl/{number}/p-bh"] = tables.pval(row.get("p_bh", math.nan))
         values[f"hl/{number}/p-tost"] = tables.pval(row.get("tost_p", math.nan))
+        look = row.get("look", math.nan)
+        values[f"hl/{number}/sequential"] = bool(look is not None and look == look)
+        values[f"hl/{number}/look-words"] = (
+            f"look {int(look)} of the stopping rule, after {int(row.get('look_blocks'))} "
+            f"blocks, at its level {tables.num(row.get('look_alpha'), 3)}"
+            if look == look and look is not None else "--")
         for word in decisions.WORDS:
             values[f"hl/{number}/{word.replace(' ', '-')}"] = head["verdict"] == word
         values[f"hl/{number}/caveat"] = caveat_text(
@@ -196,10 +220,12 @@ def result_values(campaign: Campaign, results: pd.DataFrame | None, runs: pd.Dat
                 and head["row"].get("machine_adjusted_rel")
                 == head["row"].get("machine_adjusted_rel")]
     values["machine-adjusted"] = tables.join_words([
-        f"{tables.tex(head['model'])} in {tables.tex(head['environment'])}: "
-        f"{tables.pct(head['row'].machine_adjusted_rel)}\\,\\% "
-        f"[{tables.pct(head['row'].machine_adjusted_ci_low)}, "
-        f"{tables.pct(head['row'].machine_adjusted_ci_high)}]" for head in adjusted]) or "--"
+        "{} in {}: ${}$\\,\\% [${}$, ${}$]".format(
+            tables.tex(head["model"]), tables.tex(head["environment"]),
+            *tables.interval_texts(head["row"].machine_adjusted_rel,
+                                   head["row"].machine_adjusted_ci_low,
+                                   head["row"].machine_adjusted_ci_high))
+        for head in adjusted]) or "--"
     mdes = [100 * head["row"].get("mde_rel", math.nan) for head in heads
             if head["verdict"] == "inconclusive"]
     mdes = [mde for mde in mdes if mde == mde]
@@ -234,12 +260,11 @@ def result_values(campaign: Campaign, results: pd.DataFrame | None, runs: pd.Dat
           tables.in_prose(reg.get(metric), metric)) for metric in equivalent_metrics], res_pct)
     for _, row in all_results.iterrows():
         key = f"{row.model}/{row.environment}/{row.metric}"
-        values[f"rel/{key}"] = (tables.pct(row.rel_overhead)
-                                if row.rel_overhead == row.rel_overhead
+        est, low, high = tables.rel_texts(row)
+        values[f"rel/{key}"] = (est if row.rel_overhead == row.rel_overhead
                                 else tables.NOT_ESTIMABLE)
-        values[f"rel-ci/{key}"] = (
-            f"[{tables.pct(row.rel_ci_low)}, {tables.pct(row.rel_ci_high)}]"
-            if row.rel_ci_low == row.rel_ci_low else f"[{tables.NOT_ESTIMABLE}]")
+        values[f"rel-ci/{key}"] = (f"[{low}, {high}]" if low != "--"
+                                   else f"[{tables.NOT_ESTIMABLE}]")
         values[f"p/{key}"] = tables.pval(row.p)
         values[f"p-bh/{key}"] = tables.pval(row.p_bh)
         values[f"test/{key}"] = row.primary_test
@@ -314,9 +339,9 @@ def calibration_macros(cal: dict[str, Any], reg: dict[str, MetricInfo] | None = 
         values[f"aa/{number}/metric"] = tables.tex(label.get(row["metric"], row["metric"]))
         values[f"aa/{number}/env"] = tables.tex(row["environment"])
         values[f"aa/{number}/ref"] = tables.tex(row["reference"])
-        values[f"aa/{number}/rel"] = tables.pct(row["rel_overhead"])
-        values[f"aa/{number}/ci"] = (f"{tables.pct(row['rel_ci_low'])}, "
-                                     f"{tables.pct(row['rel_ci_high'])}")
+        est, low, high = tables.rel_texts(row)
+        values[f"aa/{number}/rel"] = est
+        values[f"aa/{number}/ci"] = f"{low}, {high}"
         values[f"aa/{number}/test"] = tables.tex(row.get("primary_test", "--"))
         values[f"aa/{number}/p"] = tables.pval(row.get("p", math.nan))
         values[f"aa/{number}/p-bonf"] = tables.pval(row.get("p_bonferroni", math.nan))
@@ -325,4 +350,101 @@ def calibration_macros(cal: dict[str, Any], reg: dict[str, MetricInfo] | None = 
         values[f"aa/{number}/significant"] = bool(row.get("p_bonferroni", math.nan)
                                                   < cal.get("alpha", 0))
     return values
+
+
+FAMILY_WORDS = findings.FAMILY_WORDS
+VERDICT_WORDS = {"A/A failed": "failed", "A/A inconclusive": "inconclusive",
+                 "A/A passed": "passed", "A/A cannot fail": "cannot fail",
+                 "overhead": "overhead", "advantage": "better in the container",
+                 "difference": "a difference", "equivalent": "equivalent",
+                 "inconclusive": "inconclusive", "not estimable": "not estimable"}
+
+
+def findings_values(campaign: Campaign, runs: pd.DataFrame, results: pd.DataFrame | None,
+                    others: pd.DataFrame | None,
+                    reg: dict[str, MetricInfo]) -> dict[str, Any]:
+    """The findings rule's output for main.tex (analysis/findings.py decides; stats/
+    findings.csv holds it): the comparisons that reach the abstract beyond the headline
+    ones (f/...), the quality findings that do (q/...), and those the findings section
+    lists (l/...), each printed with the findings table's own text."""
+    frames = [f for f in (results, others) if f is not None and not f.empty]
+    table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    heads = set()
+    if results is not None and not results.empty:
+        heads = {(str(h["model"]), h["environment"], h["metric"]) for h in
+                 policy.headline_rows(campaign, results, runs)}
+    v: dict[str, Any] = {"f-count": 0, "f-each": "", "f-short": "", "thermal-count": 0,
+                         "interval-truncated": False, "excluded-family": 0,
+                         "fa-count": 0, "fa-each": "",
+                         "q-count": 0, "q-each": "",
+                         "l-count": 0, "l-each": "", "ql-count": 0, "ql-each": "",
+                         "appendix-count": 0, "has-findings-rule": "reach" in table}
+    if table.empty or "reach" not in table:
+        return v
+    def words(metric: str) -> str:
+        return tables.tex(tables.in_prose(reg.get(metric), metric)) if metric else "--"
+
+    def comparison(prefix: str, n: int, r: Any) -> None:
+        est, low, high = tables.rel_texts(r)
+        v[f"{prefix}/{n}/model"] = tables.tex(r["model"])
+        v[f"{prefix}/{n}/env"] = tables.tex(r["environment"] if r["family"] not in
+                                            tables.AA_FAMILIES + ("compile-excluded A/A",)
+                                            else f"{r['environment']} vs {r['reference']}")
+        v[f"{prefix}/{n}/metric"] = words(r["metric"])
+        v[f"{prefix}/{n}/family"] = tables.tex(FAMILY_WORDS.get(r["family"], r["family"]))
+        v[f"{prefix}/{n}/est"] = est
+        v[f"{prefix}/{n}/ci"] = f"{low}, {high}" if low != "--" else tables.NOT_ESTIMABLE
+        word = str(r.get("verdict", ""))
+        caveats = [decisions.SHORT[c] for c in str(r.get("caveats") or "").split(";")
+                   if c in decisions.SHORT]
+        v[f"{prefix}/{n}/verdict"] = tables.tex(VERDICT_WORDS.get(word, word) + "".join(
+            f" ({c})" for c in caveats))
+        v[f"{prefix}/{n}/p"] = tables.pval(r.get("p_bh", math.nan))
+        v[f"{prefix}/{n}/why"] = tables.tex(r.get("why", ""))
+
+    def quality(prefix: str, n: int, r: Any) -> None:
+        v[f"{prefix}/{n}/thermal"] = r.get("check") == "thermal_dependence"
+        v[f"{prefix}/{n}/model"] = tables.tex(r.get("model") or "--")
+        v[f"{prefix}/{n}/metric"] = words(str(r.get("metric") or ""))
+        v[f"{prefix}/{n}/covariate"] = tables.tex(r.get("covariate") or "--")
+        v[f"{prefix}/{n}/est"] = f"${r['text_est']}$" if str(r.get("text_est", "--")) not in (
+            "--", "nan") else "--"
+        v[f"{prefix}/{n}/r"] = tables.num(r.get("partial_r", math.nan), 2)
+        v[f"{prefix}/{n}/p"] = tables.pval(r.get("p_bh", math.nan))
+        v[f"{prefix}/{n}/check"] = tables.tex(str(r.get("check", "")).replace("_", " "))
+        v[f"{prefix}/{n}/message"] = tables.tex(tables.humanise(str(r.get("message", "")), reg))
+        v[f"{prefix}/{n}/severity"] = tables.tex(r.get("severity", ""))
+
+    kinds = table.get("kind", pd.Series("comparison", index=table.index)).fillna("comparison")
+    aa_rows = table["family"].astype(str).str.contains("calibration|A/A")
+    said = table["family"].isin(tables.AA_FAMILIES)  # \\aacaveats says these by metric
+    groups = {("abstract", "comparison"): ("f", comparison),
+              ("abstract", "aa"): ("fa", comparison),
+              ("abstract", "quality"): ("q", quality),
+              ("findings section", "comparison"): ("l", comparison),
+              ("findings section", "quality"): ("ql", quality)}
+    for (where, kind), (prefix, put) in groups.items():
+        if kind == "aa":
+            rows = table[(table["reach"] == where) & aa_rows & ~said]
+        elif kind == "comparison" and where == "abstract":
+            rows = table[(table["reach"] == where) & (kinds == kind) & ~aa_rows]
+        else:
+            rows = table[(table["reach"] == where) & (kinds == kind)]
+        if kind == "comparison" and where == "abstract":
+            rows = rows[[(str(r.model), r.environment, r.metric) not in heads
+                         for r in rows.itertuples()]]
+        for n, (_, r) in enumerate(rows.iterrows(), 1):
+            put(prefix, n, r)
+        v[f"{prefix}-count"] = len(rows)
+        item = {"f": "findingitem", "fa": "aafindingitem", "q": "qfindingitem",
+                "l": "listeditem", "ql": "qlisteditem"}[prefix]
+        v[f"{prefix}-each"] = "".join(f"\\{item}{{{n}}}" for n in range(1, len(rows) + 1))
+        if prefix == "f":
+            v["f-short"] = "".join(f"\\findingshort{{{n}}}" for n in range(1, len(rows) + 1))
+    v["appendix-count"] = int((table["reach"] == "appendix").sum())
+    v["excluded-family"] = int((table["family"] == findings.EXCLUDED_FAMILY).sum())
+    v["interval-truncated"] = bool(table.get("truncated", pd.Series(dtype=object))
+                                   .fillna(False).astype(bool).any())
+    v["thermal-count"] = int((table.get("check") == "thermal_dependence").sum())
+    return v
 

@@ -111,10 +111,31 @@ def environment_order(campaign: Campaign, runs: pd.DataFrame) -> list[str]:
 
 
 def headline(campaign: Campaign, runs: pd.DataFrame) -> str | None:
-    """The metric the headline table and the abstract quote (analysis.headline_metric)."""
+    """The metric the headline table and the abstract quote (analysis.headline_metric);
+    under a stopping rule the primary metric the rule decided on (headline_override says
+    so in the paper), since only its verdict respects the looks."""
     metrics = analysed_metrics(campaign, runs)
     wanted = campaign.analysis.get("headline_metric")
+    stopped = stopping_metric(campaign, runs)
+    if stopped is not None:
+        return stopped
     return wanted if wanted in metrics else (metrics[0] if metrics else None)
+
+
+def stopping_metric(campaign: Campaign, runs: pd.DataFrame) -> str | None:
+    """The primary metric a stopping rule decided on (the first model's first), or None
+    without a rule."""
+    if not campaign.raw.get("stopping") or runs is None or runs.empty:
+        return None
+    firsts = [metrics[0] for metrics in primary_metrics(campaign, runs).values() if metrics]
+    return firsts[0] if firsts else None
+
+
+def headline_override(campaign: Campaign, runs: pd.DataFrame) -> str | None:
+    """The configured headline metric that a stopping rule's metric replaced, or None."""
+    wanted = campaign.analysis.get("headline_metric")
+    stopped = stopping_metric(campaign, runs)
+    return wanted if stopped is not None and wanted and wanted != stopped else None
 
 
 def resolution(campaign: Campaign) -> float:
@@ -216,7 +237,7 @@ def headline_rows(campaign: Campaign, results: pd.DataFrame | None,
     reg = metric_registry(campaign)
     metrics = analysed_metrics(campaign, runs)
     aa, errors = evidence(quality_report, metrics)
-    return facts.headlines(results, reg, campaign.analysis.get("headline_metric"),
+    return facts.headlines(results, reg, headline(campaign, runs),
                            metrics, campaign.analysis["alpha"], aa, errors)
 
 

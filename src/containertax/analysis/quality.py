@@ -18,6 +18,7 @@ from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
 
 from containertax.analysis import clocks
+from containertax.analysis.tables import interval_texts
 from containertax.workloads.metric_registry import MetricInfo
 
 KEY = ["model", "environment", "repetition", "metric"]
@@ -267,10 +268,12 @@ def check(runs: pd.DataFrame, registry: dict[str, MetricInfo], *,
     outl = runs[runs["flag_outlier"]]
     if len(outl):
         f.append(Finding("outliers", "warning",
-                         f"{len(outl)} values out of line with their group by the outlier "
+                         (f"{len(outl)} values are out of line with their group"
+                          if len(outl) > 1 else "one value is out of line with its group")
+                         + " by the outlier "
                          "rule (robust distance from the median of the rest of the group "
                          "beyond a threshold calibrated per n and number of environments; "
-                         "flagged, kept unless analysis.exclude lists outliers)", len(outl),
+                         "flagged, and kept unless the configuration excludes outliers)", len(outl),
                          {"rows": outl[KEY + ["value"]].to_dict("records")[:30]}))
     thr = runs[runs["flag_throttled"]]
     if len(thr):
@@ -308,8 +311,11 @@ def machines(runs: pd.DataFrame) -> list[Finding]:
     split = (runs.groupby(["model", "block"])["machine"].nunique() > 1)
     if split.any():
         blocks = [{"model": m, "block": int(b)} for m, b in split[split].index]
-        f.append(Finding("block_split", "warning", f"{len(blocks)} blocks ran on more than "
-                         "one machine: their paired comparisons mix machines", len(blocks),
+        f.append(Finding("block_split", "warning",
+                         f"{len(blocks)} blocks ran on more than one machine: their paired "
+                         "comparisons mix machines" if len(blocks) > 1 else "one block ran on "
+                         "more than one machine: its paired comparisons mix machines",
+                         len(blocks),
                          {"blocks": blocks[:20]}))
     return f
 
@@ -634,10 +640,14 @@ def calibration(aa: pd.DataFrame, alpha: float,
     status = decisions.aa_overall_status({m: per_metric[m] for m in prim["metric"].unique()})
     findings: list[Finding] = []
 
+    def rel(r: Any) -> str:
+        """As every other print of a relative difference (tables.interval_texts)."""
+        est, low, high = interval_texts(r.rel_overhead, r.rel_ci_low, r.rel_ci_high)
+        return f"{est} % [{low}, {high}]"
+
     def listed(frame: pd.DataFrame) -> str:
         return "; ".join(f"{r.model}/{r.metric}: {r.environment} vs {r.reference} "
-                         f"{100 * r.rel_overhead:+.2f} % [{100 * r.rel_ci_low:+.2f}, "
-                         f"{100 * r.rel_ci_high:+.2f}], Bonferroni p {r.p_bonferroni:.3g}"
+                         f"{rel(r)}, Bonferroni p {r.p_bonferroni:.3g}"
                          for r in frame.itertuples())
 
     failed = aa[aa["aa_status"] == "failed"]
@@ -667,11 +677,10 @@ def calibration(aa: pd.DataFrame, alpha: float,
         findings.append(Finding(
             "aa_resolution", "warning",
             f"the A/A control does not show a resolution of {100 * resolution:g} %: "
-            + "; ".join(f"{r.model}/{r.metric} {100 * r.rel_overhead:+.2f} % "
-                        f"[{100 * r.rel_ci_low:+.2f}, {100 * r.rel_ci_high:+.2f}]"
-                        for r in unresolved.itertuples())
+            + "; ".join(f"{r.model}/{r.metric} {rel(r)}" for r in unresolved.itertuples())
             + f" (neither significant after Bonferroni nor equivalent within "
-              f"+-{100 * resolution:g} %); every verdict on these metrics carries that caveat",
+              f"{100 * resolution:g} % either side); every verdict on these metrics carries "
+              "that caveat",
             len(unresolved), {"metrics": sorted(set(unresolved["metric"]))}))
     return {"status": status, **base, "metrics": per_metric, "comparisons": rows}, findings
 

@@ -20,6 +20,7 @@ import pandas as pd
 from containertax.analysis import (
     discussion,
     facts,
+    findings,
     importer,
     order,
     paper_values,
@@ -34,6 +35,8 @@ from containertax.campaign import paths
 from containertax.campaign.config import Campaign
 from containertax.core import records
 
+TEXT_COLUMNS = ("text_est", "text_low", "text_high", "text_ci", "verdict", "caveats",
+                "check", "message", "why", "reach", "severity")
 __all__ = ["AnalysisError", "label_names"]  # the CLI's names, kept where it looks for them
 
 
@@ -41,7 +44,9 @@ def read_table(path: Path | None) -> pd.DataFrame | None:
     """A generated CSV, or None where it is absent or empty; model ids stay strings."""
     if path is None or not path.exists() or path.stat().st_size <= 1:
         return None
-    frame = pd.read_csv(path)
+    # the findings' printed texts stay text ('+0.10' is not the number 0.1)
+    frame = pd.read_csv(path, dtype={column: str for column in TEXT_COLUMNS},
+                        keep_default_na=True)
     if frame.empty:
         return None
     if "model" in frame:
@@ -149,6 +154,20 @@ def run_correct(model_csvs: list[Path], desc_csvs: list[Path], out: Path,
     records.atomic_write_text(out_desc, read_all(desc_csvs).to_csv(index=False))
 
 
+def run_findings(campaign: Campaign, kept_csv: Path, comparisons_csv: Path,
+                 quality_json: Path, out: Path) -> None:
+    """The findings table (analysis/findings.py): every later step prints from it."""
+    runs = read_table(kept_csv)
+    table = findings.build(campaign, runs if runs is not None else pd.DataFrame(),
+                           read_table(comparisons_csv), records.read_json(quality_json))
+    records.atomic_write_text(out, table.to_csv(index=False))
+
+
+def read_findings(path: Path | None) -> tuple[pd.DataFrame | None, pd.DataFrame]:
+    """A findings table (or a plain comparisons.csv) as (comparisons, other findings)."""
+    return findings.split(read_table(path))
+
+
 def _longest_telemetry(campaign: Campaign) -> tuple[pd.DataFrame | None, str]:
     """The reference environment's longest run: the most telling trace."""
     files = campaign.paths.telemetry_files(campaign.reference)
@@ -166,7 +185,7 @@ def run_figures(campaign: Campaign, kept_csv: Path, comparisons_csv: Path,
     from containertax.analysis import figures
 
     runs = read_table(kept_csv)
-    results = read_table(comparisons_csv)
+    results, _ = read_findings(comparisons_csv)
     reg = policy.metric_registry(campaign)
     envs = policy.environment_order(campaign, runs)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -291,20 +310,28 @@ def run_tables(campaign: Campaign, kept_csv: Path, comparisons_csv: Path, desc_c
     runs = read_table(kept_csv)
     metrics = policy.analysed_metrics(campaign, runs)
     desc = read_table(desc_csv)
-    results = read_table(comparisons_csv)
+    results, _ = read_findings(comparisons_csv)
     quality_report = (records.read_json(quality_json)
                       if quality_json and quality_json.exists() else None)
     out_dir.mkdir(parents=True, exist_ok=True)
     heads = [dict(model=head["model"], metric=head["metric"], environment=head["environment"],
-                  rel=tables.pct(head["row"].rel_overhead),
-                  ci=f"{tables.pct(head['row'].rel_ci_low)}, {tables.pct(head['row'].rel_ci_high)}",
-                  p_bh=tables.pval(head["row"].get("p_bh")),
+                  rel=tables.rel_texts(head["row"])[0],
+                  ci=", ".join(tables.rel_texts(head["row"])[1:]),
+                  p_bh=tables.pval(head["row"].get("look_p")
+                                   if head["row"].get("look") == head["row"].get("look")
+                                   and head["row"].get("look") is not None
+                                   else head["row"].get("p_bh")),
                   mde=tables.num(100 * head["row"].get("mde_rel", math.nan), 2),
-                  verdict=head["decision"].short)
+                  verdict=head["decision"].short,
+                  sequential=head["row"].get("look") == head["row"].get("look")
+                  and head["row"].get("look") is not None)
              for head in policy.headline_rows(campaign, results, runs, quality_report)]
+    p_header = (r"$p$" if heads and all(h["sequential"] for h in heads)
+                else r"$p_\mathrm{BH}$")
     found = facts.record_facts(campaign)
     out = {
-        "headline": tables.headline_table(discussion.design_verdicts(campaign, heads), reg),
+        "headline": tables.headline_table(discussion.design_verdicts(campaign, heads), reg,
+                                          p_header),
         "estimates": tables.estimates_table(results, reg) if results is not None else "",
         "tests": tables.tests_table(results, reg) if results is not None else "",
         "descriptives": (tables.descriptives_table(desc, reg, policy.without_phases(metrics))
@@ -329,8 +356,9 @@ def run_numbers(campaign: Campaign, kept_csv: Path, comparisons_csv: Path,
     the data of its quality section."""
     runs = read_table(kept_csv)
     quality_report = records.read_json(quality_json)
-    results = read_table(comparisons_csv)
-    values = paper_values.numbers_values(campaign, runs, results, quality_report, order_csv)
+    results, others = read_findings(comparisons_csv)
+    values = paper_values.numbers_values(campaign, runs, results, quality_report, order_csv,
+                                         others)
     from containertax.analysis import phases
 
     values.update(phases.values(campaign, phase_rows(campaign, runs, results), runs,

@@ -85,7 +85,50 @@ _COUNT_PHRASES = [
     (r"\b0\s+(?:remains?|is|are|was|were)\b", "zero in digits as the subject"),
     (r"(?:^|[.!?]\s+)[0-9]+\s+[a-z][a-z\s-]{0,40}?\s(?:remain|remains|are|is|were|was)\b",
      "a sentence opening with a numeral"),
+    (r"\b1 (?:values|runs|blocks|comparisons|findings|problems|models|metrics|tests)\b",
+     "one with a plural noun"),
+    (r"\ball (?:one|two|2)\s+[a-z]", "'all' before one or two ('both', 'the one')"),
 ]
+
+
+# a file of the project named in the prose (a reader has no checkout): config, resources,
+# results, workflow or source paths, and files by their extension
+_PROJECT_PATH = re.compile(r"\b(?:config|resources|results|workflow|src|paper)/[\w./-]+"
+                           r"|\b[\w-]+\.(?:yaml|csv|json|py|smk)\b")
+
+
+# a campaign's raw data folder, which a study's data table cites on purpose
+_DATA_FOLDER = re.compile(r"results/[\w-]+/raw")
+
+
+def check_project_paths(text: str) -> list[Problem]:
+    """No file path or file of the project in the prose: the paper says what a file holds,
+    in words ('the project's prior-work table', not resources/prior_work.yaml)."""
+    flat = " ".join(text.split())
+    found = sorted({m.group() for m in _PROJECT_PATH.finditer(flat)
+                    if not _DATA_FOLDER.fullmatch(m.group())})
+    return [Problem("file-path-in-text", "text", f"project file path(s) in prose: "
+                    f"{', '.join(found)}")] if found else []
+
+
+def check_repeated_sentences(text: str, min_words: int = 6) -> list[Problem]:
+    """A sentence printed twice ('We ask ...' in the lead and in the abstract's own
+    opening), or two sentences of one paragraph opening with the same three words."""
+    flat = " ".join(text.split())
+    sentences = [x.strip() for x in re.split(r"(?<=[.!?])\s+(?=[A-Z])", flat)]
+    seen: dict[str, int] = {}
+    bad = []
+    for sentence in sentences:
+        if len(sentence.split()) >= min_words and not re.search(r"\d", sentence):
+            seen[sentence] = seen.get(sentence, 0) + 1
+            if seen[sentence] == 2:
+                bad.append(sentence[:80])
+    for paragraph in text.split("\n\n"):
+        opens = [" ".join(x.split()[:2]) for x in re.split(
+            r"(?<=[.!?])\s+(?=[A-Z])", " ".join(paragraph.split())) if len(x.split()) > 4]
+        for first in {o for o in opens if opens.count(o) > 1 and o.startswith("We ")}:
+            bad.append(f"'{first} ...' opens two sentences of one paragraph")
+    return [Problem("repeated-sentence", "text", "; ".join(bad))] if bad else []
 
 
 def prose_text(pdf: Path) -> str:
@@ -112,11 +155,17 @@ def check_text(pdf: Path, names: list[str]) -> list[Problem]:
             out.append(Problem("raw-name-in-text", f"page {page}",
                                f"raw metric or column name(s) in the text: {', '.join(hits)} "
                                "(use the metric registry's label)"))
-        for pattern, what in _COUNT_PHRASES:
-            for m in re.finditer(pattern, flat):
-                context = flat[max(0, m.start() - 20):m.end() + 20].strip()
-                out.append(Problem("count-phrasing", f"page {page}",
-                                   f"{what}: '{context}'"))
+        out += check_counts(flat, f"page {page}")
+    return out
+
+
+def check_counts(flat: str, where: str = "text") -> list[Problem]:
+    """Counts that read wrong ('Of the 1 comparison', '1 values', 'all two comparisons')."""
+    out = []
+    for pattern, what in _COUNT_PHRASES:
+        for m in re.finditer(pattern, flat):
+            context = flat[max(0, m.start() - 20):m.end() + 20].strip()
+            out.append(Problem("count-phrasing", where, f"{what}: '{context}'"))
     return out
 
 
@@ -458,20 +507,111 @@ def check_runtime_labels(text: str, recorded: dict[str, set[str]]) -> list[Probl
     return out
 
 
+# a relative difference and its interval as the text prints them: '+0.05 % [-0.03, +0.12]'
+_SIGNED = r"[-+]?\d+(?:\.\d+)?"
+TRIPLE = re.compile(rf"(?:({_SIGNED})\s*%?\s*)?\[\s*({_SIGNED})\s*%?,\s*({_SIGNED})\s*%?\s*\]")
+
+
+def printed_intervals(text: str) -> list[tuple[str | None, str, str]]:
+    """Every '(estimate) [low, high]' the text prints (a Unicode minus read as '-')."""
+    text = text.replace("\u2212", "-").replace("\u2009", " ")
+    return [(m.group(1), m.group(2), m.group(3)) for m in TRIPLE.finditer(text)]
+
+
+def canonical_intervals(findings_csv: Path) -> set[tuple[str, str, str]]:
+    """The (estimate, low, high) texts of every finding (stats/findings.csv) and of its
+    machine-adjusted estimate: the only intervals the paper may print."""
+    import math
+
+    import pandas as pd
+
+    from containertax.analysis.tables import interval_texts
+
+    if not findings_csv.exists():
+        return set()
+    table = pd.read_csv(findings_csv, dtype=str)
+    out = set()
+    for _, r in table.iterrows():
+        if isinstance(r.get("text_low"), str) and r["text_low"] != "--":
+            out.add((str(r["text_est"]), r["text_low"], r["text_high"]))
+        try:
+            madj = [float(r[k]) for k in ("machine_adjusted_rel", "machine_adjusted_ci_low",
+                                          "machine_adjusted_ci_high")]
+        except (KeyError, TypeError, ValueError):
+            continue
+        if not any(math.isnan(x) for x in madj):
+            out.add(interval_texts(*madj))
+    return out
+
+
+def margin_band(numbers_tex: Path) -> set[tuple[str, str]]:
+    """The equivalence band's ends as numbers.tex prints them (not a finding: a bound)."""
+    if not numbers_tex.exists():
+        return set()
+    found = dict(re.findall(r"\\ctxdef\{(margin-low|margin-high)\}\{([^}]*)\}",
+                            numbers_tex.read_text(errors="replace")))
+    return ({(found["margin-low"], found["margin-high"])}
+            if {"margin-low", "margin-high"} <= found.keys() else set())
+
+
+def check_printed_once(text: str, canonical: set[tuple[str, str, str]],
+                       bounds: set[tuple[str, str]] = frozenset()) -> list[Problem]:
+    """A quantity printed more than once is printed identically: every interval the text
+    prints is a finding's own text (estimate and both ends, or both ends where the
+    estimate stands apart), never a second computation or another rounding of it."""
+    if not canonical:
+        return []
+    ends = {(low, high) for _, low, high in canonical}
+    bad = []
+    for est, low, high in printed_intervals(text):
+        if est is None and (low, high) in bounds:
+            continue
+        if (est is not None and (est, low, high) in canonical) or (
+                est is None and (low, high) in ends):
+            continue
+        if est is not None and (low, high) in ends and not any(
+                e == est for e, lo, hi in canonical if (lo, hi) == (low, high)):
+            bad.append(f"{est} [{low}, {high}]")
+        elif (low, high) not in ends:
+            bad.append(f"{est or ''} [{low}, {high}]".strip())
+    return [Problem("printed-twice", "text", "interval(s) printed that are not a finding's "
+                    "own text (stats/findings.csv): " + "; ".join(dict.fromkeys(bad)))
+            ] if bad else []
+
+
+def check_interval_texts(text: str) -> list[Problem]:
+    """Intervals a referee rejects as printed: an end below -100 % (no relative difference
+    of a positive quantity lies there; transform back from the log scale), or an estimate
+    and its ends that print alike or as zero where they are not ('0.0 % [0.0, +0.1]':
+    rounding hides the evidence)."""
+    bad = []
+    for est, low, high in printed_intervals(text):
+        shown = [x for x in (est, low, high) if x is not None]
+        if float(low) < -100:
+            bad.append(f"[{low}, {high}] below -100 %")
+        elif len(set(shown)) < len(shown) or (est is not None and float(est) == 0
+                                              and 0 in (float(low), float(high))):
+            bad.append(f"{est or ''} [{low}, {high}] prints values alike")
+    return [Problem("interval-digits", "text", "; ".join(dict.fromkeys(bad)))] if bad else []
+
+
 def review(build_dir: Path, pdf: Path, names: list[str],
            overfull_pt: float = OVERFULL_PT, min_pt: float = MIN_FONT_PT,
-           campaign_root: Path | None = None) -> list[Problem]:
+           campaign_root: Path | None = None, log_name: str = "main.log") -> list[Problem]:
     """Every problem of a built paper (main.log and figures/ beside the PDF); with the
     campaign's folder, also the claims its schedule contradicts."""
-    log = build_dir / "main.log"
+    log = build_dir / log_name
     problems = check_log(log.read_text(errors="replace"), overfull_pt) if log.exists() else [
         Problem("no-log", str(log), "no LaTeX log to check")]
     problems += check_question_marks(pdf)
     problems += check_text(pdf, names)
     problems += check_sources(build_dir, names)
     text = prose_text(pdf)
-    main = build_dir / "main.tex"
+    main = build_dir / log_name.replace(".log", ".tex")
     problems += check_artefacts(text)
+    problems += check_interval_texts(text)
+    problems += check_project_paths(text)
+    problems += check_repeated_sentences(text)
     problems += check_doubled_words(pdf_text(pdf))
     problems += check_identifiers(build_dir, text)
     generated = "\n".join(p.read_text(errors="replace") for p in sorted(build_dir.rglob("*.tex"))
@@ -481,6 +621,10 @@ def review(build_dir: Path, pdf: Path, names: list[str],
     if campaign_root is not None:
         problems += check_campaign_claims(text, run_order(campaign_root))
         problems += check_runtime_labels(pdf_text(pdf), recorded_runtimes(campaign_root))
+        from containertax.campaign.paths import FINDINGS
+
+        problems += check_printed_once(text, canonical_intervals(campaign_root / FINDINGS),
+                                       margin_band(build_dir / "numbers.tex"))
     problems += check_fonts(pdf, min_pt)
     figs = sorted((build_dir / "figures").glob("*.pdf"))
     problems += check_figure_labels(figs, names)

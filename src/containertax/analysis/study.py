@@ -48,6 +48,7 @@ class StudyCampaign:
     name: str
     config: Path  # the campaign's config file, as the study names it (relative to cwd)
     campaign: ct_config.Campaign
+    why: str = ""  # why the study includes it (the study config's words)
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,9 @@ class Study:
     family: tuple[str, ...]
     run_cells: bool
     root: Path
+    # the paper's words (study config): title, authors, affiliation, question,
+    # abstract_lead, prior_work ids, the author's own text files, campaigns left out and why
+    meta: dict[str, Any] = field(default_factory=dict)
 
     def campaign(self, name: str) -> StudyCampaign:
         return next(c for c in self.campaigns if c.name == name)
@@ -78,7 +82,7 @@ def load(data: dict[str, Any], source: str, workdir: Path = Path(".")) -> Study:
     if stray:
         raise StudyError(f"{source}: unknown top-level key(s) {stray} in a study config; a "
                          "study has only 'study' (and 'results_dir').")
-    allowed = {"name", "description", "campaigns", "family", "run_cells"}
+    allowed = {"name", "description", "campaigns", "family", "run_cells", *META_KEYS}
     unknown = sorted(set(spec) - allowed)
     if unknown:
         raise StudyError(f"{source}: key 'study': unknown key(s) {unknown}; allowed: "
@@ -101,8 +105,10 @@ def load(data: dict[str, Any], source: str, workdir: Path = Path(".")) -> Study:
     campaigns = []
     for i, entry in enumerate(entries):
         where = f"{source}: key 'study.campaigns[{i}]"
-        if not isinstance(entry, dict) or set(entry) != {"name", "config"}:
-            raise StudyError(f"{where}': give '{{name: NAME, config: FILE}}', got {entry!r}.")
+        if not isinstance(entry, dict) or not {"name", "config"} <= set(entry) <= {
+                "name", "config", "why"}:
+            raise StudyError(f"{where}': give '{{name: NAME, config: FILE, why: TEXT}}' (why "
+                             f"optional), got {entry!r}.")
         path = Path(source).parent / str(entry["config"])
         if not path.is_file():
             raise StudyError(f"{where}.config': {path} does not exist; name the campaign's "
@@ -114,14 +120,41 @@ def load(data: dict[str, Any], source: str, workdir: Path = Path(".")) -> Study:
         if campaign.name != entry["name"]:
             raise StudyError(f"{where}.name': '{entry['name']}' but {path} is campaign "
                              f"'{campaign.name}'; write the campaign's own name.")
-        campaigns.append(StudyCampaign(campaign.name, Path(_relative(path)), campaign))
+        campaigns.append(StudyCampaign(campaign.name, Path(_relative(path)), campaign,
+                                       " ".join(str(entry.get("why", "")).split())))
     names = [c.name for c in campaigns]
     if len(set(names)) != len(names):
         raise StudyError(f"{source}: key 'study.campaigns' names a campaign twice: {names}.")
     results_dir = Path(workdir) / str(data.get("results_dir", "results"))
     return Study(name, str(spec.get("description", "")), source, tuple(campaigns),
                  tuple(family), bool(spec.get("run_cells", False)),
-                 R.study_root(results_dir, name))
+                 R.study_root(results_dir, name), meta_of(spec, source))
+
+
+# the paper's words a study config may give (config/README.md, 'Studies')
+META_KEYS = ("title", "authors", "affiliation", "question", "abstract_lead", "prior_work",
+             "introduction_file", "discussion_file", "excluded")
+
+
+def meta_of(spec: dict[str, Any], source: str) -> dict[str, Any]:
+    """The study config's words for its paper, checked: the author's text files exist
+    (relative to the study config) and every campaign left out says why."""
+    meta = {k: spec[k] for k in META_KEYS if k in spec}
+    for key in ("introduction_file", "discussion_file"):
+        if key in meta:
+            path = Path(source).parent / str(meta[key])
+            if not path.is_file():
+                raise StudyError(f"{source}: key 'study.{key}': {path} does not exist; name "
+                                 "the author's LaTeX file relative to the study config.")
+            meta[key] = str(path)
+    for i, entry in enumerate(meta.get("excluded") or []):
+        if not isinstance(entry, dict) or set(entry) != {"name", "why"}:
+            raise StudyError(f"{source}: key 'study.excluded[{i}]': give '{{name: CAMPAIGN, "
+                             f"why: TEXT}}', got {entry!r}.")
+    authors = meta.get("authors") or []
+    if not isinstance(authors, list):
+        raise StudyError(f"{source}: key 'study.authors' must be a list of names.")
+    return meta
 
 
 def load_file(path: str | Path, workdir: Path = Path(".")) -> Study:
@@ -166,7 +199,7 @@ def derived_sources(campaign: ct_config.Campaign) -> list[dict[str, Any]]:
 
 # the summary's format: raise it when summarize() writes other keys (workflow/study.smk
 # reruns the summaries when it changes; write() refuses a summary without the keys it reads)
-SUMMARY_VERSION = 2
+SUMMARY_VERSION = 4
 
 
 def summarize(study: Study, name: str) -> dict[str, Any]:
@@ -178,6 +211,9 @@ def summarize(study: Study, name: str) -> dict[str, Any]:
     if not comparisons.is_file():
         raise StudyError(f"{comparisons} does not exist: campaign {name}'s analysis has not "
                          f"run (snakemake --configfile {entry.config} paper).")
+    if not c.paths.findings.is_file():
+        raise StudyError(f"{c.paths.findings} does not exist: campaign {name}'s findings "
+                         f"step has not run (snakemake --configfile {entry.config} paper).")
     metrics = sorted(set(pd.read_csv(comparisons)["metric"].astype(str)))
     return {
         "campaign": name, "config": str(entry.config), "description": c.raw.get("description", ""),
@@ -193,7 +229,35 @@ def summarize(study: Study, name: str) -> dict[str, Any]:
         "define_metrics": c.analysis.get("define_metrics"),
         "quality": quality_of(c.paths.quality, metrics),
         "system": system_of(c),
+        "why": entry.why,
+        "design": c.schedule.get("design", ""), "stopping": bool(c.raw.get("stopping")),
+        "resolution_pct": float(c.analysis["resolution_pct"]),
+        "kept": str(c.paths.kept), "thermal": thermal_of(c.paths.quality),
+        "findings": str(c.paths.findings),
+        "where": where_of(c),
     }
+
+
+def thermal_of(path: Path) -> list[dict[str, Any]]:
+    """The campaign's thermal dependences (quality.json), for the pooled threats."""
+    report = json.loads(Path(path).read_text()) if Path(path).is_file() else {}
+    return [{"metric": (f.get("details") or {}).get("metric", ""),
+             "effect_pct": (f.get("details") or {}).get("effect_pct")}
+            for f in report.get("findings", []) if f.get("check") == "thermal_dependence"
+            and (f.get("details") or {}).get("metric")]
+
+
+def where_of(campaign: ct_config.Campaign) -> str:
+    """Where the campaign's reference ran, in words (analysis/hostmarkers.py), where it was
+    not bare metal (a VM, a container); '' otherwise."""
+    from containertax.analysis import hostmarkers
+    from containertax.analysis.aggregate import read_records
+
+    if campaign.is_import:
+        return ""
+    recs = [rec for _, rec in read_records(campaign.root)]
+    v = hostmarkers.values(recs, campaign.reference, [e.id for e in campaign.environments])
+    return str(v["ref-where"]) if v["ref-virtualised"] else ""
 
 
 def quality_of(path: Path, metrics: list[str]) -> dict[str, Any]:
@@ -326,13 +390,19 @@ def design_tex(summaries: list[dict[str, Any]]) -> str:
     """One subsection per campaign: what it compared, on what, how often."""
     out = []
     for s in summaries:
+        design = {"williams": "in a Williams design", "alternating": "in alternating order",
+                  "random": "in random order"}.get(str(s.get("design", "")), "")
+        stopping = (" under a sequential stopping rule (at most that many blocks per model; "
+                    "its verdicts are those of the look at which a model stopped)"
+                    if s.get("stopping") else "")
         out.append(f"\\subsection{{Campaign {tables.code(tables.tex(s['campaign']))}}}\n"
                    f"{tables.tex(s['description'])}.\n"
-                   f"Config: \\texttt{{{tables.tex(s['config'])}}}. "
-                   f"Models: {_list(s['models'])}. Environments: {_list(s['environments'])}, "
+                   f"Models: {_list(s['models'])}. The environments of "
+                   f"{tables.code(tables.tex(s['campaign']))}, {_list(s['environments'])}, "
                    f"each compared with {tables.code(tables.tex(s['reference']))}. "
-                   f"Workload kinds: {_list(s['workloads'])}. "
-                   f"{s['repetitions']} repetitions (blocks); {s['records']} raw records.\n")
+                   f"Workload: {tables.tex(tables.join_words(s['workloads']))}. "
+                   f"{s['repetitions']} blocks {design}{stopping}; {s['records']} raw "
+                   "records.\n")
         for env, src in s["options"].items():
             out.append(options_sentence(env, src) + "\n")
     return "\n".join(out)
@@ -343,7 +413,7 @@ def options_sentence(env: str, src: dict[str, Any]) -> str:
     if src.get("kind") == "derived":
         return (f"The options of {tables.code(tables.tex(env))} ({tables.tex(opts)}) were "
                 f"derived from campaign {tables.code(tables.tex(src['campaign']))}'s analysis "
-                f"(\\texttt{{{tables.tex(src['file'])}}}, sha256 "
+                f"(its derived options file, sha256 "
                 f"\\texttt{{{src['sha256'][:16]}}}; qualifying variants: "
                 f"{_list(src.get('qualifying') or ['none'])}).")
     return (f"The options of {tables.code(tables.tex(env))} ({tables.tex(opts)}) were "
@@ -448,7 +518,7 @@ def combined_tex(table: pd.DataFrame, reg: dict[str, Any]) -> str:
                          tables.pval(r["p"]), tables.pval(r["p_bh_campaign"]),
                          tables.pval(r["p_bh_study"]), tables.pval(r["tost_p"]),
                          verdict_cell(r)])
-    return tables.longtable(header, rows, "lL{1.8cm}lrrrrrrL{1.9cm}",
+    return tables.longtable(header, rows, "lL{1.6cm}lrrrrrrL{1.7cm}",
                             "tab:study-combined", colsep="2.5pt")
 
 
@@ -456,9 +526,10 @@ def data_tex(summaries: list[dict[str, Any]]) -> str:
     header = ["Campaign", "Raw data folder", "Files", "sha256 (raw files, sorted)"]
     rows = [[tables.tex(s["campaign"]), f"\\texttt{{{tables.tex(s['raw_dir'])}}}",
              str(s["raw_files"]),
-             f"\\texttt{{{s['raw_sha256'][:32]}}}\\newline\\texttt{{{s['raw_sha256'][32:]}}}"]
+             "\\newline ".join(f"\\texttt{{{s['raw_sha256'][i:i + 16]}}}"
+                               for i in range(0, 64, 16))]
             for s in summaries]
-    return tables.longtable(header, rows, "llrL{5cm}", "tab:study-data")
+    return tables.longtable(header, rows, "llrL{3cm}", "tab:study-data")
 
 
 VERDICT_MACRO = {"equivalent": "Equivalent", "overhead": "Overhead", "advantage": "Advantage",
@@ -503,6 +574,17 @@ def numbers(study: Study, table: pd.DataFrame, alpha: float,
     for key, (state, value) in shared.items():
         values[f"studyFactor{FACTOR_MACRO[key]}"] = state
         values[f"studyFactor{FACTOR_MACRO[key]}Value"] = tables.tex(value) or "--"
+    # a host name shared by campaigns that ran on different GPUs is a name, not a machine
+    # (the lent machines are all called 'vm'): said as such, never as a shared host
+    values["studyHostNameOnly"] = (shared["host"][0] == 2 and shared["gpu_uuid"][0] != 2)
+    if values["studyHostNameOnly"]:
+        values["studyFactorHost"] = 0
+        shared["host"] = (0, shared["host"][1])
+    not_bare = [s for s in summaries if s.get("where")]
+    values["studyRefNotBare"] = len(not_bare)
+    values["studyRefNotBareCampaigns"] = _names([s["campaign"] for s in not_bare]) or "--"
+    values["studyRefWhere"] = ("its processes ran " + "; ".join(dict.fromkeys(
+        s["where"] for s in not_bare))) if not_bare else "--"
     values["studyFactorsAll"] = sum(state == 2 for state, _ in shared.values())
     values["studyFactorsSome"] = sum(state == 1 for state, _ in shared.values())
     return values
@@ -513,7 +595,8 @@ def write(study: Study, summaries_dir: Path, out_dir: Path) -> pd.DataFrame:
     summaries = [json.loads((summaries_dir / f"{c.name}.json").read_text())
                  for c in study.campaigns]
     for s, c in zip(summaries, study.campaigns, strict=True):
-        missing = sorted({"quality", "system", "alpha", "equivalence_margin"} - set(s))
+        missing = sorted({"quality", "system", "alpha", "equivalence_margin", "where",
+                          "thermal", "why", "findings"} - set(s))
         if missing:
             raise StudyError(f"{summaries_dir / (c.name + '.json')}: no {missing}; it was "
                              "written by an older version: delete it and rerun the study "
@@ -536,11 +619,14 @@ def write(study: Study, summaries_dir: Path, out_dir: Path) -> pd.DataFrame:
         reg.update(registry(s.get("define_metrics")))
     paper = out_dir / R.STUDY_PAPER
     paper.mkdir(parents=True, exist_ok=True)
-    parts = {"numbers.tex": tables.macros(numbers(study, table, alphas.pop(), summaries)),
+    generated, values = paper_parts(study, summaries, table, reg, paper)
+    parts = {"numbers.tex": tables.macros({**numbers(study, table, alphas.pop(), summaries),
+                                           **values}),
              "design.tex": design_tex(summaries),
              "dependence.tex": dependence_tex(study, summaries),
              "combined.tex": combined_tex(table, reg), "data.tex": data_tex(summaries),
              "system.tex": system_tex(summaries), "quality.tex": quality_tex(summaries)}
+    parts.update(generated)
     for name, text in parts.items():
         records.atomic_write_text(paper / name, text)
     return table
@@ -553,6 +639,7 @@ def build_pdf(source: Path, build_dir: Path, out: Path) -> None:
     if shutil.which("latexmk") is None:
         raise PaperError("latexmk is missing: apt-get install latexmk texlive-latex-recommended.")
     shutil.copyfile(source, build_dir / "study.tex")
+    shutil.copyfile(source.parent / "references.bib", build_dir / "references.bib")
     proc = subprocess.run(["latexmk", "-pdf", "-interaction=nonstopmode", "-halt-on-error",
                            "study.tex"], cwd=build_dir, capture_output=True, text=True,
                           timeout=600)
@@ -563,8 +650,279 @@ def build_pdf(source: Path, build_dir: Path, out: Path) -> None:
     tmp = out.with_name(out.name + ".partial")
     shutil.copyfile(build_dir / "study.pdf", tmp)
     tmp.replace(out)
+    review_pdf(build_dir, out)
+
+
+def review_pdf(build_dir: Path, pdf: Path) -> list[Any]:
+    """What a reviewer would reject in the study's PDF (analysis/review.py, as for a
+    campaign's paper), written to review.json beside it."""
+    from containertax.analysis import review
+    from containertax.analysis.aggregate import COLUMNS
+    from containertax.workloads.metric_registry import TELEMETRY
+
+    names = sorted(set(registry()) | set(TELEMETRY) | set(COLUMNS))
+    problems = review.review(build_dir, pdf, names, log_name="study.log")
+    records.write_json(pdf.with_name("review.json"), review.as_dicts(problems))
+    return problems
 
 
 def write_summary(study: Study, name: str, out: str | Path) -> None:
     """The study's record of one campaign's finished analysis (workflow/study.smk)."""
     records.atomic_write_text(Path(out), json.dumps(summarize(study, name), indent=1) + "\n")
+
+
+# --- the study as a paper: metadata, introduction, figures, findings, threats ----------
+
+
+def _words(text: Any) -> str:
+    return tables.tex(" ".join(str(text or "").split()))
+
+
+def meta_values(study: Study) -> dict[str, Any]:
+    """Title, authors, affiliation, the question and the abstract's lead (study config)."""
+    m = study.meta
+    authors = [str(a) for a in m.get("authors") or []]
+    return {"studyTitle": _words(m.get("title") or f"Container overhead on GPU inference: "
+                                 f"study {study.name}"),
+            "studyHasAuthors": bool(authors), "studyAuthors": _words(", ".join(authors)),
+            "studyAffiliation": _words(m.get("affiliation") or ""),
+            "studyHasQuestion": bool(m.get("question")),
+            "studyQuestion": _words(m.get("question") or ""),
+            "studyHasLead": bool(m.get("abstract_lead")),
+            "studyLead": _words(m.get("abstract_lead") or ""),
+            "studyHasIntroFile": bool(m.get("introduction_file")),
+            "studyHasDiscussionFile": bool(m.get("discussion_file"))}
+
+
+def selection_tex(study: Study, summaries: list[dict[str, Any]]) -> str:
+    """Which campaigns the study includes and why, and which it leaves out and why (the
+    study config's words)."""
+    inc = [f"\\item \\texttt{{{tables.tex(s['campaign'])}}}: "
+           f"{_words(s.get('why')) or 'no reason given in the study configuration'}"
+           for s in summaries]
+    out = ["\\begin{itemize}", *inc, "\\end{itemize}"]
+    left = study.meta.get("excluded") or []
+    if left:
+        out += ["Left out:", "\\begin{itemize}",
+                *(f"\\item \\texttt{{{tables.tex(e['name'])}}}: {_words(e['why'])}"
+                  for e in left), "\\end{itemize}"]
+    return "\n".join(out) + "\n"
+
+
+def prior_tex(study: Study, table: pd.DataFrame) -> tuple[str, int]:
+    """The prior results the study answers (resources/prior_work.yaml, by the study's
+    prior_work ids): a table body of citation, setting and result."""
+    from containertax.analysis import discussion
+
+    ids = list(study.meta.get("prior_work") or [])
+    if not ids:
+        return "", 0
+    prior = discussion.read_prior_work()
+    unknown = [i for i in ids if i not in prior]
+    if unknown:
+        raise StudyError(f"{study.source}: key 'study.prior_work': {', '.join(unknown)} not in "
+                         "the prior-work table; add the result there (with its source) or "
+                         "remove the id.")
+    rows = [f"\\citet{{{prior[i]['cite']}}} & {_words(prior[i]['setting'])} & "
+            f"{_words(prior[i]['result'])} \\\\" for i in ids]
+    return " ".join(rows), len(ids)  # one line: numbers.tex is read by line
+
+
+def forest_figure(table: pd.DataFrame, reg: dict[str, Any], margin: float, path: Path) -> bool:
+    """Every comparison of the study's family: its estimate and interval (as printed in
+    Table~\\ref{tab:study-combined}) against the equivalence band."""
+    from containertax.analysis import figures
+
+    if table.empty:
+        return False
+    labels = [f"{r['campaign']}: {r['model']}, {r['environment']}, "
+              f"{tables.in_prose(reg.get(r['metric']), r['metric'])}"
+              for r in table.to_dict("records")]
+    return figures.forest(table, labels, margin, path)
+
+
+def paired_figures(study: Study, out_dir: Path) -> list[tuple[str, str, bool]]:
+    """Each campaign's primary comparisons per block (its paper's paired figure, drawn from
+    its kept runs and comparisons): (campaign, figure file name)."""
+    from containertax.analysis import discussion, figures, policy
+
+    made = []
+    for entry in study.campaigns:
+        c = entry.campaign
+        if c is None or c.is_import or not c.paths.kept.is_file():  # None: summaries only
+            continue
+        runs = pd.read_csv(c.paths.kept)
+        runs["model"] = runs["model"].astype(str)
+        results = pd.read_csv(c.paths.comparisons)
+        results["model"] = results["model"].astype(str)
+        primary = policy.primary_metrics(c, runs)
+        pairs = [(m, metric) for m, metrics in primary.items() for metric in metrics]
+        reg = registry(c.analysis.get("define_metrics"))
+        rows = discussion.paired_rows(
+            c, runs, results, pairs, True,
+            lambda m, e, metric, reg=reg: f"{m}, {e}: {tables.in_prose(reg.get(metric), metric)}")
+        name = f"paired-{entry.name}.pdf"
+        if rows and figures.paired_differences(
+                rows, "Difference per block, container against reference (%)",
+                out_dir / name):
+            made.append((entry.name, name, bool(c.replicas)))
+    return made
+
+
+def figures_tex(forest: bool, paired: list[tuple[str, str, bool]]) -> str:
+    out = []
+    if forest:
+        out.append("\\begin{figure}[tbp]\\centering\\includegraphics{forest.pdf}\n"
+                   "\\caption{\\studyforestcaption}\\label{fig:study-forest}\\end{figure}")
+    for campaign, name, aa in paired:
+        out.append(f"\\begin{{figure}}[tbp]\\centering\\includegraphics{{{name}}}\n"
+                   f"\\caption{{\\studypairedcaption{{{tables.tex(campaign)}}}"
+                   f"{{{int(aa)}}}}}"
+                   f"\\label{{fig:study-paired-{campaign}}}\\end{{figure}}")
+    return "\n".join(out) + "\n"
+
+
+def findings_tex(table: pd.DataFrame, reg: dict[str, Any]) -> tuple[str, int]:
+    """The findings rule over the study's family: every claim (a verdict other than
+    inconclusive and not estimable) with its interval, as an item."""
+    items = []
+    for r in table.to_dict("records"):
+        word = str(r["verdict_study"]).split(" (", 1)[0]
+        if word in ("inconclusive", "not estimable"):
+            continue
+        est, low, high = tables.rel_texts(r)
+        items.append(f"\\item \\texttt{{{tables.tex(r['campaign'])}}}, "
+                     f"{tables.tex(r['model'])} in {tables.tex(r['environment'])}, "
+                     f"{tables.tex(tables.in_prose(reg.get(r['metric']), r['metric']))}: "
+                     f"{est}\\,\\% [{low}, {high}], {tables.tex(r['verdict_study'])}")
+    return "\n".join(items) + "\n", len(items)
+
+
+def beyond_summary(study: Study, summaries: list[dict[str, Any]]) -> str:
+    """The campaigns' findings beyond the family for the abstract, grouped by metric, family
+    and verdict: 'start-up latency (secondary): overhead in 6 comparisons of 3 campaigns,
+    $+204.0$ to $+262.2$\\,\\%' (each estimate as its campaign paper prints it)."""
+    from containertax.analysis import findings as fd
+
+    groups: dict[tuple[str, str, str], list[tuple[str, str, float]]] = {}
+    for s in summaries:
+        texts = ("text_est", "verdict")
+        table = pd.read_csv(s["findings"], dtype=dict.fromkeys(texts, str))
+        if table.empty:
+            continue
+        table = table[(table["reach"] == fd.ABSTRACT) & ~table["family"].isin(study.family)
+                      & (table["kind"] == "comparison")]
+        reg = registry(s.get("define_metrics"))
+        for r in table.to_dict("records"):
+            key = (tables.in_prose(reg.get(r["metric"]), r["metric"]),
+                   fd.FAMILY_WORDS.get(r["family"], r["family"]), str(r["verdict"]))
+            groups.setdefault(key, []).append((s["campaign"], str(r["text_est"]),
+                                               float(r.get("rel_overhead", math.nan))))
+    parts = []
+    for (metric, family, verdict), found in groups.items():
+        found.sort(key=lambda x: x[2])
+        n, campaigns = len(found), len({c for c, _, _ in found})
+        where = (f" in {n} comparisons of {campaigns} campaigns" if campaigns > 1 else
+                 f" in {n} comparisons" if n > 1 else "")
+        size = (f"${found[0][1]}$\\,\\%" if n == 1 else
+                f"${found[0][1]}$ to ${found[-1][1]}$\\,\\%")
+        parts.append(f"{tables.tex(metric)} ({tables.tex(family)}): {tables.tex(verdict)}"
+                     f"{where}, {size}")
+    return "; ".join(parts)
+
+
+def campaign_findings_tex(study: Study, summaries: list[dict[str, Any]]) -> tuple[str, int]:
+    """Beyond the study's family: what each campaign's findings rule brought to its own
+    abstract (stats/findings.csv, reach 'abstract', not in the pooled families), each with
+    the text its campaign paper prints."""
+    from containertax.analysis import findings as fd
+
+    items = []
+    for s in summaries:
+        texts = ("text_est", "text_low", "text_high", "verdict")
+        table = pd.read_csv(s["findings"], dtype=dict.fromkeys(texts, str))
+        if table.empty:
+            continue
+        table = table[(table["reach"] == fd.ABSTRACT) & ~table["family"].isin(study.family)]
+        reg = registry(s.get("define_metrics"))
+        name = s["campaign"]
+        for r in table.to_dict("records"):
+            what = tables.tex(tables.in_prose(reg.get(r.get("metric")), str(r.get("metric"))))
+            if r.get("kind") == "quality":
+                items.append(f"\\item \\texttt{{{tables.tex(name)}}}, "
+                             f"{tables.tex(r.get('model') or '')} {what}: "
+                             f"{tables.tex(str(r.get('check', '')).replace('_', ' '))}"
+                             + (f", ${r['text_est']}$\\,\\% of the mean across the observed "
+                                "range" if isinstance(r.get("text_est"), str) else ""))
+                continue
+            est, low, high = tables.rel_texts(r)
+            items.append(f"\\item \\texttt{{{tables.tex(name)}}}, "
+                         f"{tables.tex(r['model'])} in {tables.tex(r['environment'])}, "
+                         f"{what} ({tables.tex(fd.FAMILY_WORDS.get(r['family'], r['family']))}"
+                         f"): {est}\\,\\% [{low}, {high}], "
+                         f"{tables.tex(r.get('verdict', ''))}")
+    return "\n".join(items) + "\n", len(items)
+
+
+def threats_tex(summaries: list[dict[str, Any]]) -> str:
+    """The campaigns' threats pooled, each stated once with the campaigns it concerns."""
+    items = []
+
+    def names(xs: list[str]) -> str:
+        return tables.join_words([f"\\texttt{{{tables.tex(x)}}}" for x in xs])
+
+    where: dict[str, list[str]] = {}
+    for s in summaries:
+        if s.get("where"):
+            where.setdefault(s["where"], []).append(s["campaign"])
+    for words, cs in where.items():
+        items.append(f"\\item[What the reference was.] In {names(cs)} the reference was not "
+                     f"bare metal: its processes ran {words}. ``Native'' means that set-up; "
+                     "on bare metal both sides may differ.")
+    thermal = [s["campaign"] for s in summaries if s.get("thermal")]
+    if thermal:
+        counts = "; ".join(f"\\texttt{{{tables.tex(s['campaign'])}}}: "
+                           f"{len(s['thermal'])}" for s in summaries if s.get("thermal"))
+        items.append("\\item[Thermal state.] The gate did not remove every dependence on the "
+                     "thermal state: metrics that depend significantly on the start "
+                     "temperature or the time since the last run, per campaign, " + counts
+                     + ". The counterbalanced order balances them over the environments only "
+                     "in expectation.")
+    aa = [s["campaign"] for s in summaries if s["quality"]["aa_status"] == "none"]
+    if aa:
+        items.append(f"\\item[No A/A control.] {names(aa)} ran no A/A replica, so the "
+                     "instrument's false-positive rate was not checked there.")
+    unresolved = [s["campaign"] for s in summaries
+                  if any(v in ("inconclusive", "cannot fail")
+                         for v in s["quality"]["aa_metrics"].values())]
+    if unresolved:
+        items.append(f"\\item[Resolution not shown.] In {names(unresolved)} the A/A control "
+                     "did not show the declared resolution on some metric; every verdict on "
+                     "such a metric carries that caveat.")
+    items.append("\\item[Workloads and machines.] The workloads and machines are those of "
+                 "Section~\\ref{sec:study-methods}; others may behave differently.")
+    return "\\begin{description}\n" + "\n".join(items) + "\n\\end{description}\n"
+
+
+def paper_parts(study: Study, summaries: list[dict[str, Any]], table: pd.DataFrame,
+                reg: dict[str, Any], paper: Path) -> tuple[dict[str, str], dict[str, Any]]:
+    """The study paper's generated parts besides the tables (figures drawn into paper/)."""
+    margins = sorted({float(s["equivalence_margin"]) for s in summaries})
+    forest = forest_figure(table, reg, margins[0] if margins else 0.05, paper / "forest.pdf")
+    paired = paired_figures(study, paper)
+    prior_rows, n_prior = prior_tex(study, table)
+    found, n_found = findings_tex(table, reg)
+    beyond, n_beyond = campaign_findings_tex(study, summaries)
+    for key, name in (("introduction_file", "intro-author.tex"),
+                      ("discussion_file", "discussion-author.tex")):
+        text = Path(study.meta[key]).read_text() if study.meta.get(key) else ""
+        records.atomic_write_text(paper / name, text)
+    return {"selection.tex": selection_tex(study, summaries),
+            "figures.tex": figures_tex(forest, paired), "findings.tex": found,
+            "threats.tex": threats_tex(summaries), "beyond.tex": beyond}, {
+                "studyBeyondCount": n_beyond,
+                "studyBeyondSummary": beyond_summary(study, summaries) or "--",
+                **meta_values(study), "studyPriorCount": n_prior,
+                "studyPriorRows": prior_rows or "--",
+                "studyFindingCount": n_found, "studyHasForest": forest,
+                "studyPairedCount": len(paired)}

@@ -54,6 +54,14 @@ def num(value: Any, digits: int = 3) -> str:
     return f"{v:.{max(0, digits - 1 - int(math.floor(math.log10(abs(v)))))}f}"
 
 
+def distinct_as_printed(values: Iterable[Any], digits: int = 3) -> int:
+    """How many different values a reader sees at the paper's precision (num: three
+    significant digits): a figure of values that all print alike shows no evidence (an
+    axis from 2.0000 to 2.0010 s), and the text says the value instead."""
+    return len({num(float(v), digits) for v in values
+                if v is not None and not (isinstance(v, float) and math.isnan(v))})
+
+
 def effect(value: Any) -> str:
     """A standardised effect size (Hedges' g): two decimals (one past 10, none past 100),
     never a power of ten, a true minus sign and no signed zero."""
@@ -85,6 +93,57 @@ def pct(v: Any) -> str:
 NOT_ESTIMABLE = "n.e."  # the tables' note and the paper's methods say what it means
 
 
+def _fmt_pct(x: float, digits: int) -> str:
+    text = f"{100 * x:+.{digits}f}"
+    return text[1:] if float(text) == 0 else text  # no signed zero
+
+
+def interval_texts(est: float, low: float, high: float, max_digits: int = 3
+                   ) -> tuple[str, str, str]:
+    """Estimate, lower and upper end in per cent (no $), with as many decimals (1 to
+    max_digits) as it takes to print the three values apart and no non-zero value as
+    zero: '+0.05 [-0.03, +0.12]', never '0.0 [0.0, +0.1]'. '--' for a missing value; a
+    ratio beyond PCT_CAP as a bound. The one formatting of every printed relative
+    difference (analysis/findings.py stores its result per finding)."""
+    vals = [est, low, high]
+    present = [v for v in vals if not _missing(v) and abs(v) < PCT_CAP]
+    digits = 1
+    while digits < max_digits:
+        shown = [_fmt_pct(v, digits) for v in present]
+        if (len(set(shown)) == len(set(present))
+                and not any(float(t) == 0 and v != 0 for t, v in zip(shown, present,
+                                                                     strict=True))):
+            break
+        digits += 1
+
+    def one(v: float) -> str:
+        if _missing(v):
+            return "--"
+        if abs(v) >= PCT_CAP:
+            return ">{+}10^{6}" if v > 0 else "<{-}10^{6}"
+        return _fmt_pct(v, digits)
+    return one(est), one(low), one(high)
+
+
+def rel_texts(r: Any) -> tuple[str, str, str]:
+    """A comparison's printed estimate and interval ends (math mode): the findings table's
+    text where the row carries it (the interval the paper reports: repeated-look adjusted
+    under a stopping rule), else interval_texts of its estimate and 95 % interval."""
+    if not _missing(r.get("text_est")) and str(r.get("text_est", "")):
+        texts = (str(r.get("text_est")), str(r.get("text_low")), str(r.get("text_high")))
+    else:
+        texts = interval_texts(_num(r.get("rel_overhead")), _num(r.get("rel_ci_low")),
+                               _num(r.get("rel_ci_high")))
+    return tuple(t if t == "--" else f"${t}$" for t in texts)  # type: ignore[return-value]
+
+
+def _num(v: Any) -> float:
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return math.nan
+
+
 def reason(r: Any, column: str) -> str:
     """A comparison's reason column (not_estimable, no_interval) as text: '' where empty
     (a CSV reads an empty cell back as NaN) or absent."""
@@ -101,9 +160,10 @@ def rel_with_ci(r: Any) -> str:
     estimate: never 'nan'."""
     if _missing(r.get("rel_overhead")):
         return NOT_ESTIMABLE
-    if _missing(r.get("rel_ci_low")) or _missing(r.get("rel_ci_high")):
-        return f"{pct(r.get('rel_overhead'))} [{NOT_ESTIMABLE}]"
-    return f"{pct(r.get('rel_overhead'))} [{pct(r.get('rel_ci_low'))}, {pct(r.get('rel_ci_high'))}]"
+    est, low, high = rel_texts(r)
+    if low == "--" or high == "--":
+        return f"{est} [{NOT_ESTIMABLE}]"
+    return f"{est} [{low}, {high}]"
 
 
 def unit_tex(unit: str) -> str:
@@ -251,7 +311,8 @@ def tests_table(results: pd.DataFrame, registry: dict[str, MetricInfo]) -> str:
                      "tab:tests")
 
 
-def headline_table(rows: list[dict[str, Any]], registry: dict[str, MetricInfo]) -> str:
+def headline_table(rows: list[dict[str, Any]], registry: dict[str, MetricInfo],
+                   p_header: str = r"$p_\mathrm{BH}$") -> str:
     """The headline comparison of each model, with the verdict the abstract states."""
     if not rows:
         return ""
@@ -264,7 +325,9 @@ def headline_table(rows: list[dict[str, Any]], registry: dict[str, MetricInfo]) 
     # and its interval's heading on two lines, the widest cell of the row otherwise
     rel = (r"\begin{tabular}[b]{@{}r@{}}Rel.\ diff.\ \%\\ {}[95\,\% CI]\end{tabular}" if caveat
            else r"Rel.\ diff.\ \% [95\,\% CI]")
-    return booktabs(["Model", "Metric (unit)", "Env.", rel, r"$p_\mathrm{BH}$", r"MDE \%",
+    if any(r.get("sequential") for r in rows):  # the look's interval, not a 95 % one
+        rel = rel.replace("95\\,\\% CI", "adj.\\ CI")
+    return booktabs(["Model", "Metric (unit)", "Env.", rel, p_header, r"MDE \%",
                      "Verdict"], body, spec, "tab:headline")
 
 

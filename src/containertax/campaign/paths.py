@@ -62,6 +62,8 @@ RUNS = "runs.csv"
 REQUESTS_ALL = "requests.csv"
 WORK = "work"
 COMPARISONS = "stats/comparisons.csv"
+# every finding once (analysis/findings.py): what every table, figure and sentence prints
+FINDINGS = "stats/findings.csv"
 ORDER = "stats/order.csv"  # the realised order of the runs within blocks (analysis/order.py)
 INTERIM = "interim/look{look}.json"  # a stopping rule's decision after look k (sequential.smk)
 VISITS = "raw/visits"  # each visit's copy of its ledger, schedule and system facts
@@ -319,6 +321,11 @@ class CampaignPaths:
     def comparisons(self) -> Path:
         """Every comparison after correction within its family (the correct rule)."""
         return self.root / COMPARISONS
+
+    @property
+    def findings(self) -> Path:
+        """The findings table (the findings rule): what the paper prints."""
+        return self.root / FINDINGS
 
     def work(self, name: str) -> Path:
         """A scratch folder of one attempt (kept when it fails, for the post-mortem)."""
