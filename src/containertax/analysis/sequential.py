@@ -259,8 +259,9 @@ def last_state(campaign: Any, runs: Any) -> list[dict[str, Any]]:
 def _checks_words(rule: Rule, replicas: bool) -> str:
     """The shape check and the A/A replica's band, in the paper's words."""
     shape_words = ("A look stopped a model only where the per-block log ratios of every "
-                   "comparison passed a shape check (skewness, one block far from the "
-                   "others)." if rule.shape_check else "No shape check was made.")
+                   "comparison had a plausible shape (skewness, one block far from the "
+                   "others)." if rule.shape_check
+                   else "The shape of the per-block log ratios was not tested at the looks.")
     if not replicas or rule.resolution is None:
         return shape_words
     return (shape_words + " An A/A replica was decided within the resolution "
