@@ -21,8 +21,8 @@ import numpy as np
 
 def main(rows: int = 200_000) -> None:
     from containertax import cli
-    from containertax.analysis import report
     from containertax.campaign import config
+    from containertax.publishing import report
 
     reps = rows // 4
     rng = np.random.default_rng(35)

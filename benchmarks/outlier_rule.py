@@ -1,4 +1,4 @@
-"""Thresholds and measured rates of the outlier rule in analysis/quality.py (issue #23).
+"""Thresholds and measured rates of the outlier rule in statistics/quality.py (issue #23).
 
 The rule (see the comment at quality.OUTLIER_CUTS): each value's distance from the median
 of the others of its environment, over a mean absolute deviation that excludes it; pooled
@@ -24,7 +24,7 @@ import sys
 import numpy as np
 import pandas as pd
 
-from containertax.analysis import quality
+from containertax.statistics import quality
 
 GRID_N = (3, 4, 5, 6, 7, 8, 10, 12, 15, 20, 30, 50)
 GRID_K = (1, 2, 3, 4, 5)

@@ -23,12 +23,12 @@ import math
 import numpy as np
 import pandas as pd
 
-from containertax.analysis import sequential as seq
-from containertax.analysis.aggregate import tidy
-from containertax.analysis.policy import primary_metrics
-from containertax.analysis.report import read_import
 from containertax.campaign import stopping
 from containertax.campaign.config import load_file
+from containertax.publishing.report import read_import
+from containertax.statistics import sequential as seq
+from containertax.statistics.aggregate import tidy
+from containertax.statistics.policy import primary_metrics
 
 CONFIGS = ("config/h100-matmul.yaml", "config/h100-engine-balanced.yaml",
            "config/h100-engine.yaml", "config/h100-engine-gqa.yaml", "config/h100.yaml",

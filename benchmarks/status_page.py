@@ -1,4 +1,4 @@
-"""Wall time of building the status page (analysis/statuspage.py) for a whole campaign: by
+"""Wall time of building the status page (publishing/statuspage.py) for a whole campaign: by
 default the 900-run plan of config/config.yaml with a raw record, a .cooldown.json and
 ledger lines for every cell (synthetic: each a copy of a committed H100 record with its
 cell and token throughput changed), one failed cell with its log. Reports, best of each:
@@ -80,8 +80,8 @@ def plant(config_file: Path, results: Path) -> Path:
 
 
 def main(config_file: str = "config/config.yaml") -> None:
-    from containertax.analysis import statuspage
     from containertax.campaign import config
+    from containertax.publishing import statuspage
 
     with tempfile.TemporaryDirectory() as tmp:
         path = plant(REPO / config_file, Path(tmp))

@@ -10,7 +10,7 @@ as 30 blocks': the share of simulated campaigns whose answer equals the fixed de
     PYTHONPATH=src python benchmarks/stopping_goals.py [--reps 20000]
 
 One comparison per model (the issue's case). Second table: an A/A replica (no true
-difference) and how often it passes its calibration (analysis/decisions.py: TOST at alpha
+difference) and how often it passes its calibration (statistics/decisions.py: TOST at alpha
 within +-2 %, the resolution, and the 95 % t interval inside +-2 %) on the blocks of the
 look where it stopped, before (decided within the 5 % margin) and after (within its own
 2 %), and on all 30 blocks.

@@ -27,7 +27,7 @@ def main() -> int:
     parser.add_argument("--cores", default="2")
     args = parser.parse_args()
     sys.path.insert(0, str(REPO / "src"))
-    from containertax.analysis import study as ct_study
+    from containertax.publishing import study as ct_study
 
     study = ct_study.load_file(REPO / args.study, REPO)
     with tempfile.TemporaryDirectory() as work:

@@ -15,7 +15,8 @@ import pytest
 from tests.conftest import REPO
 
 PACKAGE = "containertax"
-LAYERS = ("core", "workloads", "runtimes", "campaign", "execution", "analysis", "cli", "__main__")
+LAYERS = ("core", "workloads", "runtimes", "campaign", "execution", "statistics", "publishing",
+          "cli", "__main__")
 SRC = REPO / "src"
 
 

@@ -24,9 +24,9 @@ KNOWN = {
     "containertax.core.rawrecord": ("RecordError",),
     "containertax.workloads.base": ("WorkloadError",),
     "containertax.workloads.trtllm": ("DatasetError",),
-    "containertax.analysis.importer": ("ImportFailure",),
-    "containertax.analysis.paper": ("PaperError",),
-    "containertax.analysis.report": ("AnalysisError",),
+    "containertax.statistics.importer": ("ImportFailure",),
+    "containertax.publishing.paper": ("PaperError",),
+    "containertax.publishing.report": ("AnalysisError",),
 }
 
 

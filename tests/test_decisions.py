@@ -1,5 +1,5 @@
 """The decision table (docs/measurement.md, "From statistics to words";
-analysis/decisions.py): one planted case per row, and the paper text the rows reach."""
+statistics/decisions.py): one planted case per row, and the paper text the rows reach."""
 
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ import math
 import pandas as pd
 import pytest
 
-from containertax.analysis import decisions, facts, paper_values, quality, report
-from containertax.analysis.policy import AnalysisError
 from containertax.campaign import config
+from containertax.publishing import facts, paper_values, report
+from containertax.statistics import decisions, quality
+from containertax.statistics.policy import AnalysisError
 from containertax.workloads.metric_registry import REGISTRY
 from tests.conftest import REPO, demo_config
 

@@ -15,10 +15,10 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as hs
 from scipy import stats as sps
 
-from containertax.analysis import comparisons as st
-from containertax.analysis import paper_values, report, tables
-from containertax.analysis.correction import correct
 from containertax.campaign import config
+from containertax.publishing import paper_values, report, tables
+from containertax.statistics import comparisons as st
+from containertax.statistics.correction import correct
 from tests.conftest import REPO, demo_config
 
 S = st.Settings("native", bootstrap_resamples=200, seed=1)
@@ -85,7 +85,7 @@ def test_the_stats_step_names_the_file_and_the_fix(tmp_path):
 def test_excluding_duplicates_leaves_an_incomplete_block_counted():
     """The explicit choice (analysis.exclude: [duplicate]) drops every copy: that block is
     incomplete, left out and counted, and the design stays paired."""
-    from containertax.analysis import quality
+    from containertax.statistics import quality
 
     runs = _issue_campaign()
     doubled = quality.annotate(pd.concat([runs, runs.iloc[[1]]], ignore_index=True)
@@ -242,7 +242,7 @@ def test_property_no_exception_and_invariants(runs, signflip):
 def test_committed_campaign_paired_effect_size_and_wilcoxon_match_scipy(tmp_path):
     """results/h100-engine-gqa: per-block log ratios docker/native of token throughput,
     recomputed with numpy and scipy from the records' tidy table."""
-    from containertax.analysis import aggregate
+    from containertax.statistics import aggregate
 
     root = tmp_path / "h100-engine-gqa"
     shutil.copytree(REPO / "results" / "h100-engine-gqa" / "raw", root / "raw")

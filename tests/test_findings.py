@@ -1,4 +1,4 @@
-"""The findings table and the findings rule (analysis/findings.py, issue #31): each planted
+"""The findings table and the findings rule (statistics/findings.py, issue #31): each planted
 finding reaches the place the rule gives it (the abstract's lists in numbers.tex, or the
 findings section's), a verdict under a stopping rule is the look's, and a printed interval
 shows its ends apart. The demo campaign's real steps (quality, stats, correction) on
@@ -13,9 +13,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from containertax.analysis import decisions, discussion, findings, paper_values, policy, report
-from containertax.analysis.tables import interval_texts
 from containertax.campaign import config
+from containertax.publishing import discussion, paper_values, report
+from containertax.publishing.tables import interval_texts
+from containertax.statistics import decisions, findings, policy
 from tests.conftest import demo_config
 
 

@@ -7,7 +7,7 @@ import importlib.util
 from pathlib import Path
 from types import SimpleNamespace
 
-from containertax.analysis import hostmarkers
+from containertax.statistics import hostmarkers
 from tests.conftest import REPO
 
 PROBE = REPO / "src" / "containertax" / "workloads" / "probe" / "probe_common.py"

@@ -17,8 +17,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from containertax import cli
-from containertax.analysis import comparisons, importer, report
 from containertax.campaign import config
+from containertax.publishing import report
+from containertax.statistics import comparisons, importer
 
 HEADER = "model,environment,repetition,metric,value,unit\n"
 
@@ -59,7 +60,7 @@ def test_an_id_with_a_character_that_names_no_file_is_refused_with_the_rule(
 
 
 def test_an_underscore_is_an_id_and_is_typeset_escaped(tmp_path, capsys):
-    from containertax.analysis.tables import tex
+    from containertax.publishing.tables import tex
 
     code, text = _check(tmp_path, _table(_good_rows(model="m_1", env="dock_er")), capsys)
     assert code == 0, text
@@ -159,7 +160,7 @@ def test_the_fast_leave_one_out_statistics_equal_the_direct_ones(monkeypatch, sh
     numbers as leaving each value out in turn, ties included."""
     import numpy as np
 
-    from containertax.analysis import quality
+    from containertax.statistics import quality
 
     x = np.random.default_rng(35).standard_normal(shape)
     x[..., 5] = x[..., 7]
@@ -199,7 +200,7 @@ def test_drifts_normal_limit_matches_its_permutation_null(monkeypatch):
     import numpy as np
     import pandas as pd
 
-    from containertax.analysis import quality
+    from containertax.statistics import quality
 
     rng = np.random.default_rng(3)
     n = 1200

@@ -11,7 +11,7 @@ import sys
 import pytest
 import yaml
 
-from containertax.analysis import importer
+from containertax.statistics import importer
 from tests.conftest import REPO
 
 
@@ -73,7 +73,7 @@ def _campaign(tmp_path, body, reference="native", **analysis):
      "reference_environment 'native' is not an environment of the import (['docker'])"),
 ])
 def test_unknown_metric_or_reference_is_an_error(tmp_path, body, reference, fragment):
-    from containertax.analysis import report
+    from containertax.publishing import report
 
     with pytest.raises(importer.ImportFailure) as err:
         report.read_import(_campaign(tmp_path, body, reference))
@@ -81,7 +81,8 @@ def test_unknown_metric_or_reference_is_an_error(tmp_path, body, reference, frag
 
 
 def test_defined_metric_and_model_size_are_honoured(tmp_path):
-    from containertax.analysis import policy, report
+    from containertax.publishing import report
+    from containertax.statistics import policy
 
     body = ("model,environment,repetition,metric,value,unit,model_size\n"
             "a,native,1,tps,1,tok/s,7\nb,native,1,tps,1,tok/s,70\n")
@@ -162,7 +163,7 @@ def test_import_study_needs_an_import_and_a_known_citation(tmp_path):
 def test_an_import_names_its_own_study_and_order(tmp_path):
     """The paper's words for an import come from its config: no study is assumed, and the
     order of runs is unknown unless the config says otherwise."""
-    from containertax.analysis import design_values
+    from containertax.publishing import design_values
 
     body = "model,environment,repetition,metric,value,unit\nm,native,1,time_s,1,s\n"
     plain = design_values.import_study_values(_campaign(tmp_path, body))
@@ -227,7 +228,7 @@ def test_runs_not_interleaved_qualify_every_verdict(tmp_path, order):
     adds its caveat to an 'overhead'; interleaved runs carry none."""
     import pandas as pd
 
-    from containertax.analysis import decisions, policy
+    from containertax.statistics import decisions, policy
 
     body = "model,environment,repetition,metric,value,unit\nm,native,1,time_s,1,s\n"
     found = policy.session_findings(_campaign(tmp_path, body,

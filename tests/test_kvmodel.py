@@ -1,4 +1,4 @@
-"""The KV cache against free memory at sizing (analysis/kvmodel.py): plain and adjusted
+"""The KV cache against free memory at sizing (statistics/kvmodel.py): plain and adjusted
 differences, and the planted page-cache case on this machine with the stand-in engine."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from containertax.analysis import kvmodel
 from containertax.campaign import config
 from containertax.execution import hostmemory, memorychain
+from containertax.statistics import kvmodel
 
 GIB = 2**30
 

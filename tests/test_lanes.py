@@ -268,7 +268,7 @@ def lane_runs(lane_of_rep, reps, missing=()):
 
 
 def test_quality_flags_lanes_with_too_few_blocks():
-    from containertax.analysis.quality import lanes_with_few_blocks
+    from containertax.statistics.quality import lanes_with_few_blocks
 
     def dealt(r):
         return "a" if r % 2 else "b"
@@ -290,8 +290,8 @@ def test_records_carry_the_lane_and_older_ones_still_read(tmp_path):
     one written with a lane keeps it through the schema."""
     from dataclasses import replace
 
-    from containertax.analysis import aggregate
     from containertax.core import rawrecord
+    from containertax.statistics import aggregate
 
     committed = REPO / "results" / "h100-variants"
     frame = aggregate.tidy(committed)

@@ -8,7 +8,7 @@ import json
 
 import pandas as pd
 
-from containertax.analysis import facts
+from containertax.publishing import facts
 from tests.conftest import REPO
 
 RAW = REPO / "results" / "h100" / "raw"
@@ -52,7 +52,7 @@ def test_workload_parameters_read_as_words_not_python():
 
 
 def test_software_is_named_once():
-    from containertax.analysis.facts import software_words
+    from containertax.publishing.facts import software_words
 
     assert software_words("blas", "blas,blas") == "BLAS (libblas)"
     assert software_words("blas", "openblas") == "BLAS openblas"
@@ -75,8 +75,8 @@ def test_the_gqa_campaigns_order_is_read_from_its_ledgers_and_is_not_balanced():
     """The committed h100-engine-gqa (alternating, 3 environments): its visits' ledgers give
     the order; native-aa ran second in all 6 blocks, so the paper may not call positions
     (or carry-over) balanced, and says which environment ran where."""
-    from containertax.analysis import aggregate, order
     from containertax.campaign.paths import CampaignPaths
+    from containertax.statistics import aggregate, order
 
     root = REPO / "results" / "h100-engine-gqa"
     ledger = order.ledger_runs(CampaignPaths(root))
@@ -106,8 +106,8 @@ def test_a_williams_order_is_balanced_and_a_deviation_is_named():
     """ABBA with 2 environments, and a 3-environment Williams period (6 blocks): balanced
     in position and carry-over. Planted: one block run out of order (by the records' start
     times) -> not balanced, and the run off its planned place is counted."""
-    from containertax.analysis import order
     from containertax.campaign.designs import williams_rows
+    from containertax.statistics import order
 
     two = order.balance(order.realised(_runs([["a", "b"], ["b", "a"]])), ["a", "b"])
     assert two["positions_balanced"] and two["carryover_balanced"]
@@ -129,7 +129,7 @@ def test_a_williams_order_is_balanced_and_a_deviation_is_named():
 def test_without_blocks_or_times_the_order_is_unknown():
     """An imported table without blocks (or a table with neither times nor positions):
     no order, so the paper says the order is unknown; positions alone give the plan."""
-    from containertax.analysis import order
+    from containertax.statistics import order
 
     runs = _runs([["a", "b"], ["b", "a"]])
     assert order.realised(runs.assign(block=float("nan"))).empty
@@ -149,7 +149,7 @@ def test_environment_rows_read_as_sentences_from_main_tex(tmp_path):
 
     import pytest
 
-    from containertax.analysis import tables
+    from containertax.publishing import tables
 
     if shutil.which("latexmk") is None or shutil.which("pdftotext") is None:
         pytest.skip("needs TeX Live and poppler-utils")

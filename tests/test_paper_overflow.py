@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from containertax.analysis import review
+from containertax.publishing import review
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.slow

@@ -1,4 +1,4 @@
-"""The paper review (analysis/review.py) catches what a reviewer would reject. Each defect
+"""The paper review (publishing/review.py) catches what a reviewer would reject. Each defect
 is planted in a small document compiled with the real TeX Live, or in a real matplotlib
 figure, and must be reported; a clean document must pass, so the check can pass at all."""
 
@@ -18,7 +18,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
-from containertax.analysis import facts, figures, review  # noqa: E402
+from containertax.publishing import facts, figures, review  # noqa: E402
 from containertax.workloads.metric_registry import REGISTRY, TELEMETRY, axis_label  # noqa: E402
 from tests.conftest import REPO  # noqa: E402
 
@@ -79,7 +79,7 @@ def test_undefined_reference_citation_and_question_marks_are_caught(tmp_path):
 def test_a_less_than_sign_in_text_is_caught_and_escaped(tmp_path):
     """'p < 0.05' typed into text prints 'p ¡ 0.05' in the OT1 font (seen in a quality
     message); tables.tex sets it in math."""
-    from containertax.analysis.tables import tex
+    from containertax.publishing.tables import tex
 
     problems = build(tmp_path, CLEAN + " Adjusted p < 0.05 in 3 tests.")
     assert "ot1-glyph" in checks(problems)
@@ -187,7 +187,7 @@ def test_a_raw_metric_name_in_a_quality_item_is_caught(tmp_path):
     """The data-quality list once printed the metric's identifier ('qwen2-0.5b/itl_p99_s'),
     the tests table 'restates token_throughput'; the paper now prints the registry's
     label."""
-    from containertax.analysis import tables
+    from containertax.publishing import tables
 
     message = "largest effect +22.29 % across the start temperature (qwen2-0.5b/itl_p99_s)"
     raw = r"\begin{itemize}\item \textbf{Thermal dependence} (info): " + tables.tex(message)
@@ -216,7 +216,7 @@ def test_a_count_that_reads_wrong_is_caught(tmp_path):
 
 
 def test_metric_labels_in_prose_keep_their_acronyms():
-    from containertax.analysis.tables import in_prose
+    from containertax.publishing.tables import in_prose
 
     assert in_prose(REGISTRY["token_throughput"], "token_throughput") == "token throughput"
     assert in_prose(REGISTRY["gpu_energy_j"], "gpu_energy_j") == "GPU energy"
@@ -266,7 +266,7 @@ def test_a_doubled_word_is_caught_but_a_table_column_is_not(tmp_path):
 
 def test_an_identifier_set_as_words_is_caught_and_code_passes(tmp_path):
     """'sdpa\\_gqa' in the prose font prints 'sdpa gqa'; in \\texttt it is code."""
-    from containertax.analysis.tables import code, tex
+    from containertax.publishing.tables import code, tex
 
     problems = build(tmp_path, CLEAN + "\n\nAttention " + tex("sdpa_gqa") + ".")
     hits = [p for p in problems if p.check == "identifier-in-text"]
@@ -341,7 +341,7 @@ def test_build_runs_latex_again_while_the_log_asks(tmp_path, monkeypatch):
     leaves the request in the log; paper.build must run LaTeX again until it is gone, and
     the review finds nothing. Planted: with no extra pass (RERUNS 0) the review's 'rerun'
     problem is left."""
-    from containertax.analysis import paper
+    from containertax.publishing import paper
 
     fake = tmp_path / "bin"
     fake.mkdir()

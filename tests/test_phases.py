@@ -218,7 +218,7 @@ def test_performance_cores_stated_from_the_records(tmp_path):
     """The cores `cpuset_cpus: performance` resolved to on the machine (recorded by the
     Docker launcher) are read with the rest of the records' facts, through the validated
     reader, and become the paper's methods sentence (has-cpuset, cpuset-list)."""
-    from containertax.analysis import design_values, facts
+    from containertax.publishing import design_values, facts
 
     raw = REPO / "results" / "h100" / "raw" / "qwen2-0.5b"
     for env in ("native", "docker"):

@@ -15,8 +15,8 @@ import sys
 
 import pytest
 
-from containertax.analysis import review
 from containertax.campaign.paths import FINDINGS
+from containertax.publishing import review
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.slow
@@ -69,7 +69,7 @@ def test_planted_quantity_computed_a_second_way_is_caught(built):
 
 
 def test_the_built_paper_passes_its_review(built):
-    """review.json of each rebuilt paper is empty: every referee check of analysis/review.py
+    """review.json of each rebuilt paper is empty: every referee check of publishing/review.py
     (intervals, paths, repeated sentences, counts, overfull boxes...) passes."""
     import json
 

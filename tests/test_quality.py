@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from containertax.analysis import quality
+from containertax.statistics import quality
 from containertax.workloads.metric_registry import REGISTRY
 
 
@@ -121,7 +121,7 @@ def test_unregistered_metric_is_reported():
 def test_blocks_split_between_machines_are_flagged():
     import pandas as pd
 
-    from containertax.analysis.quality import machines
+    from containertax.statistics.quality import machines
 
     runs = pd.DataFrame({
         "model": ["m"] * 4, "environment": ["a", "b", "a", "b"], "repetition": [1, 1, 2, 2],
@@ -170,8 +170,8 @@ def _williams_table(rng: np.random.Generator, first_slower: float = 0.0, blocks:
     """Four environments in Williams blocks (two whole periods), wall time with 1 % noise,
     a block effect and an environment effect; the run first in its block `first_slower`
     slower."""
-    from containertax.analysis.order import FIRST
     from containertax.campaign.designs import williams_rows
+    from containertax.statistics.order import FIRST
 
     envs = ["native", "native-aa", "chroot", "docker"]
     rows_ = williams_rows(len(envs))

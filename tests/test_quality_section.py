@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from containertax.analysis import quality_section, tables
+from containertax.publishing import quality_section, tables
 from containertax.workloads.metric_registry import registry
 from tests.conftest import REPO
 

@@ -23,8 +23,9 @@ import pandas as pd
 import pytest
 import yaml
 
-from containertax.analysis import discussion, figures, policy, report
 from containertax.campaign import config
+from containertax.publishing import discussion, figures, report
+from containertax.statistics import policy
 from containertax.workloads.metric_registry import registry
 from tests.conftest import REPO, demo_config
 
@@ -278,10 +279,10 @@ def test_runs_that_compiled_are_marked_and_analysed_apart(analysed, monkeypatch)
         (first.model, first.environment, first.repetition)]
     rows = discussion.paired_rows(campaign, runs, None, [("n256", "process_wall_s")], False)
     assert [r["compiled"].count(True) for r in rows] == [1]
-    # both comparisons from the findings table (analysis/findings.py), as the paper prints
-    from containertax.analysis import comparisons as st
-    from containertax.analysis import findings
-    from containertax.analysis.correction import correct
+    # both comparisons from the findings table (statistics/findings.py), as the paper prints
+    from containertax.statistics import comparisons as st
+    from containertax.statistics import findings
+    from containertax.statistics.correction import correct
 
     results = correct(st.analyse(
         runs, st.Settings.from_config(campaign.analysis, campaign.reference),
@@ -380,7 +381,7 @@ def test_planted_causal_verdict_of_an_import_is_caught():
 
 
 def test_a_sampled_percentage_is_not_a_log_ratio():
-    from containertax.analysis import comparisons as st
+    from containertax.statistics import comparisons as st
 
     assert not registry({})["gpu_util_pct"].comparable
     runs = pd.read_csv(REPO / "resources" / "sani2025" / "runs.csv", comment="#")
@@ -398,7 +399,7 @@ def test_a_sampled_percentage_is_not_a_log_ratio():
 # --- issue #31: referee items fixed at their cause, each a review check with its plant ------
 
 def test_planted_interval_that_rounding_hides_is_caught():
-    from containertax.analysis import review, tables
+    from containertax.publishing import review, tables
 
     assert review.check_interval_texts("+0.05 % [-0.03, +0.12] and +9.7 [+5.3, +14.3]") == []
     planted = review.check_interval_texts("docker: 0.0 % [0.0, +0.1]")
@@ -408,7 +409,7 @@ def test_planted_interval_that_rounding_hides_is_caught():
 
 
 def test_planted_interval_below_minus_100_percent_is_caught():
-    from containertax.analysis import review
+    from containertax.publishing import review
 
     planted = review.check_interval_texts("GPU utilisation -52.3 [-138.7, +34.1]")
     assert "below -100 %" in planted[0].message
@@ -416,7 +417,7 @@ def test_planted_interval_below_minus_100_percent_is_caught():
 
 
 def test_planted_file_path_in_prose_is_caught():
-    from containertax.analysis import review
+    from containertax.publishing import review
 
     text = "the sources are in the project's prior-work table (resources/prior_work.yaml)."
     assert "resources/prior_work.yaml" in review.check_project_paths(text)[0].message
@@ -426,7 +427,7 @@ def test_planted_file_path_in_prose_is_caught():
 
 
 def test_planted_repeated_sentence_is_caught():
-    from containertax.analysis import review
+    from containertax.publishing import review
 
     lead = ("We ask what a container costs steady-state LLM decoding. We ask whether "
             "running a workload in a container changes its speed.")
@@ -438,7 +439,7 @@ def test_planted_repeated_sentence_is_caught():
 
 
 def test_planted_plural_after_one_and_all_two_are_caught():
-    from containertax.analysis import review
+    from containertax.publishing import review
 
     assert review.check_counts("the rule flagged 1 values out of line")
     assert review.check_counts("and all two comparisons remain significant")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from containertax.analysis import paper_values, report
 from containertax.campaign import config
+from containertax.publishing import paper_values, report
 from tests.conftest import REPO, demo_config
 
 

@@ -212,7 +212,7 @@ def test_apptainer_command_line_with_a_test_double(config_dict, results, monkeyp
 def test_the_review_catches_a_wrong_runtime_label():
     """Planted: the system table labels Podman's version 'Docker Engine' (what the paper
     once printed); the review names both the wrong label and the runtime left unnamed."""
-    from containertax.analysis.review import check_runtime_labels
+    from containertax.publishing.review import check_runtime_labels
 
     ran = {"Podman": {"4.3.1"}, "Docker Engine": {"20.10.24+dfsg1"}}
     right = "Item Value\nDocker Engine      20.10.24+dfsg1\nPodman     4.3.1\n"

@@ -1,4 +1,4 @@
-"""Proof by simulation of the sequential stopping rule (analysis/sequential.py).
+"""Proof by simulation of the sequential stopping rule (statistics/sequential.py).
 
 Each bound is checked against its nominal value by an exact one-sided binomial test at
 FALSE_FAIL: a rule whose true rate sat exactly on the bound (5 % errors, 95 % coverage)
@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from containertax.analysis import sequential as seq
 from containertax.campaign import stopping
+from containertax.statistics import sequential as seq
 
 N = 50_000  # replicates per scenario
 FALSE_FAIL = 1e-4
@@ -188,7 +188,7 @@ def test_degenerate_zero_variance():
 
 def test_a_stopped_aa_replica_passes_its_calibration():
     """An A/A replica stopped as equivalent passes its calibration on the blocks of that
-    look (analysis/decisions.py: TOST at alpha within +-2 % and the 95 % interval inside),
+    look (statistics/decisions.py: TOST at alpha within +-2 % and the 95 % interval inside),
     every time: it is decided within its resolution at a TOST level of at most alpha / 2.
     Run CV 2 %: 80 % are stopped so before the 30th block. Planted: the rule before
     issue #33 (decided within the 5 % margin) stops as many, and 72 % of them fail."""

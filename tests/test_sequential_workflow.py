@@ -84,7 +84,7 @@ def test_stopping_dag(tmp_path):
     assert records(root) == got
     assert measured() == runs + 1
 
-    from containertax.analysis.sequential import interim
+    from containertax.statistics.sequential import interim
 
     table = interim(root)
     assert set(table["decision"]) == {"stop"} and set(table["look"]) == {1}

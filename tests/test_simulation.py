@@ -14,8 +14,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from containertax.analysis import comparisons as st
-from containertax.analysis import quality
+from containertax.statistics import comparisons as st
+from containertax.statistics import quality
 from containertax.workloads.metric_registry import REGISTRY
 
 ALPHA = 0.05

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from containertax.analysis import comparisons as st
+from containertax.statistics import comparisons as st
 
 S = st.Settings(reference="native", bootstrap_resamples=2000, seed=1)
 rng = np.random.default_rng(20251121)
@@ -198,7 +198,7 @@ def test_machine_adjusted_overhead_removes_a_faster_machine():
     import numpy as np
     import pandas as pd
 
-    from containertax.analysis.comparisons import machine_adjusted
+    from containertax.statistics.comparisons import machine_adjusted
 
     rng = np.random.default_rng(3)
     rows = []

@@ -1,4 +1,4 @@
-"""The live status page (analysis/statuspage.py), opened as a person opens it: in headless
+"""The live status page (publishing/statuspage.py), opened as a person opens it: in headless
 Chromium, from the file. Built from the committed H100 campaign's raw records, whole and
 cut to a partial campaign with a failed cell; the screenshot must show the temperature
 chart drawn and the rendered DOM the progress counts, the ETA, the failure's log tail and
@@ -24,9 +24,9 @@ import yaml
 from scipy import stats as sps
 
 from containertax import cli
-from containertax.analysis import statuspage
 from containertax.campaign import config, paths, schedule
 from containertax.core import records
+from containertax.publishing import statuspage
 from tests.conftest import REPO
 
 COMMITTED = REPO / "results" / "h100-engine-balanced"
@@ -219,7 +219,7 @@ def test_stopping_column_only_with_the_stopping_rules_decisions(tmp_path, monkey
     # under a stopping rule the page reads the rule's own interim state (sequential.interim)
     import pandas as pd
 
-    from containertax.analysis import sequential
+    from containertax.statistics import sequential
 
     state = pd.DataFrame([
         dict(model="llama3-8b", look=1, blocks=2, alpha_look=0.01, metric="token_throughput",

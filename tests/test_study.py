@@ -1,5 +1,5 @@
 """A study: several campaigns as one workflow and one paper (workflow/study.smk,
-analysis/study.py); phase 2B's derived options as the input of phases 2C and 2D."""
+publishing/study.py); phase 2B's derived options as the input of phases 2C and 2D."""
 
 from __future__ import annotations
 
@@ -19,9 +19,9 @@ import yaml
 from scipy.stats import false_discovery_control
 
 from containertax import cli
-from containertax.analysis import study as ct_study
 from containertax.campaign import config, optimisation
 from containertax.campaign import paths as R
+from containertax.publishing import study as ct_study
 
 REPO = Path(__file__).resolve().parents[1]
 H100 = ["h100-matmul", "h100-engine-balanced", "h100"]

@@ -178,7 +178,7 @@ def test_energy_from_power_where_no_counter(tmp_path):
     assert summary["energy_j"] == pytest.approx(650 * span, rel=1e-6)  # 650 W throughout
 
 
-# --- clock events inside the measured window (analysis/clocks.py) ---------------------
+# --- clock events inside the measured window (statistics/clocks.py) ---------------------
 
 def planted_telemetry(reasons: list[int], clocks: list[int]) -> pd.DataFrame:
     return pd.DataFrame({"t_s": [0.1 * i for i in range(len(reasons))],
@@ -186,7 +186,7 @@ def planted_telemetry(reasons: list[int], clocks: list[int]) -> pd.DataFrame:
 
 
 def test_window_clocks_of_planted_telemetry():
-    from containertax.analysis import clocks
+    from containertax.statistics import clocks
 
     t0 = 1000.0
     # 0 %: the cap (0x4) only outside the window (t 0.0-0.4 and 1.5-1.9); idle (0x1) inside
@@ -209,7 +209,7 @@ def test_window_clocks_of_planted_telemetry():
 
 
 def test_window_finding_names_reason_share_and_environments():
-    from containertax.analysis import clocks
+    from containertax.statistics import clocks
 
     rows = [{"model": "m", "environment": env, "repetition": rep, "clock_window": "measured",
              "window_sm_clock_mhz": 1700.0, "window_throttled_frac": frac,
@@ -228,7 +228,7 @@ def test_window_finding_names_reason_share_and_environments():
 def test_committed_gqa_runs_were_power_capped_for_40_to_45_pct_of_the_window():
     """The H100 engine campaign: NVML's software power cap held in a large share of every
     run's measured window, in every environment (their record's window and CSV)."""
-    from containertax.analysis import aggregate, clocks
+    from containertax.statistics import aggregate, clocks
     from tests.conftest import REPO
 
     rows = []

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from containertax.analysis import quality
+from containertax.statistics import quality
 
 
 def runs(n=20, per_degree=0.0, hotter_env_slower=False, seed=1):

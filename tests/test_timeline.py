@@ -14,11 +14,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from containertax.analysis import aggregate, phases, tables
-from containertax.analysis import comparisons as st
 from containertax.campaign.paths import CampaignPaths
 from containertax.core import rawrecord
 from containertax.execution import environments
+from containertax.publishing import tables
+from containertax.statistics import aggregate, phases
+from containertax.statistics import comparisons as st
 from containertax.workloads import timeline
 from containertax.workloads.metric_registry import REGISTRY
 from tests.conftest import REPO, needs_docker

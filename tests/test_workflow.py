@@ -322,7 +322,7 @@ def test_killed_campaign_resumes_with_every_cell_done_once(tmp_path, sig):
 
 
 def assert_reviewed(root: Path) -> None:
-    """Nothing a reviewer would reject (analysis/review.py, run by the paper rule)."""
+    """Nothing a reviewer would reject (publishing/review.py, run by the paper rule)."""
     problems = json.loads((root / "paper" / "review.json").read_text())
     assert problems == [], problems
 

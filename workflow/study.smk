@@ -64,7 +64,7 @@ rule campaign:
     shell:
         "{params.env} {params.py} -m snakemake {params.targets} --snakefile {params.snakefile:q} --cores 1 "
         "--nolock --configfile {input.config:q} > {log:q} 2>&1 && "
-        "{params.py} -c 'import sys; from containertax.analysis import study as s; "
+        "{params.py} -c 'import sys; from containertax.publishing import study as s; "
         "s.write_summary(s.load_file(sys.argv[1]), sys.argv[2], sys.argv[3])' "
         "{params.study:q} {wildcards.campaign} {output:q} >> {log:q} 2>&1"
 

@@ -176,7 +176,7 @@ def _schedule(a: argparse.Namespace) -> int:
 
 
 def _aggregate(a: argparse.Namespace) -> int:
-    from containertax.analysis import aggregate
+    from containertax.statistics import aggregate
 
     campaign = load(a.config)
     skip = frozenset(u.path for u in schedule.unscheduled(campaign))
@@ -186,7 +186,7 @@ def _aggregate(a: argparse.Namespace) -> int:
 
 
 def _import(a: argparse.Namespace) -> int:
-    from containertax.analysis import report
+    from containertax.publishing import report
 
     frame = report.read_import(load(a.config))
     records.atomic_write_text(Path(a.out), frame.to_csv(index=False))
@@ -258,7 +258,7 @@ def _snakefile(a: argparse.Namespace) -> int:
 
 def _status(a: argparse.Namespace) -> int:
     if a.html:
-        from containertax.analysis import statuspage
+        from containertax.publishing import statuspage
 
         print(statuspage.write(load(a.config)))
         return 0
@@ -270,7 +270,7 @@ def _status(a: argparse.Namespace) -> int:
 
 
 def _interim(a: argparse.Namespace) -> int:
-    from containertax.analysis import sequential
+    from containertax.statistics import sequential
 
     sequential.write_interim(load(a.config), int(a.look), Path(a.out), Path(a.log))
     return 0
@@ -497,7 +497,7 @@ def _check(path: str, directory: str | None = None) -> int:
                                  f"({type(exc).__name__}).") from None
     if campaign.is_import:
         # the import rule's own check (campaign/ is below analysis/: it is called here)
-        from containertax.analysis import importer
+        from containertax.statistics import importer
         from containertax.workloads.metric_registry import registry
 
         try:
@@ -557,7 +557,7 @@ def _opt(value: str | None) -> Path | None:
 
 
 def _analysis(cmd: str, campaign: config.Campaign, a: argparse.Namespace) -> None:
-    from containertax.analysis import paper, report
+    from containertax.publishing import paper, report
 
     if cmd == "quality":
         report.run_quality(campaign, Path(a.runs), Path(a.out_dir), _opt(a.out_order))

@@ -1,4 +1,4 @@
-# Sequential stopping (config `stopping:`; analysis/sequential.py). After each look the
+# Sequential stopping (config `stopping:`; statistics/sequential.py). After each look the
 # interim checkpoint decides, per model, whether another block is needed; the cells of the
 # next look exist in the DAG only for the models that continue. All environments of a model
 # stop together (blocks stay complete and paired). The schedule (schedule.csv) still lists

@@ -28,7 +28,7 @@ if not CLI_CONFIGS and not config.get("study"):
 # without --configfile: the Snakefile's default study
 STUDY_SOURCE = str(CLI_CONFIGS[-1]) if CLI_CONFIGS else "config/study-spark.yaml"
 try:
-    from containertax.analysis import study as ct_study
+    from containertax.publishing import study as ct_study
 
     STUDY = ct_study.load(config, STUDY_SOURCE)
 except ValueError as exc:  # StudyError and ConfigError are ValueErrors

@@ -132,7 +132,7 @@ class Campaign:
             rows = csv.DictReader(lines, skipinitialspace=True)
             if "model" not in (rows.fieldnames or []):
                 raise ConfigError(f"{path}: no 'model' column (analysis.import_csv in "
-                                  f"{self.source}); see containertax.analysis.importer.")
+                                  f"{self.source}); see containertax.statistics.importer.")
             models = list(dict.fromkeys(str(r["model"]).strip() for r in rows if r["model"]))
         bad = [m for m in models if not ID_RULE.fullmatch(m)]
         if bad:  # else a Snakemake wildcard error before the import rule's own check

@@ -62,9 +62,9 @@ RUNS = "runs.csv"
 REQUESTS_ALL = "requests.csv"
 WORK = "work"
 COMPARISONS = "stats/comparisons.csv"
-# every finding once (analysis/findings.py): what every table, figure and sentence prints
+# every finding once (statistics/findings.py): what every table, figure and sentence prints
 FINDINGS = "stats/findings.csv"
-ORDER = "stats/order.csv"  # the realised order of the runs within blocks (analysis/order.py)
+ORDER = "stats/order.csv"  # the realised order of the runs within blocks (statistics/order.py)
 INTERIM = "interim/look{look}.json"  # a stopping rule's decision after look k (sequential.smk)
 VISITS = "raw/visits"  # each visit's copy of its ledger, schedule and system facts
 RAW_DIR = "raw"
@@ -102,7 +102,7 @@ TABLES = ("headline", "estimates", "tests", "descriptives", "system", "memory",
 NUMBERS_TEX = PAPER_DIR + "/numbers.tex"
 QUALITY_TEX = PAPER_DIR + "/quality.tex"
 PDF = PAPER_DIR + "/paper.pdf"
-REVIEW = PAPER_DIR + "/review.json"  # what a reviewer would reject (analysis/review.py)
+REVIEW = PAPER_DIR + "/review.json"  # what a reviewer would reject (publishing/review.py)
 
 # A rehearsal's own files (campaign/rehearsal.py), in the rehearsal campaign's root
 REHEARSAL_CONFIG = "rehearsal-config.yaml"
@@ -333,7 +333,7 @@ class CampaignPaths:
 
     def interim(self, look: int) -> Path:
         """The interim decision of a stopping rule after its look-th look (1-based),
-        written atomically by the interim checkpoint (analysis.sequential)."""
+        written atomically by the interim checkpoint (statistics.sequential)."""
         return self.root / INTERIM.format(look=look)
 
     @property
@@ -423,7 +423,7 @@ class CampaignPaths:
         return self.root / REHEARSAL_MD
 
 
-# --- the analysis's files inside the folders its rules are given (analysis/report.py): the
+# --- the analysis's files inside the folders its rules are given (publishing/report.py): the
 # same names as the campaign-relative constants above, never spelled twice ------------------
 FIGURES_IN_PAPER = Path(FIGURES_DIR).name  # the figures folder, as the paper's source names it
 
@@ -449,12 +449,12 @@ def table_file(out_dir: Path, name: str) -> Path:
     """A generated table's LaTeX file in the tables rule's folder."""
     return out_dir / Path(TABLE.format(table=name)).name
 
-# The prior results the discussion answers (analysis/discussion.py), relative to the
+# The prior results the discussion answers (publishing/discussion.py), relative to the
 # checkout's root (the Snakefile's folder)
 PRIOR_WORK = "resources/prior_work.yaml"
 
-# The live status page (analysis/statuspage.py), rewritten after every cell; under a
-# stopping rule it shows the interim decisions (INTERIM above, analysis/sequential.py)
+# The live status page (publishing/statuspage.py), rewritten after every cell; under a
+# stopping rule it shows the interim decisions (INTERIM above, statistics/sequential.py)
 STATUS_PAGE = "status.html"
 # what the page read from each raw record, keyed by the record's (size, mtime_ns, inode):
 # a rebuild after a cell parses only that cell's record (a cache: deleting it is harmless)
@@ -470,7 +470,7 @@ def status_cache(root: Path) -> Path:
     """The status page's cache of what it read from each raw record."""
     return Path(root) / STATUS_CACHE
 
-# A study (config `study:`): several campaigns analysed as one (analysis/study.py,
+# A study (config `study:`): several campaigns analysed as one (publishing/study.py,
 # workflow/study.smk). Its files live under results_dir/study-<name>/.
 STUDY_DIR = "study-{name}"
 STUDY_CAMPAIGN = "campaigns/{campaign}.json"  # one campaign's analysis done, with its hashes

@@ -25,7 +25,7 @@ def design_warnings(campaign: Campaign) -> list[str]:
     """What the configured design will not balance, with the fix: printed by `containertax
     check` and logged by the schedule step. Warnings, not errors: committed campaigns ran
     under these designs and must still load and be analysed, and a campaign may stop early;
-    the paper states the balance of the order that ran (analysis/order.py), whatever the
+    the paper states the balance of the order that ran (statistics/order.py), whatever the
     design's name."""
     design, n = campaign.schedule["design"], len(campaign.environments)
     out = []

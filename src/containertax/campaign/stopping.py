@@ -4,8 +4,8 @@ campaign starts (`plan`, read by the rehearsal).
 
 The rule's statistics live here, below the campaign's config and schedule, because the
 plan (check, the workflow's checkpoints, the rehearsal) needs them before any record
-exists; analysis/sequential.py applies them to a campaign's records at each look. Rule
-and its guarantees: analysis/sequential.py's docstring and docs/measurement.md,
+exists; statistics/sequential.py applies them to a campaign's records at each look. Rule
+and its guarantees: statistics/sequential.py's docstring and docs/measurement.md,
 "Sequential stopping". numpy/scipy only, imported by the functions that compute (a cell step and the
 workflow's planning read the looks without them: tests/test_cli_speed.py).
 """
@@ -108,7 +108,7 @@ class Rule:
     def tost_level(self, level: float, replica: bool) -> float:
         """Each TOST side's level at a look: the look's own, for an A/A replica at most
         alpha / 2, so that a replica stopped as equivalent also has its 95 % interval inside
-        the band, as its calibration asks (analysis/decisions.py: aa_comparison_status)."""
+        the band, as its calibration asks (statistics/decisions.py: aa_comparison_status)."""
         return min(level, self.alpha / 2) if replica and self.resolution is not None else level
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from containertax.analysis import tables
+from containertax.publishing import tables
 from containertax.workloads.metric_registry import MetricInfo
 
 # excluded values listed one by one; the rest are counted (all are in quality.json)

@@ -19,12 +19,12 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
-from containertax.analysis import tables  # noqa: E402
+from containertax.publishing import tables  # noqa: E402
 from containertax.workloads.metric_registry import TELEMETRY, MetricInfo, axis_label  # noqa: E402
 
 # Inches: the text width of paper/main.tex (A4, 2.5 cm margins). Figures are included
 # unscaled, so the point sizes below are the sizes on the page (8 pt is the floor a reviewer
-# accepts; analysis/review.py checks it in the PDF).
+# accepts; publishing/review.py checks it in the PDF).
 WIDTH = 6.2
 # Height of one row of panels: two figures of two rows each, with their captions, fit one
 # page of floats (A4 text height 9.75 in), so no figure is left alone on a float page.

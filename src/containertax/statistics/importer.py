@@ -168,7 +168,7 @@ def check_against(frame: pd.DataFrame, path: Path, metrics: Iterable[str],
             f"{path}: row {row}: column 'metric' holds {unknown}, not in the metric registry; "
             "correct the names or define them under analysis.define_metrics "
             "(name -> {unit, direction, label}) in the campaign config.")
-    from containertax.analysis.quality import duplicate_mask
+    from containertax.statistics.quality import duplicate_mask
 
     dup = duplicate_mask(frame)
     if dup.any():

@@ -12,18 +12,10 @@ from typing import Any
 
 import pandas as pd
 
-from containertax.analysis import (
-    decisions,
-    design_values,
-    discussion,
-    facts,
-    findings,
-    order,
-    policy,
-    sequential,
-    tables,
-)
-from containertax.analysis.policy import (
+from containertax.campaign.config import Campaign
+from containertax.publishing import design_values, discussion, facts, tables
+from containertax.statistics import decisions, findings, order, policy, sequential
+from containertax.statistics.policy import (
     AnalysisError,
     analysed_metrics,
     evidence,
@@ -32,7 +24,6 @@ from containertax.analysis.policy import (
     primary_family,
     resolution,
 )
-from containertax.campaign.config import Campaign
 from containertax.workloads.metric_registry import MetricInfo
 
 
@@ -363,7 +354,7 @@ VERDICT_WORDS = {"A/A failed": "failed", "A/A inconclusive": "inconclusive",
 def findings_values(campaign: Campaign, runs: pd.DataFrame, results: pd.DataFrame | None,
                     others: pd.DataFrame | None,
                     reg: dict[str, MetricInfo]) -> dict[str, Any]:
-    """The findings rule's output for main.tex (analysis/findings.py decides; stats/
+    """The findings rule's output for main.tex (statistics/findings.py decides; stats/
     findings.csv holds it): the comparisons that reach the abstract beyond the headline
     ones (f/...), the quality findings that do (q/...), and those the findings section
     lists (l/...), each printed with the findings table's own text."""

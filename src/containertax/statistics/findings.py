@@ -32,9 +32,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from containertax.analysis import decisions, tables
-from containertax.analysis.policy import metric_registry, resolution
 from containertax.campaign.config import Campaign
+from containertax.publishing import tables
+from containertax.statistics import decisions
+from containertax.statistics.policy import metric_registry, resolution
 
 # where the paper says a finding
 ABSTRACT, LISTED, APPENDIX = "abstract", "findings section", "appendix"
@@ -74,10 +75,10 @@ def estimator_of(r: Any) -> str:
 
 def looks_by_comparison(campaign: Campaign, runs: pd.DataFrame) -> dict[tuple, dict]:
     """Where a stopping rule looked: per (model, environment, metric) the row of the look
-    at which the model stopped (or the last look made), through analysis/sequential.py."""
+    at which the model stopped (or the last look made), through statistics/sequential.py."""
     if not campaign.raw.get("stopping"):
         return {}
-    from containertax.analysis import sequential
+    from containertax.statistics import sequential
 
     rows = sequential.last_state(campaign, runs)
     out: dict[tuple, dict] = {}
@@ -105,7 +106,7 @@ def comparison_rows(campaign: Campaign, results: pd.DataFrame, runs: pd.DataFram
     """comparisons.csv with the findings' columns: the verdict of the decision table (from
     the look where a model stopped, with that look's level and adjusted interval, under a
     stopping rule), the printed interval and its text."""
-    from containertax.analysis.policy import analysed_metrics, evidence
+    from containertax.statistics.policy import analysed_metrics, evidence
 
     reg = metric_registry(campaign)
     alpha = campaign.analysis["alpha"]
@@ -182,9 +183,10 @@ def compile_excluded(campaign: Campaign, runs: pd.DataFrame) -> pd.DataFrame:
     of a visit compiles the decoding step): every environment against the reference and the
     A/A replica against what it copies, by the primary analysis (comparisons.py, the same
     estimator and test), corrected within a family of their own."""
-    from containertax.analysis import comparisons as st
-    from containertax.analysis import discussion, policy
-    from containertax.analysis.correction import correct
+    from containertax.publishing import discussion
+    from containertax.statistics import comparisons as st
+    from containertax.statistics import policy
+    from containertax.statistics.correction import correct
 
     comp = discussion.compiled_runs(campaign, runs)
     metrics = [m for m in discussion.STEADY_METRICS if m in set(runs["metric"])]

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from containertax.analysis.comparisons import paired_estimate
+from containertax.statistics.comparisons import paired_estimate
 
 GIB = 2**30
 NAN = math.nan
@@ -162,7 +162,7 @@ def _gib(x: float) -> str:
 
 def table(results: pd.DataFrame) -> str:
     """The paper's table (inside tables/memory-chain.tex): plain and adjusted side by side."""
-    from containertax.analysis import tables
+    from containertax.publishing import tables
 
     if results.empty:
         return ""
@@ -179,7 +179,7 @@ def values(results: pd.DataFrame) -> dict[str, Any]:
     """What main.tex's memory section quotes: the comparisons per verdict."""
     if results.empty:
         return {}
-    from containertax.analysis import tables
+    from containertax.publishing import tables
 
     out: dict[str, Any] = {"has-kv-covariate": 1}
     for key, word in (("kv-explained", "explained by free memory at sizing"),

@@ -13,9 +13,10 @@ from typing import Any
 import pandas as pd
 
 from containertax import runtimes
-from containertax.analysis import facts, hostmarkers, quality, tables
-from containertax.analysis.policy import environment_order
 from containertax.campaign.config import Campaign
+from containertax.publishing import facts, tables
+from containertax.statistics import hostmarkers, quality
+from containertax.statistics.policy import environment_order
 
 # the gate's sensor (thermal.sensor) as the methods name it: 'the GPU (NVML) sensor'
 SENSOR_WORDS = {"nvml": "GPU (NVML)", "cpu": "CPU"}
@@ -93,7 +94,7 @@ def design_values(campaign: Campaign, runs: pd.DataFrame) -> dict[str, Any]:
 
 def outlier_values(runs: pd.DataFrame) -> dict[str, Any]:
     """The outlier rule's thresholds at this campaign's usual group size n and number of
-    environments k (each table is judged at its own: analysis/quality.py)."""
+    environments k (each table is judged at its own: statistics/quality.py)."""
     data = runs[runs["value"].astype(float).abs().lt(math.inf)]
     if data.empty:
         return {"outlier-n": "--", "outlier-k": "--", "outlier-pooled-z": "--",
@@ -135,7 +136,7 @@ def clock_values(quality_report: dict[str, Any]) -> dict[str, Any]:
 
 def where_ran_values(campaign: Campaign, runs: pd.DataFrame) -> dict[str, Any]:
     """Where each environment ran (a VM, a container), from its probe's markers."""
-    from containertax.analysis.aggregate import read_records
+    from containertax.statistics.aggregate import read_records
 
     recs = [rec for _, rec in read_records(campaign.root)]
     return hostmarkers.values(recs, campaign.reference, environment_order(campaign, runs))

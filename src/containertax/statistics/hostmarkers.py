@@ -14,8 +14,8 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from containertax.analysis import tables
 from containertax.core.rawrecord import RawRecord
+from containertax.publishing import tables
 
 
 def _cgroup_paths(lines: Iterable[str] | str | None) -> list[str]:

@@ -151,7 +151,7 @@ def verdict(r: Any, direction: str, alpha: float, *, aa_status: str | None = Non
     metric; 'inconclusive' and 'not estimable' claim nothing and need none.
 
     shown: under a stopping rule, what the look at which the model stopped showed
-    ('equivalence', 'difference' or 'none', analysis/sequential.py: TOST and the paired t
+    ('equivalence', 'difference' or 'none', statistics/sequential.py: TOST and the paired t
     test at that look's level a_k) replaces the fixed design's TOST at alpha and BH p; the
     rest of the table is the same for both designs."""
     tost, p_bh = _get(r, "tost_p"), _get(r, "p_bh")

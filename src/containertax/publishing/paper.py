@@ -8,9 +8,9 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from containertax.analysis import review
 from containertax.core import records
 from containertax.core.errors import ContainertaxError
+from containertax.publishing import review
 
 log_ = logging.getLogger(__name__)
 

@@ -17,23 +17,12 @@ from typing import Any
 
 import pandas as pd
 
-from containertax.analysis import (
-    discussion,
-    facts,
-    findings,
-    importer,
-    order,
-    paper_values,
-    policy,
-    quality,
-    quality_section,
-    sequential,
-    tables,
-)
-from containertax.analysis.policy import AnalysisError, label_names
 from containertax.campaign import paths
 from containertax.campaign.config import Campaign
 from containertax.core import records
+from containertax.publishing import discussion, facts, paper_values, quality_section, tables
+from containertax.statistics import findings, importer, order, policy, quality, sequential
+from containertax.statistics.policy import AnalysisError, label_names
 
 TEXT_COLUMNS = ("text_est", "text_low", "text_high", "text_ci", "verdict", "caveats",
                 "check", "message", "why", "reach", "severity")
@@ -100,7 +89,7 @@ def run_quality(campaign: Campaign, runs_csv: Path, out_dir: Path,
 
 
 def with_order(campaign: Campaign, table: pd.DataFrame, out: Path) -> pd.DataFrame:
-    """The realised order within blocks (analysis/order.py), written to `out`, and each run
+    """The realised order within blocks (statistics/order.py), written to `out`, and each run
     with its place in its block (block_position) and predecessor, for the quality tests."""
     ledger = None if campaign.is_import else order.ledger_runs(campaign.paths)
     realised = order.realised(table, ledger)
@@ -117,7 +106,7 @@ def run_stats(campaign: Campaign, kept_csv: Path, requests_csv: Path | None,
               outputs: dict[str, tuple[Path, Path]]) -> None:
     """Per model: its comparisons (uncorrected) and descriptives, one file pair each; all
     models in one process, because importing the statistics stack dominates the time."""
-    from containertax.analysis import comparisons as st
+    from containertax.statistics import comparisons as st
 
     all_runs = read_table(kept_csv)
     all_requests = read_table(requests_csv)
@@ -146,7 +135,7 @@ def read_all(csv_paths: list[Path]) -> pd.DataFrame:
 
 def run_correct(model_csvs: list[Path], desc_csvs: list[Path], out: Path,
                 out_desc: Path) -> None:
-    from containertax.analysis.correction import correct
+    from containertax.statistics.correction import correct
 
     results = read_all(model_csvs)
     corrected = correct(results) if not results.empty else results
@@ -156,7 +145,7 @@ def run_correct(model_csvs: list[Path], desc_csvs: list[Path], out: Path,
 
 def run_findings(campaign: Campaign, kept_csv: Path, comparisons_csv: Path,
                  quality_json: Path, out: Path) -> None:
-    """The findings table (analysis/findings.py): every later step prints from it."""
+    """The findings table (statistics/findings.py): every later step prints from it."""
     runs = read_table(kept_csv)
     table = findings.build(campaign, runs if runs is not None else pd.DataFrame(),
                            read_table(comparisons_csv), records.read_json(quality_json))
@@ -182,7 +171,7 @@ def run_figures(campaign: Campaign, kept_csv: Path, comparisons_csv: Path,
                 requests_csv: Path | None, out_dir: Path, out_tex: Path) -> None:
     """The figures that say something, and figures.tex: a has-fig-<name> condition for
     each, \\placefigures with the floats (captions: \\papercaption, written in main.tex)."""
-    from containertax.analysis import figures
+    from containertax.publishing import figures
 
     runs = read_table(kept_csv)
     results, _ = read_findings(comparisons_csv)
@@ -237,7 +226,7 @@ def run_figures(campaign: Campaign, kept_csv: Path, comparisons_csv: Path,
     if panels_info and not campaign.is_import:  # an imported study's order is unknown
         add("drift", figures.drift(runs, panels_info, envs, paths.figure_file(out_dir, "drift")))
     add("gate-waits", figures.gate_waits(runs, envs, paths.figure_file(out_dir, "gate-waits")))
-    from containertax.analysis import phases
+    from containertax.statistics import phases
 
     add("phases", phases.figure(phase_rows(campaign, runs, results),
                                 paths.figure_file(out_dir, "phases")))
@@ -261,9 +250,9 @@ def run_figures(campaign: Campaign, kept_csv: Path, comparisons_csv: Path,
 def memory_chain_table(campaign: Campaign) -> str:
     """Free memory at KV-cache sizing -> KV cache, per model and environment (empty where no
     record carries the chain: imports, workloads without a KV cache, records before it)."""
-    from containertax.analysis import kvmodel
-    from containertax.analysis.aggregate import read_records
     from containertax.execution import memorychain
+    from containertax.statistics import kvmodel
+    from containertax.statistics.aggregate import read_records
 
     if campaign.is_import:
         return ""
@@ -273,9 +262,9 @@ def memory_chain_table(campaign: Campaign) -> str:
 
 def kv_covariate(campaign: Campaign, found: list[Any] | None = None) -> pd.DataFrame:
     """The KV cache against the reference, plain and at equal free memory at sizing
-    (analysis/kvmodel.py), from the records that carry a memory chain."""
-    from containertax.analysis import kvmodel
-    from containertax.analysis.aggregate import read_records
+    (statistics/kvmodel.py), from the records that carry a memory chain."""
+    from containertax.statistics import kvmodel
+    from containertax.statistics.aggregate import read_records
 
     if campaign.is_import:
         return pd.DataFrame(columns=kvmodel.COLUMNS)
@@ -287,8 +276,8 @@ def kv_covariate(campaign: Campaign, found: list[Any] | None = None) -> pd.DataF
 
 def phase_rows(campaign: Campaign, runs: pd.DataFrame | None,
                results: pd.DataFrame | None) -> list[dict[str, Any]]:
-    """The phases' comparisons with their differences in seconds (analysis/phases.py)."""
-    from containertax.analysis import phases
+    """The phases' comparisons with their differences in seconds (statistics/phases.py)."""
+    from containertax.statistics import phases
 
     if runs is None or runs.empty:
         return []
@@ -298,7 +287,7 @@ def phase_rows(campaign: Campaign, runs: pd.DataFrame | None,
 
 def phase_table(campaign: Campaign, runs: pd.DataFrame | None,
                 results: pd.DataFrame | None) -> str:
-    from containertax.analysis import phases
+    from containertax.statistics import phases
 
     return phases.table(phase_rows(campaign, runs, results))
 
@@ -359,11 +348,11 @@ def run_numbers(campaign: Campaign, kept_csv: Path, comparisons_csv: Path,
     results, others = read_findings(comparisons_csv)
     values = paper_values.numbers_values(campaign, runs, results, quality_report, order_csv,
                                          others)
-    from containertax.analysis import phases
+    from containertax.statistics import phases
 
     values.update(phases.values(campaign, phase_rows(campaign, runs, results), runs,
                                 discussion.read_prior_work()))
-    from containertax.analysis import kvmodel
+    from containertax.statistics import kvmodel
 
     values.update(kvmodel.values(kv_covariate(campaign)))
     records.atomic_write_text(out_numbers, tables.macros(values))

@@ -4,13 +4,13 @@ Each campaign is analysed by its own workflow (quality, statistics, correction w
 families: stats/comparisons.csv); the study takes the comparisons of its declared family
 (`study.family`: the campaigns' family names whose tests it pools, by default the primary
 family), corrects them again as ONE family with the per-campaign routine
-(analysis/correction.py: Bonferroni and Benjamini-Hochberg), and cites each campaign's raw
+(statistics/correction.py: Bonferroni and Benjamini-Hochberg), and cites each campaign's raw
 data by folder and a content hash (sha256 over its sorted raw files). Where a campaign's
 environment takes options derived from another campaign's analysis (`derived_from`, phase
 2B -> 2C/2D), the dependence is stated from the derived file, not from the config's words.
 
 Each comparison of the family gets its verdict word from the campaign paper's decision table
-(analysis/decisions.py: TOST within the campaign's equivalence margin, the BH-corrected
+(statistics/decisions.py: TOST within the campaign's equivalence margin, the BH-corrected
 difference, the A/A and quality caveats), once with the campaign's own correction and once
 with the study's; each campaign's quality findings, exclusions and A/A status, and the
 system it ran on (read from its raw records), travel with it into the study's paper, which
@@ -32,10 +32,11 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from containertax.analysis import correction, decisions, quality_section, tables
 from containertax.campaign import config as ct_config
 from containertax.campaign import paths as R
 from containertax.core import records
+from containertax.publishing import quality_section, tables
+from containertax.statistics import correction, decisions
 from containertax.workloads.metric_registry import registry
 
 
@@ -248,10 +249,10 @@ def thermal_of(path: Path) -> list[dict[str, Any]]:
 
 
 def where_of(campaign: ct_config.Campaign) -> str:
-    """Where the campaign's reference ran, in words (analysis/hostmarkers.py), where it was
+    """Where the campaign's reference ran, in words (statistics/hostmarkers.py), where it was
     not bare metal (a VM, a container); '' otherwise."""
-    from containertax.analysis import hostmarkers
-    from containertax.analysis.aggregate import read_records
+    from containertax.statistics import hostmarkers
+    from containertax.statistics.aggregate import read_records
 
     if campaign.is_import:
         return ""
@@ -288,7 +289,7 @@ def system_of(campaign: ct_config.Campaign) -> dict[str, list[str]]:
     """Each system fact's values over the campaign's raw records (not the machine that
     rebuilds the study): host name, GPU model and UUID, driver, CUDA (driver API), Docker
     Engine, container image name and id, and the UTC days the runs started."""
-    from containertax.analysis.aggregate import read_records
+    from containertax.statistics.aggregate import read_records
 
     seen: dict[str, set[str]] = {k: set() for k in SYSTEM_FACTS}
 
@@ -634,7 +635,7 @@ def write(study: Study, summaries_dir: Path, out_dir: Path) -> pd.DataFrame:
 
 def build_pdf(source: Path, build_dir: Path, out: Path) -> None:
     """latexmk on paper/study.tex beside the generated parts."""
-    from containertax.analysis.paper import PaperError
+    from containertax.publishing.paper import PaperError
 
     if shutil.which("latexmk") is None:
         raise PaperError("latexmk is missing: apt-get install latexmk texlive-latex-recommended.")
@@ -654,10 +655,10 @@ def build_pdf(source: Path, build_dir: Path, out: Path) -> None:
 
 
 def review_pdf(build_dir: Path, pdf: Path) -> list[Any]:
-    """What a reviewer would reject in the study's PDF (analysis/review.py, as for a
+    """What a reviewer would reject in the study's PDF (publishing/review.py, as for a
     campaign's paper), written to review.json beside it."""
-    from containertax.analysis import review
-    from containertax.analysis.aggregate import COLUMNS
+    from containertax.publishing import review
+    from containertax.statistics.aggregate import COLUMNS
     from containertax.workloads.metric_registry import TELEMETRY
 
     names = sorted(set(registry()) | set(TELEMETRY) | set(COLUMNS))
@@ -712,7 +713,7 @@ def selection_tex(study: Study, summaries: list[dict[str, Any]]) -> str:
 def prior_tex(study: Study, table: pd.DataFrame) -> tuple[str, int]:
     """The prior results the study answers (resources/prior_work.yaml, by the study's
     prior_work ids): a table body of citation, setting and result."""
-    from containertax.analysis import discussion
+    from containertax.publishing import discussion
 
     ids = list(study.meta.get("prior_work") or [])
     if not ids:
@@ -731,7 +732,7 @@ def prior_tex(study: Study, table: pd.DataFrame) -> tuple[str, int]:
 def forest_figure(table: pd.DataFrame, reg: dict[str, Any], margin: float, path: Path) -> bool:
     """Every comparison of the study's family: its estimate and interval (as printed in
     Table~\\ref{tab:study-combined}) against the equivalence band."""
-    from containertax.analysis import figures
+    from containertax.publishing import figures
 
     if table.empty:
         return False
@@ -744,7 +745,8 @@ def forest_figure(table: pd.DataFrame, reg: dict[str, Any], margin: float, path:
 def paired_figures(study: Study, out_dir: Path) -> list[tuple[str, str, bool]]:
     """Each campaign's primary comparisons per block (its paper's paired figure, drawn from
     its kept runs and comparisons): (campaign, figure file name)."""
-    from containertax.analysis import discussion, figures, policy
+    from containertax.publishing import discussion, figures
+    from containertax.statistics import policy
 
     made = []
     for entry in study.campaigns:
@@ -802,7 +804,7 @@ def beyond_summary(study: Study, summaries: list[dict[str, Any]]) -> str:
     """The campaigns' findings beyond the family for the abstract, grouped by metric, family
     and verdict: 'start-up latency (secondary): overhead in 6 comparisons of 3 campaigns,
     $+204.0$ to $+262.2$\\,\\%' (each estimate as its campaign paper prints it)."""
-    from containertax.analysis import findings as fd
+    from containertax.statistics import findings as fd
 
     groups: dict[tuple[str, str, str], list[tuple[str, str, float]]] = {}
     for s in summaries:
@@ -835,7 +837,7 @@ def campaign_findings_tex(study: Study, summaries: list[dict[str, Any]]) -> tupl
     """Beyond the study's family: what each campaign's findings rule brought to its own
     abstract (stats/findings.csv, reach 'abstract', not in the pooled families), each with
     the text its campaign paper prints."""
-    from containertax.analysis import findings as fd
+    from containertax.statistics import findings as fd
 
     items = []
     for s in summaries:

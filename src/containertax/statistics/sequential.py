@@ -143,7 +143,7 @@ def rule_of(campaign: Any) -> Rule:
 
 
 def _primary(campaign: Any, runs: Any) -> dict[str, list[str]]:
-    from containertax.analysis.policy import primary_metrics
+    from containertax.statistics.policy import primary_metrics
 
     return primary_metrics(campaign, runs)
 
@@ -157,9 +157,9 @@ def interim(campaign_root: str | Path) -> Any:
 
     import pandas as pd
 
-    from containertax.analysis.aggregate import tidy
     from containertax.campaign.config import campaign_of
     from containertax.campaign.paths import CampaignPaths
+    from containertax.statistics.aggregate import tidy
 
     paths = CampaignPaths(Path(campaign_root))
     empty = pd.DataFrame(columns=INTERIM_COLUMNS)
@@ -230,8 +230,8 @@ def write_interim(campaign: Any, look: int, out: Path,
     per-model decisions to the log."""
     import json
 
-    from containertax.analysis.aggregate import tidy
     from containertax.core.records import atomic_write_text
+    from containertax.statistics.aggregate import tidy
 
     state = interim_state(campaign, tidy(campaign.root), look)
     atomic_write_text(Path(out), json.dumps(state, indent=1, default=float) + "\n")
@@ -274,7 +274,7 @@ def macros(campaign: Any, runs: Any, words: Any = str) -> dict[str, Any]:
     in prose (the registry's label)."""
     if not campaign.raw.get("stopping"):
         return {}
-    from containertax.analysis.tables import tex
+    from containertax.publishing.tables import tex
 
     rule = rule_of(campaign)
     rows = last_state(campaign, runs)

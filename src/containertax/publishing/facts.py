@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from containertax import runtimes
-from containertax.analysis import decisions
+from containertax.statistics import decisions
 from containertax.workloads.metric_registry import MetricInfo
 
 if TYPE_CHECKING:
@@ -21,13 +21,13 @@ if TYPE_CHECKING:
 
 
 def verdict(r: pd.Series, info: MetricInfo | None, alpha: float) -> str:
-    """The verdict word of one comparison, without caveats (analysis/decisions.py decides)."""
+    """The verdict word of one comparison, without caveats (statistics/decisions.py decides)."""
     return decisions.verdict(r, info.direction if info else "none", alpha).word
 
 
 def why_not_estimable(r: pd.Series) -> str:
     """The reason a comparison has no estimate or no interval, from comparisons.py."""
-    from containertax.analysis.tables import reason
+    from containertax.publishing.tables import reason
 
     return reason(r, "not_estimable") or reason(r, "no_interval")
 
@@ -37,7 +37,7 @@ def headline_metric_of(model_results: pd.DataFrame, wanted: str | None,
     """The campaign's headline metric where the model has it, else its first analysed
     speed metric with an interval (a matrix product has no token throughput; its peak
     memory, identical in every run, says nothing about speed)."""
-    from containertax.analysis.tables import MEMORY_METRICS
+    from containertax.publishing.tables import MEMORY_METRICS
 
     present = set(model_results["metric"])
     if wanted in present:
@@ -259,7 +259,7 @@ def from_records(root: Path) -> dict[str, Any]:
     empty in records before it) and the cores `cpuset_cpus: performance` resolved to on
     the machine that ran them (environment.resolved.cpuset: environment -> sorted
     'cpus (source)'; empty where no environment asked for them)."""
-    from containertax.analysis.aggregate import read_records
+    from containertax.statistics.aggregate import read_records
 
     envs: dict[str, dict[str, str]] = {}
     work: dict[str, dict[str, str]] = {}
@@ -311,7 +311,7 @@ def system_facts(campaign: Campaign) -> dict[str, Any]:
     machine that rebuilds the paper)."""
     if campaign.is_import:
         return {"Source": campaign.raw.get("description", campaign.analysis["import_csv"])}
-    from containertax.analysis.aggregate import read_records
+    from containertax.statistics.aggregate import read_records
 
     seen: dict[str, set[str]] = {}
 

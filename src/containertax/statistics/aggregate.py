@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from containertax.analysis import clocks
 from containertax.campaign.paths import CampaignPaths
 from containertax.core import records
 from containertax.core.metric import Metric
 from containertax.core.rawrecord import RawRecord, read_record
+from containertax.statistics import clocks
 from containertax.workloads import timeline
 
 COLUMNS = [
@@ -23,7 +23,7 @@ COLUMNS = [
     "temperature_max_c", "throttled_s", "sensor", "config_hash", "machine", "page_cache",
     "lane",
     "start_temperature_c", "since_last_run_s",
-    *clocks.COLUMNS,  # clock events inside the measured window (analysis/clocks.py)
+    *clocks.COLUMNS,  # clock events inside the measured window (statistics/clocks.py)
 ]
 
 

@@ -155,7 +155,7 @@ def design_table(bal: dict[str, Any]) -> str:
     """The realised counts as a booktabs table (label tab:design): environments by position
     within the block, then by the environment run just before; empty where the order is
     unknown."""
-    from containertax.analysis.tables import tex
+    from containertax.publishing.tables import tex
 
     if not bal.get("known"):
         return ""
@@ -196,7 +196,7 @@ SOURCE_WORDS = {"ledger": "the ledger's record of when each run ended",
 def macros(bal: dict[str, Any], design: str) -> dict[str, Any]:
     """Conditions and values of the Design subsection, all from the realised counts: the
     configured design only names what was planned."""
-    from containertax.analysis.tables import tex
+    from containertax.publishing.tables import tex
 
     v: dict[str, Any] = {"order-known": bool(bal.get("known")),
                          "design-planned": tex(design),

@@ -17,8 +17,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from containertax.analysis import decisions, tables
-from containertax.analysis.comparisons import PHASES_AA_FAMILY, PHASES_FAMILY, paired_estimate
+from containertax.publishing import tables
+from containertax.statistics import decisions
+from containertax.statistics.comparisons import PHASES_AA_FAMILY, PHASES_FAMILY, paired_estimate
 from containertax.workloads.metric_registry import MetricInfo
 from containertax.workloads.timeline import PHASES
 
@@ -125,7 +126,7 @@ def figure(found: list[dict[str, Any]], path: Path) -> bool:
     model's comparisons (A/A included)."""
     import matplotlib.pyplot as plt
 
-    from containertax.analysis.figures import WIDTH, _save
+    from containertax.publishing.figures import WIDTH, _save
 
     found = [r for r in found if r["model"] == found[0]["model"]] if found else []
     phases = [r for r in found if r["metric"] != WALL]

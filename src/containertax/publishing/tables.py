@@ -104,7 +104,7 @@ def interval_texts(est: float, low: float, high: float, max_digits: int = 3
     max_digits) as it takes to print the three values apart and no non-zero value as
     zero: '+0.05 [-0.03, +0.12]', never '0.0 [0.0, +0.1]'. '--' for a missing value; a
     ratio beyond PCT_CAP as a bound. The one formatting of every printed relative
-    difference (analysis/findings.py stores its result per finding)."""
+    difference (statistics/findings.py stores its result per finding)."""
     vals = [est, low, high]
     present = [v for v in vals if not _missing(v) and abs(v) < PCT_CAP]
     digits = 1
@@ -208,7 +208,7 @@ def metric_tex(info: MetricInfo | None, metric: str) -> str:
 
 # Tables are set at \small (9 pt in the 10 pt paper; \footnotesize is 8 pt, the floor) and
 # never scaled: a table too wide for the text is split or set as a longtable in the appendix,
-# which the reviewer check (analysis/review.py) enforces through the PDF's font sizes.
+# which the reviewer check (publishing/review.py) enforces through the PDF's font sizes.
 # Captions are prose: \papercaption{label} takes them from paper/main.tex (\setcaption).
 def booktabs(header: Sequence[str], rows: Iterable[Sequence[str]], align: str,
              label: str, size: str = r"\small") -> str:
@@ -258,13 +258,13 @@ def descriptives_table(desc: pd.DataFrame, registry: dict[str, MetricInfo],
     return out
 
 
-# Families of comparisons (analysis/comparisons.py, Plan): the A/A calibration first
+# Families of comparisons (statistics/comparisons.py, Plan): the A/A calibration first
 FAMILY_ORDER = {"calibration": 0, "primary": 1, "calibration-secondary": 2, "secondary": 3,
                 "derived": 4}
 FAMILY_LABEL = {"calibration": "A/A", "calibration-secondary": "A/A (sec.)",
                 "primary": "primary", "secondary": "secondary", "derived": "derived"}
 AA_FAMILIES = ("calibration", "calibration-secondary", "calibration-phases")
-# the timeline's phases: their own table (tables/phases.tex, analysis/phases.py)
+# the timeline's phases: their own table (tables/phases.tex, statistics/phases.py)
 PHASE_FAMILIES = ("phases", "calibration-phases")
 
 
@@ -413,7 +413,7 @@ def unbroken_pct(text: str) -> str:
 
 
 def environments_table(envs: list[dict[str, str]]) -> str:
-    """Each environment's set-up as recorded (analysis/facts.py): the values of one
+    """Each environment's set-up as recorded (publishing/facts.py): the values of one
     \\envsetup{software}{mounts}{read-only}{GPU}{flags}{isolated} each; its words are in
     paper/main.tex."""
     def setup(env: dict[str, str]) -> str:

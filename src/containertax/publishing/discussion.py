@@ -16,10 +16,10 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from containertax.analysis import tables
 from containertax.campaign import paths
 from containertax.campaign.config import Campaign, ConfigError
 from containertax.core import packaged
+from containertax.publishing import tables
 
 PRIOR_WORK = packaged.resource(paths.PRIOR_WORK)
 ANSWERS = ("headline", "startup", "none")
@@ -171,7 +171,7 @@ def steady_values(campaign: Campaign, runs: pd.DataFrame, results: pd.DataFrame 
                   others: pd.DataFrame | None = None) -> dict[str, Any]:
     """Process time and energy with and without the blocks that hold a compiling run: the
     primary statistics keep them (the design's blocks); the discussion quotes both
-    comparisons from the findings table (analysis/findings.py: the same estimator, test
+    comparisons from the findings table (statistics/findings.py: the same estimator, test
     and printed digits as every other comparison), never a mean of its own."""
     comp = compiled_runs(campaign, runs)
     v: dict[str, Any] = {"compiled-runs": len(comp), "has-compiled": not comp.empty}

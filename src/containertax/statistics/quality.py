@@ -17,8 +17,8 @@ import pandas as pd
 from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
 
-from containertax.analysis import clocks
-from containertax.analysis.tables import interval_texts
+from containertax.publishing.tables import interval_texts
+from containertax.statistics import clocks
 from containertax.workloads.metric_registry import MetricInfo
 
 KEY = ["model", "environment", "repetition", "metric"]
@@ -408,7 +408,7 @@ def drift(runs: pd.DataFrame, alpha: float, resamples: int = 4999,
             for (metric, rho, p, rhos), qq in zip(tests, q, strict=True) if qq < alpha]
 
 
-# the chip's state when a run began, as runs.csv has it (analysis/aggregate.py)
+# the chip's state when a run began, as runs.csv has it (statistics/aggregate.py)
 START_STATE = {"start_temperature_c": ("start temperature", "C"),
                "since_last_run_s": ("time since the last run", "s")}
 
@@ -473,7 +473,7 @@ def _start_state_test(g: pd.DataFrame, column: str) -> dict[str, float] | None:
             "effect_pct": 100.0 * slope * span / abs(float(y.mean()))}
 
 
-# where a run stood in its block as it happened (analysis/order.py), as run_quality adds it
+# where a run stood in its block as it happened (statistics/order.py), as run_quality adds it
 ORDER_TERMS = {"block_position": "position within the block",
                "predecessor": "environment run just before"}
 
@@ -618,12 +618,12 @@ def implausible(runs: pd.DataFrame, registry: dict[str, MetricInfo],
 def calibration(aa: pd.DataFrame, alpha: float,
                 resolution: float) -> tuple[dict[str, Any], list[Finding]]:
     """The A/A verdict, per comparison and per metric, by the decision table's criterion
-    (analysis/decisions.py): passed only when equivalent within +-resolution (the
+    (statistics/decisions.py): passed only when equivalent within +-resolution (the
     campaign's analysis.resolution_pct), failed when the Bonferroni-corrected p within its
     family is below alpha, inconclusive otherwise. The campaign's status is that of its
     primary metrics; a failure there is an instrument failure (an error), a failure or an
     inconclusive result on any metric a warning naming it."""
-    from containertax.analysis import decisions
+    from containertax.statistics import decisions
 
     base = {"alpha": alpha, "resolution": resolution}
     if aa.empty:

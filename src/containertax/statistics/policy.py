@@ -13,10 +13,11 @@ from typing import Any
 
 import pandas as pd
 
-from containertax.analysis import facts, order, quality
-from containertax.analysis.tables import AA_FAMILIES
 from containertax.campaign.config import Campaign
 from containertax.core.errors import ContainertaxError
+from containertax.publishing import facts
+from containertax.publishing.tables import AA_FAMILIES
+from containertax.statistics import order, quality
 from containertax.workloads.metric_registry import MetricInfo, registry
 
 
@@ -30,7 +31,7 @@ def metric_registry(campaign: Campaign) -> dict[str, MetricInfo]:
 
 def label_names(campaign: Campaign) -> list[str]:
     """Column and metric names that must never appear raw as a figure's label."""
-    from containertax.analysis.aggregate import COLUMNS
+    from containertax.statistics.aggregate import COLUMNS
     from containertax.workloads.metric_registry import TELEMETRY
 
     return sorted(set(metric_registry(campaign)) | set(TELEMETRY) | set(COLUMNS))
@@ -97,7 +98,7 @@ def primary_metrics(campaign: Campaign, runs: pd.DataFrame) -> dict[str, list[st
 
 
 def comparison_plan(campaign: Campaign, runs: pd.DataFrame):  # -> comparisons.Plan
-    from containertax.analysis.comparisons import Plan
+    from containertax.statistics.comparisons import Plan
 
     reg = metric_registry(campaign)
     return Plan(campaign.reference, campaign.replicas, primary_metrics(campaign, runs),
@@ -188,7 +189,7 @@ def aa_comparisons(campaign: Campaign, kept: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame()
     from dataclasses import replace
 
-    from containertax.analysis import comparisons as st
+    from containertax.statistics import comparisons as st
 
     plan = comparison_plan(campaign, kept)
     aa_envs = set(campaign.replicas) | set(campaign.replicas.values())
@@ -222,7 +223,7 @@ def evidence(quality_report: dict[str, Any] | None,
     metric's A/A status and the metrics an error-severity finding concerns."""
     if not quality_report:
         return {}, set()
-    from containertax.analysis import decisions
+    from containertax.statistics import decisions
 
     aa = dict((quality_report.get("calibration") or {}).get("metrics") or {})
     return aa, decisions.error_metrics(quality_report.get("findings", []), metrics)
@@ -242,7 +243,7 @@ def headline_rows(campaign: Campaign, results: pd.DataFrame | None,
 
 
 def order_balance(campaign: Campaign, order_csv: Path | None) -> dict[str, Any]:
-    """The realised order's balance (analysis/order.py) from stats/order.csv."""
+    """The realised order's balance (statistics/order.py) from stats/order.csv."""
     realised = order.read(order_csv or campaign.paths.order)
     envs = ([env.id for env in campaign.environments]
             or list(dict.fromkeys(realised["environment"])))

@@ -346,7 +346,7 @@ def check_sources(build_dir: Path, names: list[str]) -> list[Problem]:
     """A metric or column name typeset as it is spelled in the data (escaped for TeX by
     tables.tex: 'token\\_\\allowbreak{}throughput'), in any TeX file of the build
     (generated or not; comments left out): the reader should see its label."""
-    from containertax.analysis.tables import tex
+    from containertax.publishing.tables import tex
 
     escaped = {n: tex(n) for n in names if "_" in n}
     out = []
@@ -467,8 +467,8 @@ def check_figure_edges(figures: list[Path], slack: float = 0.5) -> list[Problem]
 
 def recorded_runtimes(root: Path) -> dict[str, set[str]]:
     """Runtime name -> the versions the campaign's records ran under (facts.py)."""
-    from containertax.analysis.aggregate import read_records
-    from containertax.analysis.facts import recorded_runtimes as ran
+    from containertax.publishing.facts import recorded_runtimes as ran
+    from containertax.statistics.aggregate import read_records
 
     out: dict[str, set[str]] = {}
     for _, rec in read_records(root):
@@ -525,7 +525,7 @@ def canonical_intervals(findings_csv: Path) -> set[tuple[str, str, str]]:
 
     import pandas as pd
 
-    from containertax.analysis.tables import interval_texts
+    from containertax.publishing.tables import interval_texts
 
     if not findings_csv.exists():
         return set()

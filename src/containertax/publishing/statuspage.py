@@ -6,8 +6,8 @@ One self-contained file, opened from disk: inline CSS and inline SVG, no script,
 fetched. It shows progress per model and environment and the ETA (campaign/status.py, as
 `containertax status`), the gate and cooldown temperatures of every run (from the raw
 records and their .cooldown.json), the interim paired estimate of every primary and A/A
-comparison on the complete blocks so far (analysis/comparisons.py, the paper's own
-estimator), the stopping rule's decisions where the config has one (analysis/sequential.py's
+comparison on the complete blocks so far (statistics/comparisons.py, the paper's own
+estimator), the stopping rule's decisions where the config has one (statistics/sequential.py's
 interim state, shape in STOPPING_SHAPE), and every failed cell with the last lines of its log.
 
 A monitor, not the analysis: a record that cannot be read is listed, never fatal, and the
@@ -60,8 +60,8 @@ def _stat_key(path: Path) -> list[int] | None:
 
 
 def _read_run(path: Path, cooldown_path: Path) -> dict[str, Any]:
-    from containertax.analysis.aggregate import metric_name
     from containertax.core.rawrecord import RawRecord, migrate
+    from containertax.statistics.aggregate import metric_name
 
     rec = RawRecord.from_dict(migrate(json.loads(path.read_text()), str(path)))
     cooldown = records.read_json(cooldown_path) if cooldown_path.exists() else {}
@@ -122,8 +122,8 @@ def interim_estimates(campaign: Campaign, runs: list[dict[str, Any]]) -> list[di
     import numpy as np
     import pandas as pd
 
-    from containertax.analysis import comparisons as st
-    from containertax.analysis import policy
+    from containertax.statistics import comparisons as st
+    from containertax.statistics import policy
 
     present = {(r["model"], k) for r in runs for k, v in r["metrics"].items()
                if v is not None and math.isfinite(float(v))}
@@ -179,10 +179,10 @@ def failure_logs(campaign: Campaign, failed: list[dict[str, Any]]) -> dict[str, 
 
 
 def sequential_stopping(campaign: Campaign) -> dict[str, Any] | None:
-    """The stopping rule's decisions at each model's latest look (analysis.sequential's
+    """The stopping rule's decisions at each model's latest look (statistics.sequential's
     interim state, read from the campaign's records), in STOPPING_SHAPE; None without a
     stopping rule or before any look has data."""
-    from containertax.analysis import sequential
+    from containertax.statistics import sequential
 
     state = sequential.interim(campaign.root)
     if state.empty:

@@ -66,8 +66,8 @@ from scipy import stats as sps
 from scipy.special import gammaln
 from statsmodels.stats.power import TTestIndPower, TTestPower
 
-from containertax.analysis.correction import correct
-from containertax.analysis.quality import duplicate_mask
+from containertax.statistics.correction import correct
+from containertax.statistics.quality import duplicate_mask
 from containertax.workloads.timeline import METRICS as PHASE_METRICS
 
 # The phases of a run's timeline (workloads/timeline.py) form their own families: where

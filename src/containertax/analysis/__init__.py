@@ -1,1 +1,0 @@
-"""From raw records to the paper: aggregation, statistics, quality, figures, tables."""
