@@ -22,7 +22,7 @@ import numpy as np
 def main(rows: int = 200_000) -> None:
     from containertax import cli
     from containertax.campaign import config
-    from containertax.publishing import report
+    from containertax.statistics import steps
 
     reps = rows // 4
     rng = np.random.default_rng(35)
@@ -44,15 +44,15 @@ def main(rows: int = 200_000) -> None:
         times["check"] = time.perf_counter() - t0
         campaign = config.load_file(cfg, tmp_path)
         t = time.perf_counter()
-        frame = report.read_import(campaign)
+        frame = steps.read_import(campaign)
         runs = tmp_path / "runs-imported.csv"
         runs.write_text(frame.to_csv(index=False))
         times["import"] = time.perf_counter() - t
         t = time.perf_counter()
-        report.run_quality(campaign, runs, tmp_path / "quality", tmp_path / "order.csv")
+        steps.run_quality(campaign, runs, tmp_path / "quality", tmp_path / "order.csv")
         times["quality"] = time.perf_counter() - t
         t = time.perf_counter()
-        report.run_stats(campaign, tmp_path / "quality" / "kept.csv", None,
+        steps.run_stats(campaign, tmp_path / "quality" / "kept.csv", None,
                          {m: (tmp_path / f"{m}.csv", tmp_path / f"{m}.desc.csv")
                           for m in ("m1", "m2")})
         times["stats"] = time.perf_counter() - t

@@ -1,8 +1,17 @@
 """The package's shape, from its imports (module-level and inside functions, read with ast):
 no import circles between modules, and no import from a lower layer into a higher one
-(core < workloads < runtimes < campaign < execution < analysis < cli).
+(core < workloads < runtimes < campaign < execution < statistics < publishing < cli).
 docs/architecture.md describes the layers; a late import inside a function is an import all
-the same."""
+the same.
+
+What the tests hold of the seam between statistics (what is true of the data) and
+publishing (what is said, and how it looks): no statistics module imports a publishing
+module (the layer order); within statistics, the findings module (stats/findings.csv) is
+imported only by statistics.steps, the rule steps that write it, so no statistics result is
+computed from the findings; statistics.texts, the printing that both sides share, imports
+nothing of the package. Publishing may import statistics (its report reads findings.csv;
+the status page computes interim comparisons of a running campaign); that direction is not
+restricted further here."""
 
 from __future__ import annotations
 
@@ -97,6 +106,34 @@ def test_no_import_from_a_lower_layer_into_a_higher_one():
     assert upward(imports(SRC)) == []
 
 
+STATS, PUB = f"{PACKAGE}.statistics", f"{PACKAGE}.publishing"
+FINDINGS, STEPS, TEXTS = f"{STATS}.findings", f"{STATS}.steps", f"{STATS}.texts"
+
+
+def seam(graph: dict[str, set[str]]) -> list[str]:
+    """What breaks the seam: a statistics module importing findings other than its writer
+    (steps), and texts importing anything of the package."""
+    out = [f"{a} imports {FINDINGS}: the findings are statistics' last result"
+           for a, targets in graph.items()
+           if a.startswith(STATS) and a not in (FINDINGS, STEPS) and FINDINGS in targets]
+    out += [f"{TEXTS} imports {b}: texts is shared by both sides and imports nothing"
+            for b in graph.get(TEXTS, ())]
+    return sorted(out)
+
+
+def test_statistics_never_imports_publishing():
+    graph = imports(SRC)
+    assert sorted(f"{a} imports {b}" for a, t in graph.items() if a.startswith(STATS)
+                  for b in t if b.startswith(PUB)) == []
+
+
+def test_the_findings_are_the_seam():
+    graph = imports(SRC)
+    assert FINDINGS in graph and STEPS in graph and TEXTS in graph
+    assert FINDINGS in graph[STEPS]
+    assert seam(graph) == []
+
+
 def test_core_imports_nothing_else_of_the_package():
     graph = imports(SRC)
     assert {b for a, t in graph.items() if a.startswith(f"{PACKAGE}.core") for b in t
@@ -132,3 +169,31 @@ def test_planted_circle_is_caught(tmp_path):
     found = circles(imports(src))
     assert len(found) == 1 and "containertax.campaign.config" in found[0] \
         and "containertax.campaign.lanes" in found[0]
+
+
+@pytest.mark.parametrize("late", [False, True])
+def test_planted_statistics_import_of_publishing_is_caught(tmp_path, late):
+    """Planted: statistics.order imports publishing.tables for its LaTeX escaping (as
+    order, sequential and hostmarkers did before statistics.texts)."""
+    line = "from containertax.publishing.tables import booktabs\n"
+    body = f"def f():\n    {line}" if late else line
+    src = _tree(tmp_path, {"__init__.py": "", "statistics/__init__.py": "",
+                           "statistics/order.py": body, "publishing/__init__.py": "",
+                           "publishing/tables.py": "def booktabs(): ...\n"})
+    assert upward(imports(src)) == [
+        "containertax.statistics.order imports containertax.publishing.tables: "
+        "statistics is below publishing"]
+
+
+def test_planted_statistics_reading_the_findings_is_caught(tmp_path):
+    """Planted: statistics.policy reads the findings module, and texts imports policy."""
+    src = _tree(tmp_path, {"__init__.py": "", "statistics/__init__.py": "",
+                           "statistics/findings.py": "", "statistics/steps.py":
+                           "from containertax.statistics import findings\n",
+                           "statistics/policy.py": "from containertax.statistics import findings\n",
+                           "statistics/texts.py": "import containertax.statistics.policy\n"})
+    assert seam(imports(src)) == [
+        "containertax.statistics.policy imports containertax.statistics.findings: the "
+        "findings are statistics' last result",
+        "containertax.statistics.texts imports containertax.statistics.policy: texts is "
+        "shared by both sides and imports nothing"]

@@ -50,7 +50,7 @@ split of #22 left every byte as it was). Then paper-intro of h100 and h100-engin
 reworded: the paper review flagged 'model sizes' and 'sdpa_gqa' as config names in the text;
 no other key changed. Then for the findings table (#31), all four regenerated: no count,
 p, verdict or condition changed; relative differences and their intervals are printed with
-as many decimals as it takes to show an interval's ends apart (tables.interval_texts:
+as many decimals as it takes to show an interval's ends apart (texts.interval_texts:
 '$0.0$ [$0.0$, $+0.1$]' became '$+0.05$ [$-0.03$, $+0.12$]'-like texts) in rel/, rel-ci/,
 hl/N/rel and ci, aa/N/rel and ci, and the prior-work rows that quote the headline; the
 compiled-run comparisons steady/* quote the findings' comparisons (estimate and interval);

@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 from containertax.campaign import config
-from containertax.publishing import facts, paper_values, report
-from containertax.statistics import decisions, quality
+from containertax.publishing import facts, paper_values
+from containertax.statistics import decisions, quality, steps
 from containertax.statistics.policy import AnalysisError
 from containertax.workloads.metric_registry import REGISTRY
 from tests.conftest import REPO, demo_config
@@ -259,7 +259,7 @@ def test_a_planted_ten_per_cent_a_a_is_inconclusive_end_to_end(tmp_path):
     runs = tmp_path / "runs.csv"
     runs.write_text("\n".join(lines) + "\n")
     campaign = _campaign(tmp_path)
-    report.run_quality(campaign, runs, tmp_path / "stats")
+    steps.run_quality(campaign, runs, tmp_path / "stats")
     q = json.loads((tmp_path / "stats" / "quality.json").read_text())
     row = q["calibration"]["comparisons"][0]
     assert row["p_bonferroni"] > ALPHA and row["rel_ci_high"] - row["rel_ci_low"] > 0.04

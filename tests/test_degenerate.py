@@ -18,6 +18,7 @@ from scipy import stats as sps
 from containertax.campaign import config
 from containertax.publishing import paper_values, report, tables
 from containertax.statistics import comparisons as st
+from containertax.statistics import steps
 from containertax.statistics.correction import correct
 from tests.conftest import REPO, demo_config
 
@@ -76,7 +77,7 @@ def test_the_stats_step_names_the_file_and_the_fix(tmp_path):
     kept = tmp_path / "kept.csv"
     pd.concat([runs, runs.iloc[[0]]]).to_csv(kept, index=False)
     with pytest.raises(report.AnalysisError, match=r"kept\.csv.*repeat a") as err:
-        report.run_stats(campaign, kept, None, {"m": (tmp_path / "m.csv",
+        steps.run_stats(campaign, kept, None, {"m": (tmp_path / "m.csv",
                                                       tmp_path / "m.d.csv")})
     assert "analysis.exclude: [duplicate]" in str(err.value)
     assert not (tmp_path / "m.csv").exists()

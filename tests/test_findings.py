@@ -15,8 +15,8 @@ import pytest
 
 from containertax.campaign import config
 from containertax.publishing import discussion, paper_values, report
-from containertax.publishing.tables import interval_texts
-from containertax.statistics import decisions, findings, policy
+from containertax.statistics import decisions, findings, policy, steps
+from containertax.statistics.texts import interval_texts
 from tests.conftest import demo_config
 
 
@@ -61,10 +61,10 @@ def _analyse(tmp: Path, runs_csv: Path) -> tuple[config.Campaign, pd.DataFrame,
                                                  pd.DataFrame, dict]:
     campaign = _campaign(tmp)
     stats = tmp / "stats"
-    report.run_quality(campaign, runs_csv, stats, tmp / "order.csv")
+    steps.run_quality(campaign, runs_csv, stats, tmp / "order.csv")
     kept = stats / "kept.csv"
-    report.run_stats(campaign, kept, None, {"n256": (tmp / "m.csv", tmp / "d.csv")})
-    report.run_correct([tmp / "m.csv"], [tmp / "d.csv"], tmp / "comparisons.csv",
+    steps.run_stats(campaign, kept, None, {"n256": (tmp / "m.csv", tmp / "d.csv")})
+    steps.run_correct([tmp / "m.csv"], [tmp / "d.csv"], tmp / "comparisons.csv",
                        tmp / "desc.csv")
     from containertax.core import records
 

@@ -18,8 +18,7 @@ from hypothesis import strategies as st
 
 from containertax import cli
 from containertax.campaign import config
-from containertax.publishing import report
-from containertax.statistics import comparisons, importer
+from containertax.statistics import comparisons, importer, steps
 
 HEADER = "model,environment,repetition,metric,value,unit\n"
 
@@ -60,7 +59,7 @@ def test_an_id_with_a_character_that_names_no_file_is_refused_with_the_rule(
 
 
 def test_an_underscore_is_an_id_and_is_typeset_escaped(tmp_path, capsys):
-    from containertax.publishing.tables import tex
+    from containertax.statistics.texts import tex
 
     code, text = _check(tmp_path, _table(_good_rows(model="m_1", env="dock_er")), capsys)
     assert code == 0, text
@@ -140,16 +139,16 @@ def test_hostile_tables_are_refused_cleanly_or_analysed(tmp_path_factory, capsys
         assert str(tmp / "imp.yaml") in out
         return
     campaign = config.load_file(tmp / "imp.yaml", tmp)
-    frame = report.read_import(campaign)
+    frame = steps.read_import(campaign)
     runs = tmp / "runs-imported.csv"
     runs.write_text(frame.to_csv(index=False))
     try:
-        report.run_quality(campaign, runs, tmp / "quality", tmp / "order.csv")
+        steps.run_quality(campaign, runs, tmp / "quality", tmp / "order.csv")
     except importer.ContainertaxError:
         return  # a clear refusal of the quality step (e.g. every value excluded)
     kept = tmp / "quality" / "kept.csv"
     models = sorted(set(frame["model"]))
-    report.run_stats(campaign, kept, None, {m: (tmp / f"{m}.csv", tmp / f"{m}.desc.csv")
+    steps.run_stats(campaign, kept, None, {m: (tmp / f"{m}.csv", tmp / f"{m}.desc.csv")
                                             for m in models})
 
 

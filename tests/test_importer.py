@@ -73,21 +73,20 @@ def _campaign(tmp_path, body, reference="native", **analysis):
      "reference_environment 'native' is not an environment of the import (['docker'])"),
 ])
 def test_unknown_metric_or_reference_is_an_error(tmp_path, body, reference, fragment):
-    from containertax.publishing import report
+    from containertax.statistics import steps
 
     with pytest.raises(importer.ImportFailure) as err:
-        report.read_import(_campaign(tmp_path, body, reference))
+        steps.read_import(_campaign(tmp_path, body, reference))
     assert fragment in str(err.value)
 
 
 def test_defined_metric_and_model_size_are_honoured(tmp_path):
-    from containertax.publishing import report
-    from containertax.statistics import policy
+    from containertax.statistics import policy, steps
 
     body = ("model,environment,repetition,metric,value,unit,model_size\n"
             "a,native,1,tps,1,tok/s,7\nb,native,1,tps,1,tok/s,70\n")
     c = _campaign(tmp_path, body, define_metrics={"tps": {"unit": "tok/s"}})
-    frame = report.read_import(c)
+    frame = steps.read_import(c)
     assert policy.model_sizes(c, frame) == {"a": 7.0, "b": 70.0}
 
 

@@ -9,6 +9,7 @@ import json
 import pandas as pd
 
 from containertax.publishing import facts
+from containertax.statistics import policy
 from tests.conftest import REPO
 
 RAW = REPO / "results" / "h100" / "raw"
@@ -67,7 +68,7 @@ def test_a_model_without_the_headline_metric_takes_its_first_speed_metric():
         {"model": "matmul-10k", "metric": "compute_time_median_s", "rel_ci_low": -0.01},
     ])
     metrics = ["token_throughput", "peak_memory_gib", "compute_time_median_s"]
-    assert facts.headline_metric_of(results, "token_throughput", metrics) == \
+    assert policy.headline_metric_of(results, "token_throughput", metrics) == \
         "compute_time_median_s"
 
 

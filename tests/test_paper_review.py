@@ -19,6 +19,7 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
 from containertax.publishing import facts, figures, review  # noqa: E402
+from containertax.statistics import texts
 from containertax.workloads.metric_registry import REGISTRY, TELEMETRY, axis_label  # noqa: E402
 from tests.conftest import REPO  # noqa: E402
 
@@ -78,8 +79,8 @@ def test_undefined_reference_citation_and_question_marks_are_caught(tmp_path):
 
 def test_a_less_than_sign_in_text_is_caught_and_escaped(tmp_path):
     """'p < 0.05' typed into text prints 'p ¡ 0.05' in the OT1 font (seen in a quality
-    message); tables.tex sets it in math."""
-    from containertax.publishing.tables import tex
+    message); texts.tex sets it in math."""
+    from containertax.statistics.texts import tex
 
     problems = build(tmp_path, CLEAN + " Adjusted p < 0.05 in 3 tests.")
     assert "ot1-glyph" in checks(problems)
@@ -190,12 +191,12 @@ def test_a_raw_metric_name_in_a_quality_item_is_caught(tmp_path):
     from containertax.publishing import tables
 
     message = "largest effect +22.29 % across the start temperature (qwen2-0.5b/itl_p99_s)"
-    raw = r"\begin{itemize}\item \textbf{Thermal dependence} (info): " + tables.tex(message)
+    raw = r"\begin{itemize}\item \textbf{Thermal dependence} (info): " + texts.tex(message)
     problems = build(tmp_path, CLEAN + "\n\n" + raw + r"\end{itemize}")
     hits = {p.where: p.message for p in problems if p.check == "raw-name-in-text"}
     assert "itl p99 s" in hits["page 1"]  # the PDF's text: OT1 draws the underscore
     assert "itl_p99_s" in hits["main.tex"]  # the source, where it was escaped
-    labelled = tables.tex(tables.humanise(message, REGISTRY))
+    labelled = texts.tex(tables.humanise(message, REGISTRY))
     assert "inter-token latency p99" in labelled and "itl" not in labelled
     assert build(tmp_path, CLEAN + "\n\n" + r"\begin{itemize}\item " + labelled
                  + r"\end{itemize}") == []
@@ -266,7 +267,8 @@ def test_a_doubled_word_is_caught_but_a_table_column_is_not(tmp_path):
 
 def test_an_identifier_set_as_words_is_caught_and_code_passes(tmp_path):
     """'sdpa\\_gqa' in the prose font prints 'sdpa gqa'; in \\texttt it is code."""
-    from containertax.publishing.tables import code, tex
+    from containertax.publishing.tables import code
+    from containertax.statistics.texts import tex
 
     problems = build(tmp_path, CLEAN + "\n\nAttention " + tex("sdpa_gqa") + ".")
     hits = [p for p in problems if p.check == "identifier-in-text"]

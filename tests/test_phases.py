@@ -237,5 +237,5 @@ def test_performance_cores_stated_from_the_records(tmp_path):
     assert found["cpusets"] == {"docker": ["0-9 (cpu_capacity)"]}
     values = design_values.cpuset_values(found)
     assert values["has-cpuset"]
-    # names are escaped for TeX (an underscore may break the line: tables.tex)
+    # names are escaped for TeX (an underscore may break the line: texts.tex)
     assert values["cpuset-list"] == "docker on CPUs 0-9 (cpu\\_\\allowbreak{}capacity)"

@@ -25,7 +25,7 @@ import yaml
 
 from containertax.campaign import config
 from containertax.publishing import discussion, figures, report
-from containertax.statistics import policy
+from containertax.statistics import order, policy, steps, texts
 from containertax.workloads.metric_registry import registry
 from tests.conftest import REPO, demo_config
 
@@ -174,10 +174,10 @@ def analysed(tmp_path_factory) -> dict[str, Any]:
     campaign = _campaign(tmp)
     runs_csv = _paired_runs(tmp)
     stats = tmp / "stats"
-    report.run_quality(campaign, runs_csv, stats, tmp / "order.csv")
+    steps.run_quality(campaign, runs_csv, stats, tmp / "order.csv")
     kept = stats / "kept.csv"
-    report.run_stats(campaign, kept, None, {"n256": (tmp / "m.csv", tmp / "d.csv")})
-    report.run_correct([tmp / "m.csv"], [tmp / "d.csv"], tmp / "comparisons.csv",
+    steps.run_stats(campaign, kept, None, {"n256": (tmp / "m.csv", tmp / "d.csv")})
+    steps.run_correct([tmp / "m.csv"], [tmp / "d.csv"], tmp / "comparisons.csv",
                        tmp / "desc.csv")
     report.run_figures(campaign, kept, tmp / "comparisons.csv", None, tmp / "figures",
                        tmp / "figures.tex")
@@ -274,7 +274,7 @@ def test_runs_that_compiled_are_marked_and_analysed_apart(analysed, monkeypatch)
     slow = ((runs.model == first.model) & (runs.environment == first.environment)
             & (runs.repetition == first.repetition) & (runs.metric == "process_wall_s"))
     runs.loc[slow, "value"] += 40
-    comp = discussion.compiled_runs(campaign, runs)
+    comp = order.compiled_runs(campaign, runs)
     assert list(comp.itertuples(index=False, name=None)) == [
         (first.model, first.environment, first.repetition)]
     rows = discussion.paired_rows(campaign, runs, None, [("n256", "process_wall_s")], False)
@@ -298,7 +298,7 @@ def test_runs_that_compiled_are_marked_and_analysed_apart(analysed, monkeypatch)
     assert abs(first(v["steady/process-wall-s/steady"])) < 5  # compile left out
     assert abs(first(v["steady/process-wall-s/all"])) > 5  # compile confounds
     monkeypatch.setattr(workloads, "uses_compile_cache", lambda kind, params: False)
-    assert discussion.compiled_runs(campaign, runs).empty
+    assert order.compiled_runs(campaign, runs).empty
 
 
 def _trace(seconds: float) -> pd.DataFrame:
@@ -399,13 +399,13 @@ def test_a_sampled_percentage_is_not_a_log_ratio():
 # --- issue #31: referee items fixed at their cause, each a review check with its plant ------
 
 def test_planted_interval_that_rounding_hides_is_caught():
-    from containertax.publishing import review, tables
+    from containertax.publishing import review
 
     assert review.check_interval_texts("+0.05 % [-0.03, +0.12] and +9.7 [+5.3, +14.3]") == []
     planted = review.check_interval_texts("docker: 0.0 % [0.0, +0.1]")
     assert [p.check for p in planted] == ["interval-digits"]
     # the cause: one formatting with enough digits
-    assert tables.interval_texts(0.0005, -0.0003, 0.0012) == ("+0.05", "-0.03", "+0.12")
+    assert texts.interval_texts(0.0005, -0.0003, 0.0012) == ("+0.05", "-0.03", "+0.12")
 
 
 def test_planted_interval_below_minus_100_percent_is_caught():

@@ -6,6 +6,7 @@ import pytest
 
 from containertax.campaign import config
 from containertax.publishing import paper_values, report
+from containertax.statistics import steps
 from tests.conftest import REPO, demo_config
 
 
@@ -17,7 +18,7 @@ def test_no_runs_is_a_clear_error(tmp_path):
     runs = tmp_path / "runs.csv"
     runs.write_text("campaign,model,environment,repetition,metric,value,unit\n")
     with pytest.raises(report.AnalysisError, match="no raw records"):
-        report.run_quality(campaign, runs, tmp_path / "stats")
+        steps.run_quality(campaign, runs, tmp_path / "stats")
 
 
 def test_everything_excluded_is_a_clear_error(tmp_path):
@@ -29,7 +30,7 @@ def test_everything_excluded_is_a_clear_error(tmp_path):
     runs.write_text("model,environment,repetition,metric,value,unit\n"
                     "n256,native,1,compute_time_s,nan,s\n")
     with pytest.raises(report.AnalysisError, match="every value"):
-        report.run_quality(campaign, runs, tmp_path / "stats")
+        steps.run_quality(campaign, runs, tmp_path / "stats")
 
 
 def _aa_runs(tmp_path, shift):
@@ -59,7 +60,7 @@ def test_a_a_difference_is_an_instrument_failure(tmp_path, shift, status):
     cfg["results_dir"] = str(tmp_path)
     cfg["results_dir_absolute"] = True
     campaign = config.load_campaign(cfg, "demo.yaml")
-    report.run_quality(campaign, _aa_runs(tmp_path, shift), tmp_path / "stats")
+    steps.run_quality(campaign, _aa_runs(tmp_path, shift), tmp_path / "stats")
     q = json.loads((tmp_path / "stats" / "quality.json").read_text())
     assert q["calibration"]["status"] == status
     macros = paper_values.calibration_macros(q["calibration"])

@@ -17,7 +17,7 @@ import pytest
 from containertax.campaign.paths import CampaignPaths
 from containertax.core import rawrecord
 from containertax.execution import environments
-from containertax.publishing import tables
+from containertax.publishing import phases_paper, tables
 from containertax.statistics import aggregate, phases
 from containertax.statistics import comparisons as st
 from containertax.workloads import timeline
@@ -168,7 +168,7 @@ def test_each_phase_is_compared_in_its_own_family_and_the_planted_phase_carries_
     for m in ("phase_imports_s", "phase_measure_s", "phase_exit_s"):
         assert found[m]["verdict"] != "overhead", found[m]
     assert "Process or container start" not in tables.tests_table(results, REGISTRY)
-    assert "Process or container start" in phases.table(list(found.values()))
+    assert "Process or container start" in phases_paper.table(list(found.values()))
     assert math.isclose(phases.sum_gap(runs), 0.0, abs_tol=1e-9)
 
 
@@ -177,7 +177,7 @@ def test_phase_values_of_a_table_without_phases_are_empty():
     runs = runs[runs.metric == "process_wall_s"]
     results = st.analyse(runs, st.Settings("native"), ["process_wall_s"])
     assert phases.rows(runs, results, 0.05, REGISTRY) == []
-    assert phases.table([]) == "" and math.isnan(phases.sum_gap(runs))
+    assert phases_paper.table([]) == "" and math.isnan(phases.sum_gap(runs))
 
 
 def test_probe_marks_its_phases_in_order(tmp_path):

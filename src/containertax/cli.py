@@ -186,9 +186,9 @@ def _aggregate(a: argparse.Namespace) -> int:
 
 
 def _import(a: argparse.Namespace) -> int:
-    from containertax.publishing import report
+    from containertax.statistics import steps
 
-    frame = report.read_import(load(a.config))
+    frame = steps.read_import(load(a.config))
     records.atomic_write_text(Path(a.out), frame.to_csv(index=False))
     if a.requests_out:
         records.atomic_write_text(Path(a.requests_out), "")
@@ -558,18 +558,19 @@ def _opt(value: str | None) -> Path | None:
 
 def _analysis(cmd: str, campaign: config.Campaign, a: argparse.Namespace) -> None:
     from containertax.publishing import paper, report
+    from containertax.statistics import steps
 
     if cmd == "quality":
-        report.run_quality(campaign, Path(a.runs), Path(a.out_dir), _opt(a.out_order))
+        steps.run_quality(campaign, Path(a.runs), Path(a.out_dir), _opt(a.out_order))
     elif cmd == "stats":
         outputs = {m: (Path(o), Path(d))
                    for m, o, d in zip(a.models, a.outs, a.out_descs, strict=True)}
-        report.run_stats(campaign, Path(a.kept), _opt(a.requests), outputs)
+        steps.run_stats(campaign, Path(a.kept), _opt(a.requests), outputs)
     elif cmd == "correct":
-        report.run_correct([Path(p) for p in a.models], [Path(p) for p in a.descs],
+        steps.run_correct([Path(p) for p in a.models], [Path(p) for p in a.descs],
                            Path(a.out), Path(a.out_desc))
     elif cmd == "findings":
-        report.run_findings(campaign, Path(a.kept), Path(a.comparisons), Path(a.quality),
+        steps.run_findings(campaign, Path(a.kept), Path(a.comparisons), Path(a.quality),
                             Path(a.out))
     elif cmd == "figures":
         report.run_figures(campaign, Path(a.kept), Path(a.findings), _opt(a.requests),

@@ -15,7 +15,7 @@ import pandas as pd
 from containertax import runtimes
 from containertax.campaign.config import Campaign
 from containertax.publishing import facts, tables
-from containertax.statistics import hostmarkers, quality
+from containertax.statistics import hostmarkers, quality, texts
 from containertax.statistics.policy import environment_order
 
 # the gate's sensor (thermal.sensor) as the methods name it: 'the GPU (NVML) sensor'
@@ -53,7 +53,7 @@ def design_values(campaign: Campaign, runs: pd.DataFrame) -> dict[str, Any]:
         "design-random": sched["design"] == "random",
         "models-interleaved": sched.get("models") == "interleaved",
         "sensor-none": sensors in ([], ["none"]),
-        "sensor": tables.tex("/".join(SENSOR_WORDS.get(sensor, sensor) for sensor in sensors
+        "sensor": texts.tex("/".join(SENSOR_WORDS.get(sensor, sensor) for sensor in sensors
                              if sensor != "none")
                              or SENSOR_WORDS.get(thermal["sensor"], thermal["sensor"])),
         "threshold": f"{thermal['threshold_c']:g}",
@@ -74,15 +74,15 @@ def design_values(campaign: Campaign, runs: pd.DataFrame) -> dict[str, Any]:
         # host names only: lent or cloned machines may share one (the runs' GPUs, by UUID,
         # are told apart; two GPUs under one host name may be one host or two)
         "n-hosts": len(found["hosts"]),
-        "host-names": tables.tex(tables.join_words(found["hosts"])) or "--",
+        "host-names": texts.tex(tables.join_words(found["hosts"])) or "--",
         "n-gpus": len(found["gpus"]),
         "gpu": bool(found["gpus"]),
-        "gpu-names": tables.tex(tables.join_words(sorted(set(found["gpus"].values())))) or "--",
+        "gpu-names": texts.tex(tables.join_words(sorted(set(found["gpus"].values())))) or "--",
         "blocks-split": any(finding.check == "block_split"
                             for finding in quality.machines(runs)),
         "random-weights": any(load["random_weights"] for load in found["workloads"]),
         "container-host-software": bool({"/usr", "/opt"} & set(host_dirs)),
-        "container-host-dirs": tables.tex(tables.join_words(host_dirs)) if host_dirs else "--",
+        "container-host-dirs": texts.tex(tables.join_words(host_dirs)) if host_dirs else "--",
         "has-docker": bool(docker),
         "docker-device-nodes": any("device nodes" in env["gpu"] for env in docker),
         **page_cache_values(campaign, runs),
@@ -117,7 +117,7 @@ def page_cache_values(campaign: Campaign, runs: pd.DataFrame) -> dict[str, Any]:
     return {"page-cache-all-dropped": dropped == count,
             "page-cache-unrecorded": dropped + kept == 0,
             "page-cache-dropped": dropped, "page-cache-kept": kept,
-            "page-cache-mode": tables.tex(campaign.raw.get("memory", {}).get(
+            "page-cache-mode": texts.tex(campaign.raw.get("memory", {}).get(
                 "drop_page_cache", "auto"))}
 
 
@@ -131,7 +131,7 @@ def clock_values(quality_report: dict[str, Any]) -> dict[str, Any]:
                          else f"in {hit['runs']} of {hit['of_runs']} runs")
                       for hit in hits)
     return {"clock-throttled": bool(hits), "clock-throttle-words": tables.unbroken_pct(
-        tables.tex(words)) or "--"}
+        texts.tex(words)) or "--"}
 
 
 def where_ran_values(campaign: Campaign, runs: pd.DataFrame) -> dict[str, Any]:
@@ -154,8 +154,8 @@ def import_study_values(campaign: Campaign) -> dict[str, Any]:
              or Path(campaign.analysis["import_csv"]).name)
     key = study.get("citation")
     order = study.get("order", "unknown")
-    return {"description": tables.tex(title),
-            "import-source": tables.tex(study.get("source", "")) or "--",
+    return {"description": texts.tex(title),
+            "import-source": texts.tex(study.get("source", "")) or "--",
             "has-import-source": bool(study.get("source")),
             "import-cited": bool(key),
             "import-citep": f" \\citep{{{key}}}" if key else "",
@@ -168,7 +168,7 @@ def cpuset_values(found: dict[str, Any]) -> dict[str, Any]:
     resolved on the machine that ran them), for the design's sentence; no sentence, not
     an empty one, where no environment asked for them."""
     cpusets = found.get("cpusets") or {}
-    parts = [f"{tables.tex(env)} on CPUs {tables.tex(', '.join(cores))}"
+    parts = [f"{texts.tex(env)} on CPUs {texts.tex(', '.join(cores))}"
              for env, cores in cpusets.items()]
     return {"has-cpuset": bool(parts), "cpuset-list": "; ".join(parts) or "--"}
 

@@ -9,7 +9,6 @@ values and conditions, merged into numbers.tex by paper_values.numbers_values.
 from __future__ import annotations
 
 import math
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -20,11 +19,10 @@ from containertax.campaign import paths
 from containertax.campaign.config import Campaign, ConfigError
 from containertax.core import packaged
 from containertax.publishing import tables
+from containertax.statistics import order, texts
 
 PRIOR_WORK = packaged.resource(paths.PRIOR_WORK)
 ANSWERS = ("headline", "startup", "none")
-# Metrics a compiling run distorts (its first run pays for torch.compile inside the process)
-STEADY_METRICS = ("process_wall_s", "gpu_energy_j")
 
 
 def read_prior_work(path: Path = PRIOR_WORK) -> dict[str, dict[str, Any]]:
@@ -46,7 +44,7 @@ def read_prior_work(path: Path = PRIOR_WORK) -> dict[str, dict[str, Any]]:
 
 
 def _words(text: str) -> str:
-    return tables.tex(" ".join(str(text).split()))
+    return texts.tex(" ".join(str(text).split()))
 
 
 def metadata_values(campaign: Campaign) -> dict[str, Any]:
@@ -80,46 +78,6 @@ def date_values(campaign: Campaign, runs: pd.DataFrame) -> dict[str, Any]:
     first, last = start.min().strftime("%Y-%m-%d"), start.max().strftime("%Y-%m-%d")
     return {"data-dated": True, "data-first": first, "data-last": last,
             "data-one-day": first == last, "data-source": "--"}
-
-
-def _visit_ends(campaign: Campaign) -> list[pd.Timestamp]:
-    """The end of each visit to a machine: the stamps of raw/visits/<stamp>/ (the copies
-    each visit keeps of its ledger)."""
-    ends = []
-    for d in sorted(campaign.paths.root.glob("raw/visits/*")):
-        try:
-            ends.append(pd.Timestamp(datetime.strptime(d.name, "%Y%m%dT%H%M%SZ")
-                                     .replace(tzinfo=UTC)))
-        except ValueError:
-            continue
-    return ends
-
-
-def compiled_runs(campaign: Campaign, runs: pd.DataFrame) -> pd.DataFrame:
-    """The runs that compiled: the first run of each visit of a model whose workload
-    compiles with torch.compile (its cache is empty on a fresh machine; every later run of
-    the visit, in any environment, loads it). Columns model, environment, repetition."""
-    from containertax import workloads
-
-    cols = ["model", "environment", "repetition"]
-    if campaign.is_import or "started_utc" not in runs or runs.empty:
-        return pd.DataFrame(columns=cols)
-    cells = runs.drop_duplicates(cols).copy()
-    cells["t"] = pd.to_datetime(cells["started_utc"], utc=True, errors="coerce",
-                                format="ISO8601")
-    ends = _visit_ends(campaign)
-    cells["visit"] = [next((i for i, e in enumerate(ends) if t <= e), len(ends))
-                      for t in cells["t"]]
-    out = []
-    for model, g in cells.groupby("model"):
-        try:
-            compiles = workloads.uses_compile_cache(campaign.workload_kind(str(model)),
-                                                    campaign.workload_params(str(model)))
-        except (KeyError, ValueError):
-            compiles = False
-        if compiles:
-            out.append(g.sort_values("t").groupby("visit").head(1)[cols])
-    return pd.concat(out) if out else pd.DataFrame(columns=cols)
 
 
 def containers(campaign: Campaign, runs: pd.DataFrame) -> list[str]:
@@ -173,7 +131,7 @@ def steady_values(campaign: Campaign, runs: pd.DataFrame, results: pd.DataFrame 
     primary statistics keep them (the design's blocks); the discussion quotes both
     comparisons from the findings table (statistics/findings.py: the same estimator, test
     and printed digits as every other comparison), never a mean of its own."""
-    comp = compiled_runs(campaign, runs)
+    comp = order.compiled_runs(campaign, runs)
     v: dict[str, Any] = {"compiled-runs": len(comp), "has-compiled": not comp.empty}
     if comp.empty:
         return v
@@ -184,12 +142,12 @@ def steady_values(campaign: Campaign, runs: pd.DataFrame, results: pd.DataFrame 
     v["compiled-wall"] = tables.num(first.max()) if not first.empty else "--"
     v["others-wall-min"] = tables.num(rest.min()) if not rest.empty else "--"
     v["others-wall-max"] = tables.num(rest.max()) if not rest.empty else "--"
-    v["compiled-envs"] = tables.tex(", ".join(dict.fromkeys(comp["environment"])))
+    v["compiled-envs"] = texts.tex(", ".join(dict.fromkeys(comp["environment"])))
     envs = containers(campaign, runs)
     env = envs[0] if envs else None
     excluded = (others[others["family"].astype(str).str.startswith("compile-excluded")]
                 if others is not None and not others.empty and "family" in others else None)
-    for metric in STEADY_METRICS:
+    for metric in order.STEADY_METRICS:
         key = metric.replace("_", "-")
         every = _finding_text(results, metric, env) if env else "--"
         steady = _finding_text(excluded, metric, env) if env else "--"
@@ -202,7 +160,7 @@ def steady_values(campaign: Campaign, runs: pd.DataFrame, results: pd.DataFrame 
         aa = [e for e in campaign.replicas if e in set(runs["environment"])]
         v[f"steady/{key}/aa"] = _finding_text(excluded, metric, aa[0]) if aa else "--"
         v[f"steady/{key}/has-aa"] = v[f"steady/{key}/aa"] != "--"
-    v["steady-env"] = tables.tex(env or "--")
+    v["steady-env"] = texts.tex(env or "--")
     return v
 
 
@@ -215,7 +173,7 @@ def _answer_headline(results: pd.DataFrame | None, campaign: Campaign) -> str:
     for _, r in rows.iterrows():
         est, lo, hi = tables.rel_texts(r)
         ci = "" if lo == "--" else f" [{lo}, {hi}]"
-        parts.append(f"{tables.tex(r['model'])}, {tables.tex(r['environment'])}: "
+        parts.append(f"{texts.tex(r['model'])}, {texts.tex(r['environment'])}: "
                      f"{est}\\,\\%{ci}")
     return "; ".join(parts) if parts else "no comparison"
 
@@ -331,7 +289,7 @@ def paired_rows(campaign: Campaign, runs: pd.DataFrame, results: pd.DataFrame | 
     marked."""
     from scipy import stats
 
-    comp = compiled_runs(campaign, runs)
+    comp = order.compiled_runs(campaign, runs)
     comp_blocks: set[tuple[str, Any]] = set()
     if not comp.empty:
         m = runs.merge(comp, on=["model", "environment", "repetition"])

@@ -32,51 +32,6 @@ def why_not_estimable(r: pd.Series) -> str:
     return reason(r, "not_estimable") or reason(r, "no_interval")
 
 
-def headline_metric_of(model_results: pd.DataFrame, wanted: str | None,
-                       metrics: list[str]) -> str | None:
-    """The campaign's headline metric where the model has it, else its first analysed
-    speed metric with an interval (a matrix product has no token throughput; its peak
-    memory, identical in every run, says nothing about speed)."""
-    from containertax.publishing.tables import MEMORY_METRICS
-
-    present = set(model_results["metric"])
-    if wanted in present:
-        return wanted
-    informative = set(model_results.loc[model_results["rel_ci_low"].notna(), "metric"])
-    ranked = ([m for m in metrics if m in informative and m not in MEMORY_METRICS]
-              + [m for m in metrics if m in present])
-    return ranked[0] if ranked else None
-
-
-def headlines(results: pd.DataFrame, registry: dict[str, MetricInfo], wanted: str | None,
-              metrics: list[str], alpha: float, aa: dict[str, str] | None = None,
-              errors: set[str] | None = None) -> list[dict[str, Any]]:
-    """One row per model and environment: its headline comparison and its verdict, with
-    the caveats the decision table adds (aa: metric -> A/A status; errors: metrics with an
-    error-severity quality finding)."""
-    aa, errors = aa or {}, errors or set()
-    rows = []
-    for model, g in results.groupby("model", sort=False):
-        metric = headline_metric_of(g, wanted, metrics)
-        if metric is None:
-            continue
-        info = registry.get(metric)
-        for _, r in g[g.metric == metric].iterrows():
-            found = r.get("verdict")
-            if isinstance(found, str) and found in decisions.WORDS:  # the findings table's
-                caveats = r.get("caveats")
-                decided = decisions.Verdict(found, tuple(
-                    c for c in str(caveats).split(";") if c) if isinstance(caveats, str)
-                    else ())
-            else:
-                decided = decisions.verdict(r, info.direction if info else "none", alpha,
-                                            aa_status=aa.get(metric),
-                                            quality_error=metric in errors)
-            rows.append({"model": str(model), "metric": metric, "environment": r.environment,
-                         "row": r, "verdict": decided.word, "decision": decided})
-    return rows
-
-
 # --- environments and workloads from the records ---------------------------------------
 
 _DOCKER_FLAGS = {"ipc_mode": "--ipc", "network_mode": "--network", "shm_size": "--shm-size",

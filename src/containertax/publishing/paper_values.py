@@ -14,7 +14,7 @@ import pandas as pd
 
 from containertax.campaign.config import Campaign
 from containertax.publishing import design_values, discussion, facts, tables
-from containertax.statistics import decisions, findings, order, policy, sequential
+from containertax.statistics import decisions, findings, order, policy, sequential, texts
 from containertax.statistics.policy import (
     AnalysisError,
     analysed_metrics,
@@ -38,24 +38,24 @@ def numbers_values(campaign: Campaign, runs: pd.DataFrame, results: pd.DataFrame
     envs = policy.environment_order(campaign, runs)
     present_envs = [env for env in envs if env in set(runs["environment"])]
     values: dict[str, Any] = {
-        "campaign": tables.tex(campaign.name),
+        "campaign": texts.tex(campaign.name),
         "runs": len(cells),
         "models": runs["model"].nunique(),
-        "model-list": tables.tex(tables.join_words(list(dict.fromkeys(runs["model"])))),
+        "model-list": texts.tex(tables.join_words(list(dict.fromkeys(runs["model"])))),
         "environments": len(present_envs),
-        "environment-list": tables.tex(tables.join_words(present_envs)),
-        "others": tables.tex(tables.join_words([env for env in present_envs
+        "environment-list": texts.tex(tables.join_words(present_envs)),
+        "others": texts.tex(tables.join_words([env for env in present_envs
                                                 if env != campaign.reference])),
-        "reference": tables.tex(campaign.reference),
+        "reference": texts.tex(campaign.reference),
         "alpha": settings["alpha"],
         **margin_values(settings["equivalence_margin"]),
         "resamples": f"{settings['bootstrap_resamples']:,}".replace(",", "\\,"),
         "excluded": len(quality_report["excluded"]),
         "findings": len(quality_report["findings"]),
         **design_values.outlier_values(runs),
-        "headline-metric": tables.tex(tables.in_prose(reg[head], head)) if head else "--",
+        "headline-metric": texts.tex(tables.in_prose(reg[head], head)) if head else "--",
         "metrics": len(analysed_metrics(campaign, runs)),
-        "has-memory": bool(set(tables.MEMORY_METRICS) & set(runs["metric"])),
+        "has-memory": bool(set(policy.MEMORY_METRICS) & set(runs["metric"])),
         **primary_test_values(campaign),
         **design_values.design_values(campaign, runs),
         **design_values.clock_values(quality_report),
@@ -71,7 +71,7 @@ def numbers_values(campaign: Campaign, runs: pd.DataFrame, results: pd.DataFrame
     values["resolution"] = f"{100 * resolution(campaign):g}"
     overridden = policy.headline_override(campaign, runs)
     values["headline-overridden"] = bool(overridden)
-    values["headline-configured"] = (tables.tex(tables.in_prose(reg.get(overridden), overridden))
+    values["headline-configured"] = (texts.tex(tables.in_prose(reg.get(overridden), overridden))
                                      if overridden else "--")
     values["seq-headline"] = bool(values.get("hl-count")) and all(
         values.get(f"hl/{n}/sequential") for n in range(1, values["hl-count"] + 1))
@@ -104,7 +104,7 @@ def caveat_text(caveats: tuple[str, ...] | list[str], metric_words: str,
     """', but <caveat> and <caveat>' in LaTeX, or '' where there is none."""
     if not caveats:
         return ""
-    return ", but " + tables.tex(" and ".join(
+    return ", but " + texts.tex(" and ".join(
         decisions.caveat_words(caveat, metric_words, resolution_pct) for caveat in caveats))
 
 
@@ -135,7 +135,7 @@ def result_values(campaign: Campaign, results: pd.DataFrame | None, runs: pd.Dat
         "hl-inconclusive": 0, "hl-advantage": 0, "startup-present": False,
         "startup-robust": False, "startup-one": False, "startup-caveat": "",
         "equivalent-caveat": "", "quality-error": bool(errors),
-        "quality-error-metrics": tables.tex(tables.join_words(
+        "quality-error-metrics": texts.tex(tables.join_words(
             [tables.in_prose(reg.get(metric), metric) for metric in sorted(errors)])) or "--",
         "secondary-family": 0, "secondary-significant-bh": 0,
         "secondary-significant-bonf": 0, "secondary-equivalent": 0,
@@ -159,12 +159,12 @@ def result_values(campaign: Campaign, results: pd.DataFrame | None, runs: pd.Dat
                 ["overhead", "advantage", "difference"]).sum())
             values[f"{prefix}significant-bonf"] = values[f"{prefix}significant-bh"]
             values[f"{prefix}equivalent"] = int((word == "equivalent").sum())
-    values["primary-metrics"] = tables.tex(tables.join_words([
+    values["primary-metrics"] = texts.tex(tables.join_words([
         tables.in_prose(reg.get(metric), metric)
         for metric in dict.fromkeys(results.loc[fam == "primary", "metric"])])) or "--"
     derived = results[fam == "derived"]
     values["has-derived"] = not derived.empty
-    values["derived-metrics"] = tables.tex(tables.join_words([
+    values["derived-metrics"] = texts.tex(tables.join_words([
         tables.in_prose(reg.get(metric), metric)
         for metric in dict.fromkeys(derived["metric"])])) or "--"
     design = results["design"] if "design" in results else pd.Series(dtype=str)
@@ -176,17 +176,17 @@ def result_values(campaign: Campaign, results: pd.DataFrame | None, runs: pd.Dat
     values["hl-each"] = "".join(f"\\hlitem{{{number}}}" for number in range(1, len(heads) + 1))
     for number, head in enumerate(heads, 1):
         row, info = head["row"], reg.get(head["metric"])
-        values[f"hl/{number}/model"] = tables.tex(head["model"])
-        values[f"hl/{number}/env"] = tables.tex(head["environment"])
-        values[f"hl/{number}/metric"] = tables.tex(tables.in_prose(info, head["metric"]))
+        values[f"hl/{number}/model"] = texts.tex(head["model"])
+        values[f"hl/{number}/env"] = texts.tex(head["environment"])
+        values[f"hl/{number}/metric"] = texts.tex(tables.in_prose(info, head["metric"]))
         est, low, high = tables.rel_texts(row)
         values[f"hl/{number}/rel"] = est
         values[f"hl/{number}/ci"] = f"{low}, {high}"
         values[f"hl/{number}/has-rel"] = row.rel_overhead == row.rel_overhead
         values[f"hl/{number}/has-ci"] = row.rel_ci_low == row.rel_ci_low
-        values[f"hl/{number}/why"] = tables.tex(facts.why_not_estimable(row)) or "--"
+        values[f"hl/{number}/why"] = texts.tex(facts.why_not_estimable(row)) or "--"
         values[f"hl/{number}/mde"] = tables.num(100 * row.get("mde_rel", math.nan), 2)
-        values[f"hl/{number}/test"] = tables.tex(row.get("primary_test", "--"))
+        values[f"hl/{number}/test"] = texts.tex(row.get("primary_test", "--"))
         values[f"hl/{number}/p"] = tables.pval(row.get("p", math.nan))
         values[f"hl/{number}/p-bh"] = tables.pval(row.get("p_bh", math.nan))
         values[f"hl/{number}/p-tost"] = tables.pval(row.get("tost_p", math.nan))
@@ -212,8 +212,8 @@ def result_values(campaign: Campaign, results: pd.DataFrame | None, runs: pd.Dat
                 == head["row"].get("machine_adjusted_rel")]
     values["machine-adjusted"] = tables.join_words([
         "{} in {}: ${}$\\,\\% [${}$, ${}$]".format(
-            tables.tex(head["model"]), tables.tex(head["environment"]),
-            *tables.interval_texts(head["row"].machine_adjusted_rel,
+            texts.tex(head["model"]), texts.tex(head["environment"]),
+            *texts.interval_texts(head["row"].machine_adjusted_rel,
                                    head["row"].machine_adjusted_ci_low,
                                    head["row"].machine_adjusted_ci_high))
         for head in adjusted]) or "--"
@@ -231,7 +231,7 @@ def result_values(campaign: Campaign, results: pd.DataFrame | None, runs: pd.Dat
         held = {env: row for env, row in starts.items() if row["claim"] == claim}
         values[key] = bool(held)
         if held and not (values["startup-robust"] and claim == "the one model"):
-            values["startup-envs"] = tables.tex(tables.join_words(list(held)))
+            values["startup-envs"] = texts.tex(tables.join_words(list(held)))
             values["startup-min"] = tables.num(min(row["min"] for row in held.values()), 2)
             values["startup-max"] = tables.num(max(row["max"] for row in held.values()), 2)
             values["startup-n"] = sum(row["n"] for row in held.values())
@@ -244,7 +244,7 @@ def result_values(campaign: Campaign, results: pd.DataFrame | None, runs: pd.Dat
                           if all(decisions.verdict(row, "none", alpha).word == "equivalent"
                                  for _, row in group.iterrows())]
     values["any-equivalent-metric"] = bool(equivalent_metrics)
-    values["equivalent-metrics"] = tables.tex(tables.join_words([
+    values["equivalent-metrics"] = texts.tex(tables.join_words([
         tables.in_prose(reg.get(metric), metric) for metric in equivalent_metrics])) or "--"
     values["equivalent-caveat"] = group_caveat(
         [(decisions.Verdict("equivalent", decisions.caveats_for(aa.get(metric), metric in errors)),
@@ -276,7 +276,7 @@ def degenerate_values(results: pd.DataFrame, reg: dict[str, MetricInfo]) -> dict
             "not-estimable": int((why != "").sum()),
             "no-interval": int(((no_ci != "") & (why == "")).sum()),
             "has-raw-scale": bool(raw),
-            "raw-scale-metrics": tables.tex(tables.join_words([
+            "raw-scale-metrics": texts.tex(tables.join_words([
                 tables.in_prose(reg.get(metric), metric) for metric in raw])) or "--"}
 
 
@@ -305,8 +305,8 @@ def calibration_macros(cal: dict[str, Any], reg: dict[str, MetricInfo] | None = 
     values: dict[str, Any] = {
         "aa-status": status, "aa-count": len(rows),
         "aa-each": "".join(f"\\aaitem{{{number}}}" for number in range(1, len(rows) + 1)),
-        "aa-replicas": tables.tex(tables.join_words(list(replicas))) or "--",
-        "aa-originals": tables.tex(tables.join_words(list(dict.fromkeys(
+        "aa-replicas": texts.tex(tables.join_words(list(replicas))) or "--",
+        "aa-originals": texts.tex(tables.join_words(list(dict.fromkeys(
             replicas.values())))) or "--",
         "aa-n": len(replicas),
         "aa-alpha": cal.get("alpha", "--"),
@@ -320,24 +320,24 @@ def calibration_macros(cal: dict[str, Any], reg: dict[str, MetricInfo] | None = 
                            ("passed", ("passed",))):
         names = [label.get(metric, metric) for metric, metric_status in per_metric.items()
                  if metric_status in statuses]
-        values[f"aa-{word}-metrics"] = tables.tex(tables.join_words(names)) or "--"
+        values[f"aa-{word}-metrics"] = texts.tex(tables.join_words(names)) or "--"
         values[f"aa-any-{word}-metric"] = bool(names)
-    values["aa-metric-list"] = tables.tex("; ".join(
+    values["aa-metric-list"] = texts.tex("; ".join(
         f"{label.get(metric, metric)}: {metric_status}"
         for metric, metric_status in per_metric.items())) or "--"
     for number, row in enumerate(rows, 1):
-        values[f"aa/{number}/model"] = tables.tex(row["model"])
-        values[f"aa/{number}/metric"] = tables.tex(label.get(row["metric"], row["metric"]))
-        values[f"aa/{number}/env"] = tables.tex(row["environment"])
-        values[f"aa/{number}/ref"] = tables.tex(row["reference"])
+        values[f"aa/{number}/model"] = texts.tex(row["model"])
+        values[f"aa/{number}/metric"] = texts.tex(label.get(row["metric"], row["metric"]))
+        values[f"aa/{number}/env"] = texts.tex(row["environment"])
+        values[f"aa/{number}/ref"] = texts.tex(row["reference"])
         est, low, high = tables.rel_texts(row)
         values[f"aa/{number}/rel"] = est
         values[f"aa/{number}/ci"] = f"{low}, {high}"
-        values[f"aa/{number}/test"] = tables.tex(row.get("primary_test", "--"))
+        values[f"aa/{number}/test"] = texts.tex(row.get("primary_test", "--"))
         values[f"aa/{number}/p"] = tables.pval(row.get("p", math.nan))
         values[f"aa/{number}/p-bonf"] = tables.pval(row.get("p_bonferroni", math.nan))
         values[f"aa/{number}/p-tost"] = tables.pval(row.get("tost_resolution_p", math.nan))
-        values[f"aa/{number}/status"] = tables.tex(row.get("aa_status", "--"))
+        values[f"aa/{number}/status"] = texts.tex(row.get("aa_status", "--"))
         values[f"aa/{number}/significant"] = bool(row.get("p_bonferroni", math.nan)
                                                   < cal.get("alpha", 0))
     return values
@@ -373,42 +373,42 @@ def findings_values(campaign: Campaign, runs: pd.DataFrame, results: pd.DataFram
     if table.empty or "reach" not in table:
         return v
     def words(metric: str) -> str:
-        return tables.tex(tables.in_prose(reg.get(metric), metric)) if metric else "--"
+        return texts.tex(tables.in_prose(reg.get(metric), metric)) if metric else "--"
 
     def comparison(prefix: str, n: int, r: Any) -> None:
         est, low, high = tables.rel_texts(r)
-        v[f"{prefix}/{n}/model"] = tables.tex(r["model"])
-        v[f"{prefix}/{n}/env"] = tables.tex(r["environment"] if r["family"] not in
-                                            tables.AA_FAMILIES + ("compile-excluded A/A",)
+        v[f"{prefix}/{n}/model"] = texts.tex(r["model"])
+        v[f"{prefix}/{n}/env"] = texts.tex(r["environment"] if r["family"] not in
+                                            policy.AA_FAMILIES + ("compile-excluded A/A",)
                                             else f"{r['environment']} vs {r['reference']}")
         v[f"{prefix}/{n}/metric"] = words(r["metric"])
-        v[f"{prefix}/{n}/family"] = tables.tex(FAMILY_WORDS.get(r["family"], r["family"]))
+        v[f"{prefix}/{n}/family"] = texts.tex(FAMILY_WORDS.get(r["family"], r["family"]))
         v[f"{prefix}/{n}/est"] = est
         v[f"{prefix}/{n}/ci"] = f"{low}, {high}" if low != "--" else tables.NOT_ESTIMABLE
         word = str(r.get("verdict", ""))
         caveats = [decisions.SHORT[c] for c in str(r.get("caveats") or "").split(";")
                    if c in decisions.SHORT]
-        v[f"{prefix}/{n}/verdict"] = tables.tex(VERDICT_WORDS.get(word, word) + "".join(
+        v[f"{prefix}/{n}/verdict"] = texts.tex(VERDICT_WORDS.get(word, word) + "".join(
             f" ({c})" for c in caveats))
         v[f"{prefix}/{n}/p"] = tables.pval(r.get("p_bh", math.nan))
-        v[f"{prefix}/{n}/why"] = tables.tex(r.get("why", ""))
+        v[f"{prefix}/{n}/why"] = texts.tex(r.get("why", ""))
 
     def quality(prefix: str, n: int, r: Any) -> None:
         v[f"{prefix}/{n}/thermal"] = r.get("check") == "thermal_dependence"
-        v[f"{prefix}/{n}/model"] = tables.tex(r.get("model") or "--")
+        v[f"{prefix}/{n}/model"] = texts.tex(r.get("model") or "--")
         v[f"{prefix}/{n}/metric"] = words(str(r.get("metric") or ""))
-        v[f"{prefix}/{n}/covariate"] = tables.tex(r.get("covariate") or "--")
+        v[f"{prefix}/{n}/covariate"] = texts.tex(r.get("covariate") or "--")
         v[f"{prefix}/{n}/est"] = f"${r['text_est']}$" if str(r.get("text_est", "--")) not in (
             "--", "nan") else "--"
         v[f"{prefix}/{n}/r"] = tables.num(r.get("partial_r", math.nan), 2)
         v[f"{prefix}/{n}/p"] = tables.pval(r.get("p_bh", math.nan))
-        v[f"{prefix}/{n}/check"] = tables.tex(str(r.get("check", "")).replace("_", " "))
-        v[f"{prefix}/{n}/message"] = tables.tex(tables.humanise(str(r.get("message", "")), reg))
-        v[f"{prefix}/{n}/severity"] = tables.tex(r.get("severity", ""))
+        v[f"{prefix}/{n}/check"] = texts.tex(str(r.get("check", "")).replace("_", " "))
+        v[f"{prefix}/{n}/message"] = texts.tex(tables.humanise(str(r.get("message", "")), reg))
+        v[f"{prefix}/{n}/severity"] = texts.tex(r.get("severity", ""))
 
     kinds = table.get("kind", pd.Series("comparison", index=table.index)).fillna("comparison")
     aa_rows = table["family"].astype(str).str.contains("calibration|A/A")
-    said = table["family"].isin(tables.AA_FAMILIES)  # \\aacaveats says these by metric
+    said = table["family"].isin(policy.AA_FAMILIES)  # \\aacaveats says these by metric
     groups = {("abstract", "comparison"): ("f", comparison),
               ("abstract", "aa"): ("fa", comparison),
               ("abstract", "quality"): ("q", quality),

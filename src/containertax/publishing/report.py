@@ -1,12 +1,10 @@
-"""The analysis stage's rules, from runs.csv to the paper's generated parts: quality,
-statistics per model, family-wide correction, figures, tables, numbers. Each run_* function
-is one rule's step (workflow/rules/analysis.smk, through the CLI): it reads the rule's
-inputs, asks the modules that decide (policy.py: what is analysed and compared;
-paper_values.py and design_values.py: the values numbers.tex gives main.tex;
-quality_section.py; tables.py; facts.py) and writes the rule's outputs.
-
-Everything here reads tidy tables (a campaign's runs.csv or an imported CSV), so a study
-this workflow did not run goes through exactly the same steps.
+"""The publishing rules' steps, from the findings table (stats/findings.csv, written by
+statistics/steps.py) and the statistics' outputs to the paper's generated parts: figures,
+tables, numbers. Each run_* function is one rule's step (workflow/rules/analysis.smk,
+through the CLI): it reads the rule's inputs, asks the modules that decide
+(statistics/policy.py: what is analysed and compared; paper_values.py and design_values.py:
+the values numbers.tex gives main.tex; quality_section.py; tables.py; facts.py) and writes
+the rule's outputs.
 """
 
 from __future__ import annotations
@@ -21,135 +19,11 @@ from containertax.campaign import paths
 from containertax.campaign.config import Campaign
 from containertax.core import records
 from containertax.publishing import discussion, facts, paper_values, quality_section, tables
-from containertax.statistics import findings, importer, order, policy, quality, sequential
+from containertax.statistics import findings, order, policy, texts
 from containertax.statistics.policy import AnalysisError, label_names
+from containertax.statistics.steps import read_table
 
-TEXT_COLUMNS = ("text_est", "text_low", "text_high", "text_ci", "verdict", "caveats",
-                "check", "message", "why", "reach", "severity")
 __all__ = ["AnalysisError", "label_names"]  # the CLI's names, kept where it looks for them
-
-
-def read_table(path: Path | None) -> pd.DataFrame | None:
-    """A generated CSV, or None where it is absent or empty; model ids stay strings."""
-    if path is None or not path.exists() or path.stat().st_size <= 1:
-        return None
-    # the findings' printed texts stay text ('+0.10' is not the number 0.1)
-    frame = pd.read_csv(path, dtype={column: str for column in TEXT_COLUMNS},
-                        keep_default_na=True)
-    if frame.empty:
-        return None
-    if "model" in frame:
-        frame["model"] = frame["model"].astype(str)
-    return frame
-
-
-def read_import(campaign: Campaign) -> pd.DataFrame:
-    """The imported table, checked against the campaign's metrics and reference."""
-    return importer.read_checked(campaign.import_path, policy.metric_registry(campaign),
-                                 campaign.reference)
-
-
-def run_quality(campaign: Campaign, runs_csv: Path, out_dir: Path,
-                out_order: Path | None = None) -> None:
-    table = read_table(runs_csv)
-    if table is None:
-        raise AnalysisError(f"{runs_csv} holds no runs: there are no raw records under "
-                            f"{campaign.paths.raw_dir} yet (run the campaign first).")
-    table = with_order(campaign, table, out_order or campaign.paths.order)
-    runs = quality.annotate(table)
-    expected = None if campaign.is_import else campaign.repetitions
-    if campaign.raw.get("stopping"):  # a model may stop at any look: the first is the least
-        expected = sequential.rule_of(campaign).min_blocks
-    findings = quality.check(runs, policy.metric_registry(campaign), expected_reps=expected,
-                             model_sizes=policy.model_sizes(campaign, table),
-                             alpha=campaign.analysis["alpha"])
-    rules = campaign.analysis["exclude"]
-    kept, dropped = quality.exclude(runs, rules)
-    policy.refuse_duplicates(kept, runs_csv, campaign)
-    if kept.empty:
-        raise AnalysisError(f"every value of {runs_csv} was excluded (analysis.exclude = "
-                            f"{rules}, plus non-finite values); nothing is left to analyse.")
-    calibration, aa_findings = quality.calibration(policy.aa_comparisons(campaign, kept),
-                                                   campaign.analysis["alpha"],
-                                                   policy.resolution(campaign))
-    findings = aa_findings + policy.session_findings(campaign) + findings  # design first
-    out_dir.mkdir(parents=True, exist_ok=True)
-    outputs = paths.quality_files(out_dir)
-    records.atomic_write_text(outputs["annotated"], runs.to_csv(index=False))
-    records.atomic_write_text(outputs["kept"], kept.to_csv(index=False))
-    records.write_json(outputs["report"], {
-        "findings": quality.as_dicts(findings),
-        "exclude_rules": rules,
-        "excluded": dropped[quality.KEY + ["value"] + [
-            column for column in dropped if column.startswith("flag_")]].to_dict("records"),
-        "n_rows": len(runs),
-        "n_kept": len(kept),
-        "calibration": calibration,
-    })
-
-
-def with_order(campaign: Campaign, table: pd.DataFrame, out: Path) -> pd.DataFrame:
-    """The realised order within blocks (statistics/order.py), written to `out`, and each run
-    with its place in its block (block_position) and predecessor, for the quality tests."""
-    ledger = None if campaign.is_import else order.ledger_runs(campaign.paths)
-    realised = order.realised(table, ledger)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    records.atomic_write_text(out, realised.to_csv(index=False))
-    if realised.empty:
-        return table
-    places = realised[["model", "environment", "repetition", "position", "predecessor"]]
-    return table.merge(places.rename(columns={"position": "block_position"}),
-                       on=["model", "environment", "repetition"], how="left")
-
-
-def run_stats(campaign: Campaign, kept_csv: Path, requests_csv: Path | None,
-              outputs: dict[str, tuple[Path, Path]]) -> None:
-    """Per model: its comparisons (uncorrected) and descriptives, one file pair each; all
-    models in one process, because importing the statistics stack dominates the time."""
-    from containertax.statistics import comparisons as st
-
-    all_runs = read_table(kept_csv)
-    all_requests = read_table(requests_csv)
-    settings = st.Settings.from_config(campaign.analysis, campaign.reference)
-    plan = policy.comparison_plan(campaign, all_runs) if all_runs is not None else None
-    if all_runs is not None:
-        policy.refuse_duplicates(all_runs, kept_csv, campaign)
-    scales = st.metric_scales(all_runs) if all_runs is not None else {}  # campaign-wide
-    for model, (out, out_desc) in outputs.items():
-        runs = all_runs[all_runs.model == model] if all_runs is not None else pd.DataFrame()
-        requests = None if all_requests is None else all_requests[all_requests.model == model]
-        metrics = policy.analysed_metrics(campaign, runs) if not runs.empty else []
-        results = (st.analyse(runs, settings, metrics, plan, scales) if metrics
-                   else pd.DataFrame())
-        desc = st.descriptives(runs, requests) if not runs.empty else pd.DataFrame()
-        records.atomic_write_text(out, results.drop(
-            columns=["p_bonferroni", "p_bh", "family_size"], errors="ignore").to_csv(index=False))
-        records.atomic_write_text(out_desc, desc.to_csv(index=False))
-
-
-def read_all(csv_paths: list[Path]) -> pd.DataFrame:
-    """The generated CSVs (one per model) as one table; empty where all are."""
-    frames = [frame for frame in map(read_table, csv_paths) if frame is not None]
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-
-
-def run_correct(model_csvs: list[Path], desc_csvs: list[Path], out: Path,
-                out_desc: Path) -> None:
-    from containertax.statistics.correction import correct
-
-    results = read_all(model_csvs)
-    corrected = correct(results) if not results.empty else results
-    records.atomic_write_text(out, corrected.to_csv(index=False))
-    records.atomic_write_text(out_desc, read_all(desc_csvs).to_csv(index=False))
-
-
-def run_findings(campaign: Campaign, kept_csv: Path, comparisons_csv: Path,
-                 quality_json: Path, out: Path) -> None:
-    """The findings table (statistics/findings.py): every later step prints from it."""
-    runs = read_table(kept_csv)
-    table = findings.build(campaign, runs if runs is not None else pd.DataFrame(),
-                           read_table(comparisons_csv), records.read_json(quality_json))
-    records.atomic_write_text(out, table.to_csv(index=False))
 
 
 def read_findings(path: Path | None) -> tuple[pd.DataFrame | None, pd.DataFrame]:
@@ -222,13 +96,13 @@ def run_figures(campaign: Campaign, kept_csv: Path, comparisons_csv: Path,
                                            paths.figure_file(out_dir, "latency-cdf")))
     trace, title = (None, "") if campaign.is_import else _longest_telemetry(campaign)
     add("telemetry", figures.telemetry_trace(trace, paths.figure_file(out_dir, "telemetry")))
-    values["telemetry-run"] = tables.tex(title)
+    values["telemetry-run"] = texts.tex(title)
     if panels_info and not campaign.is_import:  # an imported study's order is unknown
         add("drift", figures.drift(runs, panels_info, envs, paths.figure_file(out_dir, "drift")))
     add("gate-waits", figures.gate_waits(runs, envs, paths.figure_file(out_dir, "gate-waits")))
-    from containertax.statistics import phases
+    from containertax.publishing import phases_paper
 
-    add("phases", phases.figure(phase_rows(campaign, runs, results),
+    add("phases", phases_paper.figure(phase_rows(campaign, runs, results),
                                 paths.figure_file(out_dir, "phases")))
     # Figures are drawn at the size they are printed (figures.WIDTH): never scaled, so the
     # font sizes set there are the sizes on the page. Files carry the figure's number in the
@@ -251,13 +125,13 @@ def memory_chain_table(campaign: Campaign) -> str:
     """Free memory at KV-cache sizing -> KV cache, per model and environment (empty where no
     record carries the chain: imports, workloads without a KV cache, records before it)."""
     from containertax.execution import memorychain
-    from containertax.statistics import kvmodel
+    from containertax.publishing import kvmodel_paper
     from containertax.statistics.aggregate import read_records
 
     if campaign.is_import:
         return ""
     found = [rec for _, rec in read_records(campaign.root)]
-    return memorychain.chain_table(found) + kvmodel.table(kv_covariate(campaign, found))
+    return memorychain.chain_table(found) + kvmodel_paper.table(kv_covariate(campaign, found))
 
 
 def kv_covariate(campaign: Campaign, found: list[Any] | None = None) -> pd.DataFrame:
@@ -287,9 +161,9 @@ def phase_rows(campaign: Campaign, runs: pd.DataFrame | None,
 
 def phase_table(campaign: Campaign, runs: pd.DataFrame | None,
                 results: pd.DataFrame | None) -> str:
-    from containertax.statistics import phases
+    from containertax.publishing import phases_paper
 
-    return phases.table(phase_rows(campaign, runs, results))
+    return phases_paper.table(phase_rows(campaign, runs, results))
 
 
 def run_tables(campaign: Campaign, kept_csv: Path, comparisons_csv: Path, desc_csv: Path,
@@ -348,13 +222,13 @@ def run_numbers(campaign: Campaign, kept_csv: Path, comparisons_csv: Path,
     results, others = read_findings(comparisons_csv)
     values = paper_values.numbers_values(campaign, runs, results, quality_report, order_csv,
                                          others)
-    from containertax.statistics import phases
+    from containertax.publishing import phases_paper
 
-    values.update(phases.values(campaign, phase_rows(campaign, runs, results), runs,
+    values.update(phases_paper.values(campaign, phase_rows(campaign, runs, results), runs,
                                 discussion.read_prior_work()))
-    from containertax.statistics import kvmodel
+    from containertax.publishing import kvmodel_paper
 
-    values.update(kvmodel.values(kv_covariate(campaign)))
+    values.update(kvmodel_paper.values(kv_covariate(campaign)))
     records.atomic_write_text(out_numbers, tables.macros(values))
     records.atomic_write_text(out_quality, quality_section.quality_tex(
         quality_report, policy.metric_registry(campaign)))

@@ -344,9 +344,9 @@ def check_campaign_claims(text: str, order: pd.DataFrame | None) -> list[Problem
 
 def check_sources(build_dir: Path, names: list[str]) -> list[Problem]:
     """A metric or column name typeset as it is spelled in the data (escaped for TeX by
-    tables.tex: 'token\\_\\allowbreak{}throughput'), in any TeX file of the build
+    texts.tex: 'token\\_\\allowbreak{}throughput'), in any TeX file of the build
     (generated or not; comments left out): the reader should see its label."""
-    from containertax.publishing.tables import tex
+    from containertax.statistics.texts import tex
 
     escaped = {n: tex(n) for n in names if "_" in n}
     out = []
@@ -525,7 +525,7 @@ def canonical_intervals(findings_csv: Path) -> set[tuple[str, str, str]]:
 
     import pandas as pd
 
-    from containertax.publishing.tables import interval_texts
+    from containertax.statistics.texts import interval_texts
 
     if not findings_csv.exists():
         return set()

@@ -36,7 +36,7 @@ from containertax.campaign import config as ct_config
 from containertax.campaign import paths as R
 from containertax.core import records
 from containertax.publishing import quality_section, tables
-from containertax.statistics import correction, decisions
+from containertax.statistics import correction, decisions, texts
 from containertax.workloads.metric_registry import registry
 
 
@@ -384,7 +384,7 @@ def combine(study: Study, comparisons: dict[str, pd.DataFrame],
 # --- LaTeX parts -----------------------------------------------------------------------
 
 def _list(items: list[str]) -> str:
-    return ", ".join(tables.code(tables.tex(i)) for i in items)
+    return ", ".join(tables.code(texts.tex(i)) for i in items)
 
 
 def design_tex(summaries: list[dict[str, Any]]) -> str:
@@ -396,12 +396,12 @@ def design_tex(summaries: list[dict[str, Any]]) -> str:
         stopping = (" under a sequential stopping rule (at most that many blocks per model; "
                     "its verdicts are those of the look at which a model stopped)"
                     if s.get("stopping") else "")
-        out.append(f"\\subsection{{Campaign {tables.code(tables.tex(s['campaign']))}}}\n"
-                   f"{tables.tex(s['description'])}.\n"
+        out.append(f"\\subsection{{Campaign {tables.code(texts.tex(s['campaign']))}}}\n"
+                   f"{texts.tex(s['description'])}.\n"
                    f"Models: {_list(s['models'])}. The environments of "
-                   f"{tables.code(tables.tex(s['campaign']))}, {_list(s['environments'])}, "
-                   f"each compared with {tables.code(tables.tex(s['reference']))}. "
-                   f"Workload: {tables.tex(tables.join_words(s['workloads']))}. "
+                   f"{tables.code(texts.tex(s['campaign']))}, {_list(s['environments'])}, "
+                   f"each compared with {tables.code(texts.tex(s['reference']))}. "
+                   f"Workload: {texts.tex(tables.join_words(s['workloads']))}. "
                    f"{s['repetitions']} blocks {design}{stopping}; {s['records']} raw "
                    "records.\n")
         for env, src in s["options"].items():
@@ -412,12 +412,12 @@ def design_tex(summaries: list[dict[str, Any]]) -> str:
 def options_sentence(env: str, src: dict[str, Any]) -> str:
     opts = ", ".join(f"{k}={v}" for k, v in (src.get("options") or {}).items()) or "none"
     if src.get("kind") == "derived":
-        return (f"The options of {tables.code(tables.tex(env))} ({tables.tex(opts)}) were "
-                f"derived from campaign {tables.code(tables.tex(src['campaign']))}'s analysis "
+        return (f"The options of {tables.code(texts.tex(env))} ({texts.tex(opts)}) were "
+                f"derived from campaign {tables.code(texts.tex(src['campaign']))}'s analysis "
                 f"(its derived options file, sha256 "
                 f"\\texttt{{{src['sha256'][:16]}}}; qualifying variants: "
                 f"{_list(src.get('qualifying') or ['none'])}).")
-    return (f"The options of {tables.code(tables.tex(env))} ({tables.tex(opts)}) were "
+    return (f"The options of {tables.code(texts.tex(env))} ({texts.tex(opts)}) were "
             "declared by hand, not derived from a campaign's analysis.")
 
 
@@ -428,8 +428,8 @@ def dependence_tex(study: Study, summaries: list[dict[str, Any]]) -> str:
     for s in summaries:
         for env, src in s["options"].items():
             if src.get("kind") == "derived":
-                lines.append(f"Campaign {tables.code(tables.tex(s['campaign']))} depends on "
-                             f"{tables.code(tables.tex(src['campaign']))}: "
+                lines.append(f"Campaign {tables.code(texts.tex(s['campaign']))} depends on "
+                             f"{tables.code(texts.tex(src['campaign']))}: "
                              + options_sentence(env, src))
     return "\n\n".join(lines) + "\n" if lines else ""
 
@@ -466,9 +466,9 @@ def system_tex(summaries: list[dict[str, Any]]) -> str:
     """Each campaign's system, from its raw records: one row per campaign."""
     def cell(s: dict[str, Any], *keys: str) -> str:
         values = ["; ".join(s["system"].get(k, [])) or "--" for k in keys]
-        return r"\newline ".join(tables.tex(v) for v in values)
+        return r"\newline ".join(texts.tex(v) for v in values)
 
-    rows = [[tables.code(tables.tex(s["campaign"])), cell(s, "host"),
+    rows = [[tables.code(texts.tex(s["campaign"])), cell(s, "host"),
              cell(s, "gpu", "gpu_uuid"), cell(s, "driver", "cuda"), cell(s, "engine"),
              cell(s, "image", "image_id"), cell(s, "date")] for s in summaries]
     header = ["Campaign", "Host", r"GPU\newline UUID", r"Driver\newline CUDA",
@@ -485,8 +485,8 @@ def quality_tex(summaries: list[dict[str, Any]]) -> str:
         q = s["quality"]
         reg = registry(s.get("define_metrics"))
         errors = sum(f["severity"] == "error" for f in q["findings"])
-        out.append(f"\\studyquality{{{tables.tex(s['campaign'])}}}"
-                   f"{{{tables.tex(q['aa_status'])}}}{{{int(q['aa_status'] != 'none')}}}"
+        out.append(f"\\studyquality{{{texts.tex(s['campaign'])}}}"
+                   f"{{{texts.tex(q['aa_status'])}}}{{{int(q['aa_status'] != 'none')}}}"
                    f"{{{q['excluded']}}}{{{q['n_rows']}}}{{{len(q['findings'])}}}{{{errors}}}")
         if q["findings"]:
             out += ["\\begin{itemize}",
@@ -498,7 +498,7 @@ def quality_tex(summaries: list[dict[str, Any]]) -> str:
 def verdict_cell(r: dict[str, Any]) -> str:
     """The study's verdict; where the campaign's own correction gave another word, both
     (\\verdictpair{study}{campaign}, worded in study.tex)."""
-    study, campaign = tables.tex(r["verdict_study"]), tables.tex(r["verdict_campaign"])
+    study, campaign = texts.tex(r["verdict_study"]), texts.tex(r["verdict_campaign"])
     return study if study == campaign else f"\\verdictpair{{{study}}}{{{campaign}}}"
 
 
@@ -510,11 +510,11 @@ def combined_tex(table: pd.DataFrame, reg: dict[str, Any]) -> str:
     rows = []
     for campaign, rows_of in table.groupby("campaign", sort=False):
         rows.append([f"\\multicolumn{{{len(header)}}}{{l}}{{\\textit{{Campaign "
-                     f"{tables.tex(campaign)}}}}}"])
+                     f"{texts.tex(campaign)}}}}}"])
         for r in rows_of.to_dict("records"):
-            rows.append([tables.code(tables.tex(r["model"])),
-                         tables.tex(tables.in_prose(reg.get(r["metric"]), r["metric"])),
-                         tables.code(tables.tex(r["environment"])), tables.rel_with_ci(r),
+            rows.append([tables.code(texts.tex(r["model"])),
+                         texts.tex(tables.in_prose(reg.get(r["metric"]), r["metric"])),
+                         tables.code(texts.tex(r["environment"])), tables.rel_with_ci(r),
                          tables.num(100 * r["mde_rel"], 2) if pd.notna(r["mde_rel"]) else "--",
                          tables.pval(r["p"]), tables.pval(r["p_bh_campaign"]),
                          tables.pval(r["p_bh_study"]), tables.pval(r["tost_p"]),
@@ -525,7 +525,7 @@ def combined_tex(table: pd.DataFrame, reg: dict[str, Any]) -> str:
 
 def data_tex(summaries: list[dict[str, Any]]) -> str:
     header = ["Campaign", "Raw data folder", "Files", "sha256 (raw files, sorted)"]
-    rows = [[tables.tex(s["campaign"]), f"\\texttt{{{tables.tex(s['raw_dir'])}}}",
+    rows = [[texts.tex(s["campaign"]), f"\\texttt{{{texts.tex(s['raw_dir'])}}}",
              str(s["raw_files"]),
              "\\newline ".join(f"\\texttt{{{s['raw_sha256'][i:i + 16]}}}"
                                for i in range(0, 64, 16))]
@@ -539,7 +539,7 @@ VERDICT_MACRO = {"equivalent": "Equivalent", "overhead": "Overhead", "advantage"
 
 
 def _names(items: list[str]) -> str:
-    return tables.join_words([f"\\texttt{{{tables.tex(i)}}}" for i in items])
+    return tables.join_words([f"\\texttt{{{texts.tex(i)}}}" for i in items])
 
 
 def numbers(study: Study, table: pd.DataFrame, alpha: float,
@@ -552,10 +552,10 @@ def numbers(study: Study, table: pd.DataFrame, alpha: float,
     aa_failed = [s["campaign"] for s in summaries if s["quality"]["aa_status"] == "failed"]
     excluded = [s["campaign"] for s in summaries if s["quality"]["excluded"] > 0]
     values: dict[str, Any] = {
-        "studyName": tables.tex(study.name), "studyDescription": tables.tex(study.description),
+        "studyName": texts.tex(study.name), "studyDescription": texts.tex(study.description),
         "studyCampaigns": len(study.campaigns),
         "studyFamilySize": int(table["p"].notna().sum()),
-        "studyFamilies": tables.tex(", ".join(study.family)), "studyAlpha": alpha,
+        "studyFamilies": texts.tex(", ".join(study.family)), "studyAlpha": alpha,
         "studySignificantBH": sig_bh,
         "studySignificantBonferroni": int((table["p_bonferroni_study"] < alpha).sum()),
         "studyComparisons": len(table),
@@ -574,7 +574,7 @@ def numbers(study: Study, table: pd.DataFrame, alpha: float,
     shared = shared_factors(summaries)
     for key, (state, value) in shared.items():
         values[f"studyFactor{FACTOR_MACRO[key]}"] = state
-        values[f"studyFactor{FACTOR_MACRO[key]}Value"] = tables.tex(value) or "--"
+        values[f"studyFactor{FACTOR_MACRO[key]}Value"] = texts.tex(value) or "--"
     # a host name shared by campaigns that ran on different GPUs is a name, not a machine
     # (the lent machines are all called 'vm'): said as such, never as a shared host
     values["studyHostNameOnly"] = (shared["host"][0] == 2 and shared["gpu_uuid"][0] != 2)
@@ -676,7 +676,7 @@ def write_summary(study: Study, name: str, out: str | Path) -> None:
 
 
 def _words(text: Any) -> str:
-    return tables.tex(" ".join(str(text or "").split()))
+    return texts.tex(" ".join(str(text or "").split()))
 
 
 def meta_values(study: Study) -> dict[str, Any]:
@@ -698,14 +698,14 @@ def meta_values(study: Study) -> dict[str, Any]:
 def selection_tex(study: Study, summaries: list[dict[str, Any]]) -> str:
     """Which campaigns the study includes and why, and which it leaves out and why (the
     study config's words)."""
-    inc = [f"\\item \\texttt{{{tables.tex(s['campaign'])}}}: "
+    inc = [f"\\item \\texttt{{{texts.tex(s['campaign'])}}}: "
            f"{_words(s.get('why')) or 'no reason given in the study configuration'}"
            for s in summaries]
     out = ["\\begin{itemize}", *inc, "\\end{itemize}"]
     left = study.meta.get("excluded") or []
     if left:
         out += ["Left out:", "\\begin{itemize}",
-                *(f"\\item \\texttt{{{tables.tex(e['name'])}}}: {_words(e['why'])}"
+                *(f"\\item \\texttt{{{texts.tex(e['name'])}}}: {_words(e['why'])}"
                   for e in left), "\\end{itemize}"]
     return "\n".join(out) + "\n"
 
@@ -778,7 +778,7 @@ def figures_tex(forest: bool, paired: list[tuple[str, str, bool]]) -> str:
                    "\\caption{\\studyforestcaption}\\label{fig:study-forest}\\end{figure}")
     for campaign, name, aa in paired:
         out.append(f"\\begin{{figure}}[tbp]\\centering\\includegraphics{{{name}}}\n"
-                   f"\\caption{{\\studypairedcaption{{{tables.tex(campaign)}}}"
+                   f"\\caption{{\\studypairedcaption{{{texts.tex(campaign)}}}"
                    f"{{{int(aa)}}}}}"
                    f"\\label{{fig:study-paired-{campaign}}}\\end{{figure}}")
     return "\n".join(out) + "\n"
@@ -793,10 +793,10 @@ def findings_tex(table: pd.DataFrame, reg: dict[str, Any]) -> tuple[str, int]:
         if word in ("inconclusive", "not estimable"):
             continue
         est, low, high = tables.rel_texts(r)
-        items.append(f"\\item \\texttt{{{tables.tex(r['campaign'])}}}, "
-                     f"{tables.tex(r['model'])} in {tables.tex(r['environment'])}, "
-                     f"{tables.tex(tables.in_prose(reg.get(r['metric']), r['metric']))}: "
-                     f"{est}\\,\\% [{low}, {high}], {tables.tex(r['verdict_study'])}")
+        items.append(f"\\item \\texttt{{{texts.tex(r['campaign'])}}}, "
+                     f"{texts.tex(r['model'])} in {texts.tex(r['environment'])}, "
+                     f"{texts.tex(tables.in_prose(reg.get(r['metric']), r['metric']))}: "
+                     f"{est}\\,\\% [{low}, {high}], {texts.tex(r['verdict_study'])}")
     return "\n".join(items) + "\n", len(items)
 
 
@@ -828,7 +828,7 @@ def beyond_summary(study: Study, summaries: list[dict[str, Any]]) -> str:
                  f" in {n} comparisons" if n > 1 else "")
         size = (f"${found[0][1]}$\\,\\%" if n == 1 else
                 f"${found[0][1]}$ to ${found[-1][1]}$\\,\\%")
-        parts.append(f"{tables.tex(metric)} ({tables.tex(family)}): {tables.tex(verdict)}"
+        parts.append(f"{texts.tex(metric)} ({texts.tex(family)}): {texts.tex(verdict)}"
                      f"{where}, {size}")
     return "; ".join(parts)
 
@@ -849,20 +849,20 @@ def campaign_findings_tex(study: Study, summaries: list[dict[str, Any]]) -> tupl
         reg = registry(s.get("define_metrics"))
         name = s["campaign"]
         for r in table.to_dict("records"):
-            what = tables.tex(tables.in_prose(reg.get(r.get("metric")), str(r.get("metric"))))
+            what = texts.tex(tables.in_prose(reg.get(r.get("metric")), str(r.get("metric"))))
             if r.get("kind") == "quality":
-                items.append(f"\\item \\texttt{{{tables.tex(name)}}}, "
-                             f"{tables.tex(r.get('model') or '')} {what}: "
-                             f"{tables.tex(str(r.get('check', '')).replace('_', ' '))}"
+                items.append(f"\\item \\texttt{{{texts.tex(name)}}}, "
+                             f"{texts.tex(r.get('model') or '')} {what}: "
+                             f"{texts.tex(str(r.get('check', '')).replace('_', ' '))}"
                              + (f", ${r['text_est']}$\\,\\% of the mean across the observed "
                                 "range" if isinstance(r.get("text_est"), str) else ""))
                 continue
             est, low, high = tables.rel_texts(r)
-            items.append(f"\\item \\texttt{{{tables.tex(name)}}}, "
-                         f"{tables.tex(r['model'])} in {tables.tex(r['environment'])}, "
-                         f"{what} ({tables.tex(fd.FAMILY_WORDS.get(r['family'], r['family']))}"
+            items.append(f"\\item \\texttt{{{texts.tex(name)}}}, "
+                         f"{texts.tex(r['model'])} in {texts.tex(r['environment'])}, "
+                         f"{what} ({texts.tex(fd.FAMILY_WORDS.get(r['family'], r['family']))}"
                          f"): {est}\\,\\% [{low}, {high}], "
-                         f"{tables.tex(r.get('verdict', ''))}")
+                         f"{texts.tex(r.get('verdict', ''))}")
     return "\n".join(items) + "\n", len(items)
 
 
@@ -871,7 +871,7 @@ def threats_tex(summaries: list[dict[str, Any]]) -> str:
     items = []
 
     def names(xs: list[str]) -> str:
-        return tables.join_words([f"\\texttt{{{tables.tex(x)}}}" for x in xs])
+        return tables.join_words([f"\\texttt{{{texts.tex(x)}}}" for x in xs])
 
     where: dict[str, list[str]] = {}
     for s in summaries:
@@ -883,7 +883,7 @@ def threats_tex(summaries: list[dict[str, Any]]) -> str:
                      "on bare metal both sides may differ.")
     thermal = [s["campaign"] for s in summaries if s.get("thermal")]
     if thermal:
-        counts = "; ".join(f"\\texttt{{{tables.tex(s['campaign'])}}}: "
+        counts = "; ".join(f"\\texttt{{{texts.tex(s['campaign'])}}}: "
                            f"{len(s['thermal'])}" for s in summaries if s.get("thermal"))
         items.append("\\item[Thermal state.] The gate did not remove every dependence on the "
                      "thermal state: metrics that depend significantly on the start "

@@ -13,18 +13,9 @@ from typing import Any
 
 import pandas as pd
 
+from containertax.statistics.policy import AA_FAMILIES, MEMORY_METRICS
+from containertax.statistics.texts import PCT_CAP, interval_texts, missing, tex
 from containertax.workloads.metric_registry import MetricInfo, display_unit
-
-# an underscore may break the line after it: ids such as docker_shm_8g are long words
-_TEX = {"&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_\allowbreak{}", "{": r"\{",
-        "}": r"\}",
-        "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "\\": r"\textbackslash{}",
-        # OT1 text fonts have no < or > (they print as inverted marks): use the math ones
-        "<": r"\ensuremath{<}", ">": r"\ensuremath{>}"}
-
-
-def tex(text: Any) -> str:
-    return re.sub(r"[&%$#_{}~^\\<>]", lambda m: _TEX[m.group()], str(text))
 
 
 def code(escaped: str) -> str:
@@ -78,9 +69,6 @@ def pval(p: Any) -> str:
     return "$<0.001$" if p < 0.001 else f"{p:.3f}"
 
 
-PCT_CAP = 1e4  # 1,000,000 %: beyond it a ratio is printed as a bound, never as 'inf'
-
-
 def pct(v: Any) -> str:
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "--"
@@ -93,43 +81,11 @@ def pct(v: Any) -> str:
 NOT_ESTIMABLE = "n.e."  # the tables' note and the paper's methods say what it means
 
 
-def _fmt_pct(x: float, digits: int) -> str:
-    text = f"{100 * x:+.{digits}f}"
-    return text[1:] if float(text) == 0 else text  # no signed zero
-
-
-def interval_texts(est: float, low: float, high: float, max_digits: int = 3
-                   ) -> tuple[str, str, str]:
-    """Estimate, lower and upper end in per cent (no $), with as many decimals (1 to
-    max_digits) as it takes to print the three values apart and no non-zero value as
-    zero: '+0.05 [-0.03, +0.12]', never '0.0 [0.0, +0.1]'. '--' for a missing value; a
-    ratio beyond PCT_CAP as a bound. The one formatting of every printed relative
-    difference (statistics/findings.py stores its result per finding)."""
-    vals = [est, low, high]
-    present = [v for v in vals if not _missing(v) and abs(v) < PCT_CAP]
-    digits = 1
-    while digits < max_digits:
-        shown = [_fmt_pct(v, digits) for v in present]
-        if (len(set(shown)) == len(set(present))
-                and not any(float(t) == 0 and v != 0 for t, v in zip(shown, present,
-                                                                     strict=True))):
-            break
-        digits += 1
-
-    def one(v: float) -> str:
-        if _missing(v):
-            return "--"
-        if abs(v) >= PCT_CAP:
-            return ">{+}10^{6}" if v > 0 else "<{-}10^{6}"
-        return _fmt_pct(v, digits)
-    return one(est), one(low), one(high)
-
-
 def rel_texts(r: Any) -> tuple[str, str, str]:
     """A comparison's printed estimate and interval ends (math mode): the findings table's
     text where the row carries it (the interval the paper reports: repeated-look adjusted
     under a stopping rule), else interval_texts of its estimate and 95 % interval."""
-    if not _missing(r.get("text_est")) and str(r.get("text_est", "")):
+    if not missing(r.get("text_est")) and str(r.get("text_est", "")):
         texts = (str(r.get("text_est")), str(r.get("text_low")), str(r.get("text_high")))
     else:
         texts = interval_texts(_num(r.get("rel_overhead")), _num(r.get("rel_ci_low")),
@@ -151,14 +107,10 @@ def reason(r: Any, column: str) -> str:
     return "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
 
 
-def _missing(v: Any) -> bool:
-    return v is None or (isinstance(v, float) and math.isnan(v))
-
-
 def rel_with_ci(r: Any) -> str:
     """'+2.1 [+1.3, +2.9]', '+2.1 [n.e.]' without an interval, 'n.e.' without an
     estimate: never 'nan'."""
-    if _missing(r.get("rel_overhead")):
+    if missing(r.get("rel_overhead")):
         return NOT_ESTIMABLE
     est, low, high = rel_texts(r)
     if low == "--" or high == "--":
@@ -263,7 +215,6 @@ FAMILY_ORDER = {"calibration": 0, "primary": 1, "calibration-secondary": 2, "sec
                 "derived": 4}
 FAMILY_LABEL = {"calibration": "A/A", "calibration-secondary": "A/A (sec.)",
                 "primary": "primary", "secondary": "secondary", "derived": "derived"}
-AA_FAMILIES = ("calibration", "calibration-secondary", "calibration-phases")
 # the timeline's phases: their own table (tables/phases.tex, statistics/phases.py)
 PHASE_FAMILIES = ("phases", "calibration-phases")
 
@@ -335,10 +286,6 @@ def key_value_table(facts: dict[str, Any], label: str) -> str:
     rows = [[tex(k), tex(v)] for k, v in facts.items() if v not in (None, "")]
     return booktabs(["Item", "Value"], rows, r"L{0.25\linewidth}L{0.68\linewidth}", label)
 
-
-MEMORY_METRICS = ("kv_cache_gib", "host_mem_used_peak_gib", "host_mem_rise_gib",
-                  "gpu_mem_peak_gib", "gpu_proc_mem_peak_gib", "peak_memory_gib",
-                  "mem_available_before_gib", "mem_available_after_gib", "max_rss_mib")
 
 def memory_table(runs: pd.DataFrame, registry: dict[str, MetricInfo]) -> str:
     """Memory per model and environment (mean and SD over the runs), one row per model,

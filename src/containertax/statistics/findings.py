@@ -33,8 +33,7 @@ import numpy as np
 import pandas as pd
 
 from containertax.campaign.config import Campaign
-from containertax.publishing import tables
-from containertax.statistics import decisions
+from containertax.statistics import decisions, texts
 from containertax.statistics.policy import metric_registry, resolution
 
 # where the paper says a finding
@@ -58,8 +57,8 @@ EXTRA_COLUMNS = ["kind", "estimator", "interval_kind", "estimate", "ci_low", "ci
                  "text_ci", "check", "message"]
 
 
-# one way to print an estimate and its interval: tables.interval_texts
-interval_texts = tables.interval_texts
+# one way to print an estimate and its interval: texts.interval_texts
+interval_texts = texts.interval_texts
 
 
 # --- the comparisons -------------------------------------------------------------------
@@ -183,13 +182,12 @@ def compile_excluded(campaign: Campaign, runs: pd.DataFrame) -> pd.DataFrame:
     of a visit compiles the decoding step): every environment against the reference and the
     A/A replica against what it copies, by the primary analysis (comparisons.py, the same
     estimator and test), corrected within a family of their own."""
-    from containertax.publishing import discussion
     from containertax.statistics import comparisons as st
-    from containertax.statistics import policy
+    from containertax.statistics import order, policy
     from containertax.statistics.correction import correct
 
-    comp = discussion.compiled_runs(campaign, runs)
-    metrics = [m for m in discussion.STEADY_METRICS if m in set(runs["metric"])]
+    comp = order.compiled_runs(campaign, runs)
+    metrics = [m for m in order.STEADY_METRICS if m in set(runs["metric"])]
     if comp.empty or not metrics:
         return pd.DataFrame()
     m = runs.merge(comp, on=["model", "environment", "repetition"])

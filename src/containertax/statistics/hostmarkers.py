@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from containertax.core.rawrecord import RawRecord
-from containertax.publishing import tables
+from containertax.statistics import texts
 
 
 def _cgroup_paths(lines: Iterable[str] | str | None) -> list[str]:
@@ -67,7 +67,7 @@ _CODE = "\x00{}\x01"
 
 def _tex(text: str) -> str:
     """The words TeX-escaped, each marked path in \texttt."""
-    return re.sub("\x00(.*?)\x01", lambda m: "\\texttt{" + m.group(1) + "}", tables.tex(text))
+    return re.sub("\x00(.*?)\x01", lambda m: "\\texttt{" + m.group(1) + "}", texts.tex(text))
 
 
 def describe(m: dict[str, Any]) -> str:

@@ -11,14 +11,18 @@ table has an order only where it has blocks and timestamps.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from containertax.campaign.paths import CampaignPaths
 from containertax.core import records
+
+if TYPE_CHECKING:
+    from containertax.campaign.config import Campaign
 
 COLUMNS = ["model", "block", "environment", "repetition", "position", "predecessor",
            "planned", "source"]
@@ -155,7 +159,7 @@ def design_table(bal: dict[str, Any]) -> str:
     """The realised counts as a booktabs table (label tab:design): environments by position
     within the block, then by the environment run just before; empty where the order is
     unknown."""
-    from containertax.publishing.tables import tex
+    from containertax.statistics.texts import tex
 
     if not bal.get("known"):
         return ""
@@ -196,7 +200,7 @@ SOURCE_WORDS = {"ledger": "the ledger's record of when each run ended",
 def macros(bal: dict[str, Any], design: str) -> dict[str, Any]:
     """Conditions and values of the Design subsection, all from the realised counts: the
     configured design only names what was planned."""
-    from containertax.publishing.tables import tex
+    from containertax.statistics.texts import tex
 
     v: dict[str, Any] = {"order-known": bool(bal.get("known")),
                          "design-planned": tex(design),
@@ -220,3 +224,49 @@ def macros(bal: dict[str, Any], design: str) -> dict[str, Any]:
         "order-source": " and ".join(SOURCE_WORDS[s] for s in bal["sources"]),
     })
     return v
+
+
+# --- the runs that compiled (their first run of a visit pays for torch.compile) ----------
+
+# Metrics a compiling run distorts (its first run pays for torch.compile inside the process)
+STEADY_METRICS = ("process_wall_s", "gpu_energy_j")
+
+
+def _visit_ends(campaign: Campaign) -> list[pd.Timestamp]:
+    """The end of each visit to a machine: the stamps of raw/visits/<stamp>/ (the copies
+    each visit keeps of its ledger)."""
+    ends = []
+    for d in sorted(campaign.paths.root.glob("raw/visits/*")):
+        try:
+            ends.append(pd.Timestamp(datetime.strptime(d.name, "%Y%m%dT%H%M%SZ")
+                                     .replace(tzinfo=UTC)))
+        except ValueError:
+            continue
+    return ends
+
+
+def compiled_runs(campaign: Campaign, runs: pd.DataFrame) -> pd.DataFrame:
+    """The runs that compiled: the first run of each visit of a model whose workload
+    compiles with torch.compile (its cache is empty on a fresh machine; every later run of
+    the visit, in any environment, loads it). Columns model, environment, repetition."""
+    from containertax import workloads
+
+    cols = ["model", "environment", "repetition"]
+    if campaign.is_import or "started_utc" not in runs or runs.empty:
+        return pd.DataFrame(columns=cols)
+    cells = runs.drop_duplicates(cols).copy()
+    cells["t"] = pd.to_datetime(cells["started_utc"], utc=True, errors="coerce",
+                                format="ISO8601")
+    ends = _visit_ends(campaign)
+    cells["visit"] = [next((i for i, e in enumerate(ends) if t <= e), len(ends))
+                      for t in cells["t"]]
+    out = []
+    for model, g in cells.groupby("model"):
+        try:
+            compiles = workloads.uses_compile_cache(campaign.workload_kind(str(model)),
+                                                    campaign.workload_params(str(model)))
+        except (KeyError, ValueError):
+            compiles = False
+        if compiles:
+            out.append(g.sort_values("t").groupby("visit").head(1)[cols])
+    return pd.concat(out) if out else pd.DataFrame(columns=cols)

@@ -15,10 +15,15 @@ import pandas as pd
 
 from containertax.campaign.config import Campaign
 from containertax.core.errors import ContainertaxError
-from containertax.publishing import facts
-from containertax.publishing.tables import AA_FAMILIES
-from containertax.statistics import order, quality
+from containertax.statistics import decisions, order, quality
 from containertax.workloads.metric_registry import MetricInfo, registry
+
+# the A/A families (the calibration); the headline rows and the primary family leave them out
+AA_FAMILIES = ("calibration", "calibration-secondary", "calibration-phases")
+# memory metrics: identical in every run of a model, they say nothing about speed
+MEMORY_METRICS = ("kv_cache_gib", "host_mem_used_peak_gib", "host_mem_rise_gib",
+                  "gpu_mem_peak_gib", "gpu_proc_mem_peak_gib", "peak_memory_gib",
+                  "mem_available_before_gib", "mem_available_after_gib", "max_rss_mib")
 
 
 class AnalysisError(ContainertaxError, RuntimeError):
@@ -223,7 +228,6 @@ def evidence(quality_report: dict[str, Any] | None,
     metric's A/A status and the metrics an error-severity finding concerns."""
     if not quality_report:
         return {}, set()
-    from containertax.statistics import decisions
 
     aa = dict((quality_report.get("calibration") or {}).get("metrics") or {})
     return aa, decisions.error_metrics(quality_report.get("findings", []), metrics)
@@ -238,7 +242,7 @@ def headline_rows(campaign: Campaign, results: pd.DataFrame | None,
     reg = metric_registry(campaign)
     metrics = analysed_metrics(campaign, runs)
     aa, errors = evidence(quality_report, metrics)
-    return facts.headlines(results, reg, headline(campaign, runs),
+    return headlines(results, reg, headline(campaign, runs),
                            metrics, campaign.analysis["alpha"], aa, errors)
 
 
@@ -249,3 +253,45 @@ def order_balance(campaign: Campaign, order_csv: Path | None) -> dict[str, Any]:
             or list(dict.fromkeys(realised["environment"])))
     return order.balance(realised, envs)
 
+
+def headline_metric_of(model_results: pd.DataFrame, wanted: str | None,
+                       metrics: list[str]) -> str | None:
+    """The campaign's headline metric where the model has it, else its first analysed
+    speed metric with an interval (a matrix product has no token throughput; its peak
+    memory, identical in every run, says nothing about speed)."""
+    present = set(model_results["metric"])
+    if wanted in present:
+        return wanted
+    informative = set(model_results.loc[model_results["rel_ci_low"].notna(), "metric"])
+    ranked = ([m for m in metrics if m in informative and m not in MEMORY_METRICS]
+              + [m for m in metrics if m in present])
+    return ranked[0] if ranked else None
+
+
+def headlines(results: pd.DataFrame, registry: dict[str, MetricInfo], wanted: str | None,
+              metrics: list[str], alpha: float, aa: dict[str, str] | None = None,
+              errors: set[str] | None = None) -> list[dict[str, Any]]:
+    """One row per model and environment: its headline comparison and its verdict, with
+    the caveats the decision table adds (aa: metric -> A/A status; errors: metrics with an
+    error-severity quality finding)."""
+    aa, errors = aa or {}, errors or set()
+    rows = []
+    for model, g in results.groupby("model", sort=False):
+        metric = headline_metric_of(g, wanted, metrics)
+        if metric is None:
+            continue
+        info = registry.get(metric)
+        for _, r in g[g.metric == metric].iterrows():
+            found = r.get("verdict")
+            if isinstance(found, str) and found in decisions.WORDS:  # the findings table's
+                caveats = r.get("caveats")
+                decided = decisions.Verdict(found, tuple(
+                    c for c in str(caveats).split(";") if c) if isinstance(caveats, str)
+                    else ())
+            else:
+                decided = decisions.verdict(r, info.direction if info else "none", alpha,
+                                            aa_status=aa.get(metric),
+                                            quality_error=metric in errors)
+            rows.append({"model": str(model), "metric": metric, "environment": r.environment,
+                         "row": r, "verdict": decided.word, "decision": decided})
+    return rows

@@ -17,8 +17,8 @@ import pandas as pd
 from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
 
-from containertax.publishing.tables import interval_texts
 from containertax.statistics import clocks
+from containertax.statistics.texts import interval_texts
 from containertax.workloads.metric_registry import MetricInfo
 
 KEY = ["model", "environment", "repetition", "metric"]
@@ -641,7 +641,7 @@ def calibration(aa: pd.DataFrame, alpha: float,
     findings: list[Finding] = []
 
     def rel(r: Any) -> str:
-        """As every other print of a relative difference (tables.interval_texts)."""
+        """As every other print of a relative difference (texts.interval_texts)."""
         est, low, high = interval_texts(r.rel_overhead, r.rel_ci_low, r.rel_ci_high)
         return f"{est} % [{low}, {high}]"
 

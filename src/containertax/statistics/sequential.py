@@ -274,7 +274,7 @@ def macros(campaign: Any, runs: Any, words: Any = str) -> dict[str, Any]:
     in prose (the registry's label)."""
     if not campaign.raw.get("stopping"):
         return {}
-    from containertax.publishing.tables import tex
+    from containertax.statistics.texts import tex
 
     rule = rule_of(campaign)
     rows = last_state(campaign, runs)

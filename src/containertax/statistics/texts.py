@@ -1,0 +1,60 @@
+"""How a value is printed, in one place below both sides of the seam: LaTeX escaping of a
+name, and the one printing of a relative difference with its interval. Statistics writes
+these texts into the findings table (and into the design and stopping sentences it derives);
+publishing prints them unchanged (publishing/tables.py builds its cells on them)."""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+# an underscore may break the line after it: ids such as docker_shm_8g are long words
+_TEX = {"&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_\allowbreak{}", "{": r"\{",
+        "}": r"\}",
+        "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "\\": r"\textbackslash{}",
+        # OT1 text fonts have no < or > (they print as inverted marks): use the math ones
+        "<": r"\ensuremath{<}", ">": r"\ensuremath{>}"}
+
+
+def tex(text: Any) -> str:
+    return re.sub(r"[&%$#_{}~^\\<>]", lambda m: _TEX[m.group()], str(text))
+
+
+PCT_CAP = 1e4  # 1,000,000 %: beyond it a ratio is printed as a bound, never as 'inf'
+
+
+def missing(v: Any) -> bool:
+    return v is None or (isinstance(v, float) and math.isnan(v))
+
+
+def _fmt_pct(x: float, digits: int) -> str:
+    text = f"{100 * x:+.{digits}f}"
+    return text[1:] if float(text) == 0 else text  # no signed zero
+
+
+def interval_texts(est: float, low: float, high: float, max_digits: int = 3
+                   ) -> tuple[str, str, str]:
+    """Estimate, lower and upper end in per cent (no $), with as many decimals (1 to
+    max_digits) as it takes to print the three values apart and no non-zero value as
+    zero: '+0.05 [-0.03, +0.12]', never '0.0 [0.0, +0.1]'. '--' for a missing value; a
+    ratio beyond PCT_CAP as a bound. The one formatting of every printed relative
+    difference (statistics/findings.py stores its result per finding)."""
+    vals = [est, low, high]
+    present = [v for v in vals if not missing(v) and abs(v) < PCT_CAP]
+    digits = 1
+    while digits < max_digits:
+        shown = [_fmt_pct(v, digits) for v in present]
+        if (len(set(shown)) == len(set(present))
+                and not any(float(t) == 0 and v != 0 for t, v in zip(shown, present,
+                                                                     strict=True))):
+            break
+        digits += 1
+
+    def one(v: float) -> str:
+        if missing(v):
+            return "--"
+        if abs(v) >= PCT_CAP:
+            return ">{+}10^{6}" if v > 0 else "<{-}10^{6}"
+        return _fmt_pct(v, digits)
+    return one(est), one(low), one(high)
