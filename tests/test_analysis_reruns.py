@@ -43,7 +43,7 @@ def test_editing_any_analysis_module_rebuilds_the_paper(tmp_path):
     assert built.returncode == 0, built.stderr[-3000:]
     assert "Nothing to be done" in run(tree, work, "-n").stdout
     pkg = tree / "src" / "containertax"
-    code = sorted(pkg.glob("analysis/*.py")) + [
+    code = sorted(pkg.glob("statistics/*.py")) + sorted(pkg.glob("publishing/*.py")) + [
         pkg / "core" / "rawrecord.py", pkg / "campaign" / "paths.py",
         pkg / "workloads" / "matmul.py", tree / "workflow" / "schemas" / "record.schema.yaml"]
     for path in code:

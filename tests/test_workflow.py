@@ -143,7 +143,7 @@ def test_campaign_runs_in_schedule_order_and_records_everything(tmp_path):
     copy = tmp_path / "workflow-copy"
     shutil.copytree(REPO, copy, ignore=shutil.ignore_patterns(
         ".venv", "results", ".git", ".snakemake", "__pycache__", "*.egg-info"))
-    with (copy / "src" / "containertax" / "analysis" / "aggregate.py").open("a") as fh:
+    with (copy / "src" / "containertax" / "statistics" / "aggregate.py").open("a") as fh:
         fh.write("# an edit\n")
     planned = subprocess.run(
         [sys.executable, "-m", "snakemake", "--snakefile", str(copy / "Snakefile"),

@@ -496,7 +496,7 @@ def _check(path: str, directory: str | None = None) -> int:
         raise config.ConfigError(f"{path}: too deeply nested or too large to be a config "
                                  f"({type(exc).__name__}).") from None
     if campaign.is_import:
-        # the import rule's own check (campaign/ is below analysis/: it is called here)
+        # the import rule's own check (campaign/ is below statistics/: it is called here)
         from containertax.statistics import importer
         from containertax.workloads.metric_registry import registry
 

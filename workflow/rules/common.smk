@@ -321,12 +321,13 @@ def image_marker(wildcards):
     return []
 
 
-# Every analysis step depends on all analysis code, the record reader and its schema, the
-# paths and the workloads' metric registry entries: with mtime rerun triggers, editing any
-# of it rebuilds the statistics, figures, tables and paper.
+# Every analysis step depends on all analysis code (statistics/ and publishing/), the record
+# reader and its schema, the paths and the workloads' metric registry entries: with mtime
+# rerun triggers, editing any of it rebuilds the statistics, figures, tables and paper.
 PKG = ct_packaged.package()  # the package's own folder, in a checkout or installed
 ANALYSIS_CODE = sorted(
-    [str(p) for p in (PKG / "analysis").glob("*.py")]
+    [str(p) for p in (PKG / "statistics").glob("*.py")]
+    + [str(p) for p in (PKG / "publishing").glob("*.py")]
     + [str(p) for p in (PKG / "workloads").glob("*.py")]
     + [
         str(PKG / "core" / "records.py"),

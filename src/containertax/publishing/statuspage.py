@@ -114,7 +114,7 @@ def read_runs(campaign: Campaign) -> tuple[list[dict[str, Any]], list[str]]:
 
 
 def interim_estimates(campaign: Campaign, runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The paired estimate (analysis/comparisons.paired_estimate, on the metric's scale as
+    """The paired estimate (statistics/comparisons.paired_estimate, on the metric's scale as
     the paper decides it) of every planned comparison of the primary and calibration
     families, on the complete blocks so far: relative difference, its t interval and the
     paired t test's p, uncorrected (interim looks are not the paper's family-wise tests;
