@@ -3,7 +3,7 @@ primary family, the reference and the order of environments, the A/A comparisons
 headline rows, and what stops the analysis (duplicates, sessions instead of environments).
 
 Every rule of the analysis asks these questions the same way, so they live in one place;
-report.py only wires them to the files the rules name.
+statistics/steps.py and publishing/report.py only wire them to the files the rules name.
 """
 
 from __future__ import annotations
