@@ -13,25 +13,7 @@ import pandas as pd
 
 from containertax.publishing import tables
 from containertax.statistics import texts
-from containertax.statistics.phases import WALL, sum_gap
-
-
-def _seconds(x: float, digits: int = 3) -> str:
-    if not math.isfinite(x):
-        return "--"
-    text = f"{x:+.{digits}f}"
-    return text[1:] if float(text) == 0 else text
-
-
-def triplet_ms(est: float, low: float, high: float) -> str:
-    """'est [low, high]' in milliseconds, with the decimals (0 to 3) that give the smaller
-    of the estimate and the interval's width two significant digits: a phase of a few
-    microseconds is not printed as 0."""
-    values = [v * 1000 for v in (est, low, high)]
-    width = values[2] - values[1]
-    finite = [abs(v) for v in (values[0], width) if math.isfinite(v) and v != 0]
-    d = int(min(3, max(0, 1 - math.floor(math.log10(min(finite)))))) if finite else 1
-    return f"{_seconds(values[0], d)} [{_seconds(values[1], d)}, {_seconds(values[2], d)}]"
+from containertax.statistics.phases import WALL, seconds_text, sum_gap, triplet_ms
 
 
 def table(found: list[dict[str, Any]]) -> str:
@@ -154,9 +136,9 @@ def values(campaign: Any, found: list[dict[str, Any]], runs: pd.DataFrame,
         "phases-rest-n": len(rest),
     }
     if wall is not None:
-        out.update({"phases-wall-diff": _seconds(wall["diff_s"]),
-                    "phases-wall-low": _seconds(wall["diff_low"]),
-                    "phases-wall-high": _seconds(wall["diff_high"]),
+        out.update({"phases-wall-diff": seconds_text(wall["diff_s"]),
+                    "phases-wall-low": seconds_text(wall["diff_low"]),
+                    "phases-wall-high": seconds_text(wall["diff_high"]),
                     "phases-wall-ref": tables.num(wall["mean_ref"], 3),
                     "phases-wall-env": tables.num(wall["mean_env"], 3)})
     gap = sum_gap(runs)

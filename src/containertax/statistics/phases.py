@@ -4,7 +4,8 @@ environment against its reference, paired by block.
 The comparisons themselves are ordinary rows of comparisons.csv in the family `phases`
 (A/A pairs: `calibration-phases`), tested and corrected like every other family; this
 module adds what a phase needs besides a relative difference: the difference in seconds
-per block with its t interval (phases add up, ratios do not), with its verdict. The stacked
+per block with its t interval (phases add up, ratios do not), with its verdict and its
+printing in milliseconds (triplet_ms: one printing for the table and the text). The stacked
 figure, the paper's table and the values of its section "Where the time goes"
 (paper/phases.tex) are publishing/phases_paper.py's.
 """
@@ -23,6 +24,27 @@ from containertax.workloads.timeline import PHASES
 
 ORDER = [p.metric for p in PHASES]
 WALL = "process_wall_s"
+
+
+def seconds_text(x: float, digits: int = 3) -> str:
+    """A signed difference with `digits` decimals, '--' where it is not finite, and no
+    signed zero."""
+    if not math.isfinite(x):
+        return "--"
+    text = f"{x:+.{digits}f}"
+    return text[1:] if float(text) == 0 else text
+
+
+def triplet_ms(est: float, low: float, high: float) -> str:
+    """'est [low, high]' in milliseconds, with the decimals (0 to 3) that give the smaller
+    of the estimate and the interval's width two significant digits: a phase of a few
+    microseconds is not printed as 0."""
+    values = [v * 1000 for v in (est, low, high)]
+    width = values[2] - values[1]
+    finite = [abs(v) for v in (values[0], width) if math.isfinite(v) and v != 0]
+    d = int(min(3, max(0, 1 - math.floor(math.log10(min(finite)))))) if finite else 1
+    est, low, high = (seconds_text(v, d) for v in values)
+    return f"{est} [{low}, {high}]"
 
 
 def paired_seconds(runs: pd.DataFrame, metric: str, env: str, ref: str,
