@@ -20,7 +20,7 @@ from containertax.campaign.paths import FINDINGS
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.slow
-PAPERS = ["h100-engine-balanced", "h100-stopping", "h100-matmul"]
+PAPERS = ["h100-engine-balanced", "h100-stopping", "h100-matmul", "h100-stopping-exact"]
 
 
 @pytest.fixture(scope="module", params=PAPERS)
