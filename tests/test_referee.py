@@ -435,6 +435,10 @@ def test_planted_repeated_sentence_is_caught():
     assert review.check_repeated_sentences(same) != []
     assert review.check_repeated_sentences(
         "We ask what a container costs. We answer with tests and intervals.") == []
+    # the environments table's rows of an A/A replica and its reference (demo paper)
+    row = "GPU access: none (no GPU recorded). Engine flags: none. Isolated: none (host process). "
+    assert review.check_repeated_sentences(row * 2) == []
+    assert review.check_repeated_sentences(row * 2 + same) != []
 
 
 def test_planted_plural_after_one_and_all_two_are_caught():

@@ -111,14 +111,22 @@ def check_project_paths(text: str) -> list[Problem]:
                     f"{', '.join(found)}")] if found else []
 
 
+# 'GPU access: none.', 'Engine flags: --ipc host.': a label of at most three words, a colon
+TABLE_ENTRY = re.compile(r"^[A-Z][\w/-]*(?: [\w/-]+){0,2}: ")
+
+
 def check_repeated_sentences(text: str, min_words: int = 6) -> list[Problem]:
     """A sentence printed twice ('We ask ...' in the lead and in the abstract's own
-    opening), or two sentences of one paragraph opening with the same three words."""
+    opening), or two sentences of one paragraph opening with the same three words. A
+    table's 'Label: value.' entry is not prose: an A/A replica's row of the environments
+    table repeats its reference's ('GPU access: none (no GPU recorded).')."""
     flat = " ".join(text.split())
     sentences = [x.strip() for x in re.split(r"(?<=[.!?])\s+(?=[A-Z])", flat)]
     seen: dict[str, int] = {}
     bad = []
     for sentence in sentences:
+        if TABLE_ENTRY.match(sentence):
+            continue
         if len(sentence.split()) >= min_words and not re.search(r"\d", sentence):
             seen[sentence] = seen.get(sentence, 0) + 1
             if seen[sentence] == 2:
