@@ -44,6 +44,15 @@ def triplet_ms(est: float, low: float, high: float) -> str:
     return f"{_seconds(values[0], d)} [{_seconds(values[1], d)}, {_seconds(values[2], d)}]"
 
 
+def abs_texts(metric: str, est: float, low: float, high: float) -> tuple[str, str, str]:
+    """The printed (estimate, low, high) of a phase's (or the wall time's) difference in
+    milliseconds: the texts findings.csv holds and the paper prints, in the table and the
+    text alike."""
+    est_t, rest = triplet_ms(est, low, high).split(" ", 1)
+    low_t, high_t = rest.strip("[]").split(", ")
+    return est_t, low_t, high_t
+
+
 def paired_seconds(runs: pd.DataFrame, metric: str, env: str, ref: str,
                    alpha: float) -> dict[str, float]:
     """Mean per-block difference env - ref in the metric's unit, its t interval and the
@@ -80,7 +89,12 @@ def rows(runs: pd.DataFrame, results: pd.DataFrame | None, alpha: float,
             if r is None and wall.empty:
                 continue
             r = r if r is not None else next(wall.itertuples())
-            secs = paired_seconds(model_runs, metric, env, ref, alpha)
+            # computed once, by findings.build (abs_* columns); a plain comparisons.csv
+            # (no findings table yet) has them computed here the same way
+            secs = ({"est": float(r.abs_diff), "low": float(r.abs_low),
+                     "high": float(r.abs_high), "n": int(float(r.abs_blocks))}
+                    if math.isfinite(float(getattr(r, "abs_blocks", math.nan)))
+                    else paired_seconds(model_runs, metric, env, ref, alpha))
             out.append({
                 "model": model, "environment": env, "reference": ref, "metric": metric,
                 "label": reg[metric].label if metric in reg else metric,
@@ -116,7 +130,7 @@ def table(found: list[dict[str, Any]]) -> str:
     return tables.longtable(
         ["Phase", "Ref.\\ (s)", "Env.\\ (s)", "Diff.\\ (ms) [95\\,\\% CI]",
          "$p_\\mathrm{BH}$", "Verdict"], body,
-        r"L{0.25\linewidth}rrrrl", "tab:phases", size=r"\small")
+        r"L{0.2\linewidth}rrrrl", "tab:phases", size=r"\small")
 
 
 def figure(found: list[dict[str, Any]], path: Path) -> bool:
@@ -215,9 +229,8 @@ def values(campaign: Any, found: list[dict[str, Any]], runs: pd.DataFrame,
         "phases-rest-n": len(rest),
     }
     if wall is not None:
-        out.update({"phases-wall-diff": _seconds(wall["diff_s"]),
-                    "phases-wall-low": _seconds(wall["diff_low"]),
-                    "phases-wall-high": _seconds(wall["diff_high"]),
+        diff, low, high = abs_texts(WALL, wall["diff_s"], wall["diff_low"], wall["diff_high"])
+        out.update({"phases-wall-diff": diff, "phases-wall-low": low, "phases-wall-high": high,
                     "phases-wall-ref": tables.num(wall["mean_ref"], 3),
                     "phases-wall-env": tables.num(wall["mean_env"], 3)})
     gap = sum_gap(runs)

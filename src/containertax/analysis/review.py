@@ -542,6 +542,8 @@ def canonical_intervals(findings_csv: Path) -> set[tuple[str, str, str]]:
     for _, r in table.iterrows():
         if isinstance(r.get("text_low"), str) and r["text_low"] != "--":
             out.add((str(r["text_est"]), r["text_low"], r["text_high"]))
+        if isinstance(r.get("abs_text_low"), str) and r["abs_text_low"] != "--":
+            out.add((str(r["abs_text_est"]), r["abs_text_low"], r["abs_text_high"]))
         try:
             madj = [float(r[k]) for k in ("machine_adjusted_rel", "machine_adjusted_ci_low",
                                           "machine_adjusted_ci_high")]
