@@ -413,6 +413,9 @@ def test_planted_interval_below_minus_100_percent_is_caught():
     planted = review.check_interval_texts("GPU utilisation -52.3 [-138.7, +34.1]")
     assert "below -100 %" in planted[0].message
     assert review.check_interval_texts("-52.3 [-100.0, +34.1]") == []
+    # a phase's difference in ms (findings.csv's abs_text_*) has no -100 % floor
+    assert review.check_interval_texts("+161 ms [-258, +581]")
+    assert review.check_interval_texts("+161 ms [-258, +581]", {("-258", "+581")}) == []
 
 
 def test_planted_file_path_in_prose_is_caught():

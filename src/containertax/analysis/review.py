@@ -589,7 +589,22 @@ def check_printed_once(text: str, canonical: set[tuple[str, str, str]],
             ] if bad else []
 
 
-def check_interval_texts(text: str) -> list[Problem]:
+def absolute_ends(findings_csv: Path) -> set[tuple[str, str]]:
+    """The (low, high) texts of the differences findings.csv holds in milliseconds (a
+    phase's, the wall time's): not percentages, so no -100 % floor applies to them."""
+    import pandas as pd
+
+    if not findings_csv.exists():
+        return set()
+    table = pd.read_csv(findings_csv, dtype=str)
+    if "abs_text_low" not in table:
+        return set()
+    return {(r.abs_text_low, r.abs_text_high) for r in table.itertuples()
+            if isinstance(r.abs_text_low, str) and r.abs_text_low != "--"}
+
+
+def check_interval_texts(text: str, absolute: set[tuple[str, str]] = frozenset()
+                         ) -> list[Problem]:
     """Intervals a referee rejects as printed: an end below -100 % (no relative difference
     of a positive quantity lies there; transform back from the log scale), or an estimate
     and its ends that print alike or as zero where they are not ('0.0 % [0.0, +0.1]':
@@ -597,7 +612,7 @@ def check_interval_texts(text: str) -> list[Problem]:
     bad = []
     for est, low, high in printed_intervals(text):
         shown = [x for x in (est, low, high) if x is not None]
-        if float(low) < -100:
+        if float(low) < -100 and (low, high) not in absolute:
             bad.append(f"[{low}, {high}] below -100 %")
         elif len(set(shown)) < len(shown) or (est is not None and float(est) == 0
                                               and 0 in (float(low), float(high))):
@@ -619,7 +634,10 @@ def review(build_dir: Path, pdf: Path, names: list[str],
     text = prose_text(pdf)
     main = build_dir / log_name.replace(".log", ".tex")
     problems += check_artefacts(text)
-    problems += check_interval_texts(text)
+    from containertax.campaign.paths import FINDINGS
+
+    problems += check_interval_texts(text, absolute_ends(campaign_root / FINDINGS)
+                                     if campaign_root is not None else set())
     problems += check_project_paths(text)
     problems += check_repeated_sentences(text)
     problems += check_doubled_words(pdf_text(pdf))
@@ -631,8 +649,6 @@ def review(build_dir: Path, pdf: Path, names: list[str],
     if campaign_root is not None:
         problems += check_campaign_claims(text, run_order(campaign_root))
         problems += check_runtime_labels(pdf_text(pdf), recorded_runtimes(campaign_root))
-        from containertax.campaign.paths import FINDINGS
-
         problems += check_printed_once(text, canonical_intervals(campaign_root / FINDINGS),
                                        margin_band(build_dir / "numbers.tex"))
     problems += check_fonts(pdf, min_pt)
