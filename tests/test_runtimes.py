@@ -21,7 +21,8 @@ import pytest
 from containertax import runtimes
 from containertax.campaign import config
 from containertax.execution import environments, preflight
-from containertax.runtimes import podman
+from containertax.runtimes import launch, podman
+from containertax.runtimes.base import rlimit_names
 from tests.conftest import DEMO_IMAGE, REPO, docker_ready
 
 REQUIRED = os.environ.get("CONTAINERTAX_REQUIRE_RUNTIMES") == "1"
@@ -157,7 +158,7 @@ def test_the_rlimit_names_are_the_schemas():
     """RLIMIT_OFILE is RLIMIT_NOFILE (7): the refusal names `nofile`, a key the schema takes."""
     import resource
 
-    assert environments.RLIMIT_NAMES[resource.RLIMIT_NOFILE] == "nofile"
+    assert rlimit_names()[resource.RLIMIT_NOFILE] == "nofile"
     said = runtimes.docker.explain("docker", {"options": {"ulimits": {"nofile": 10**7}}},
                                    "error setting rlimit type 7: operation not permitted",
                                    "x.yaml")
@@ -232,7 +233,7 @@ def test_a_podman_container_of_a_killed_launcher_is_removed(results):
     """Planted: a container labelled as made by this checkout's campaign by a process that
     no longer exists (pid 2**22 + 1 is above Linux's pid_max); the clean-up removes it and
     leaves one of a live launcher alone."""
-    labels = environments.owner_labels("cleanup-test", results)
+    labels = launch.owner_labels("cleanup-test", results)
     gone = {**labels, "containertax.owner_pid": str(2**22 + 1)}
     made = []
     for name, owner in (("ctx-cleanup-gone", gone), ("ctx-cleanup-live", labels)):
