@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import pwd
+import re
 import shutil
 import subprocess
 import sys
@@ -247,3 +248,20 @@ def test_a_podman_container_of_a_killed_launcher_is_removed(results):
     finally:
         for name in made:
             subprocess.run(["podman", "rm", "-f", name], capture_output=True)
+
+
+def test_a_stale_copy_of_the_image_is_named():
+    """Planted: a hand-over (or the chroot's export) of an image id the engine no longer
+    has under that name; the same id passes."""
+    from types import SimpleNamespace
+
+    from containertax.runtimes import docker
+
+    env = SimpleNamespace(id="podman-rootful", image="containertax-demo:bookworm")
+    docker.copy_is_current(env, "sha256:a", "sha256:a", "p.json names", "that file")
+    with pytest.raises(launch.EnvironmentFailure, match=re.escape(
+            "environment podman-rootful: p.json names image id sha256:a, but "
+            "'containertax-demo:bookworm' is now sha256:b. Delete that file to hand over the "
+            "current image.")):
+        docker.copy_is_current(env, "sha256:a", "sha256:b", "p.json names",
+                               "that file to hand over the current image")

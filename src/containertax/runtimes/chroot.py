@@ -16,7 +16,12 @@ from typing import Any
 from containertax.core import records
 from containertax.runtimes import passthrough
 from containertax.runtimes.base import Runtime, Spec
-from containertax.runtimes.docker import cleanup_stale_containers, docker_client, image_facts
+from containertax.runtimes.docker import (
+    cleanup_stale_containers,
+    copy_is_current,
+    docker_client,
+    image_facts,
+)
 from containertax.runtimes.launch import (
     DOCKER_DEFAULT_ENV,
     INSIDE,
@@ -83,11 +88,8 @@ class ChrootLauncher(Launcher):
             exported["config"] = image["config"]
             records.atomic_write_text(self.rootfs_marker(),
                                       json.dumps(exported, indent=2) + "\n")
-        if current != exported["id"]:
-            raise EnvironmentFailure(
-                f"environment {self.env.id}: {self.rootfs()} was exported from image id "
-                f"{exported['id']}, but '{self.env.image}' is now {current}. Delete that "
-                "folder and its .image.json to export the current image.")
+        copy_is_current(self.env, exported["id"], current, f"{self.rootfs()} was exported from",
+                        "that folder and its .image.json to export the current image")
         return {"rootfs": exported}
 
     def gpu_lines(self, libraries: dict[str, str]) -> list[str]:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from containertax.runtimes.base import Bind, CommandLaunch, Runtime
-from containertax.runtimes.docker import docker_client, image_facts
+from containertax.runtimes.docker import copy_is_current, docker_client, image_facts
 from containertax.runtimes.launch import (
     DOCKER_DEFAULT_ENV,
     PROJECT_ENV,
@@ -66,11 +66,8 @@ class CommandLauncher(Launcher):
             return {}
         image = self.image()
         current = image_facts(docker_client(), self.env, self.campaign.source)["id"]
-        if current != image["id"]:
-            raise EnvironmentFailure(
-                f"environment {self.env.id}: {self.marker()} names image id {image['id']}, but "
-                f"'{self.env.image}' is now {current}. Delete that file to hand over the "
-                "current image.")
+        copy_is_current(self.env, image["id"], current, f"{self.marker()} names",
+                        "that file to hand over the current image")
         return {"provided": image}
 
     def environment_vars(self, launch: Launch) -> dict[str, str]:

@@ -212,6 +212,15 @@ def image_facts(client: Any, env: Any, source: str) -> dict[str, Any]:
         "RepoDigests", []), "config": image_config(img.attrs)}
 
 
+def copy_is_current(env: Any, copied_id: str, current_id: str, copy: str, fix: str) -> None:
+    """A copy of the engine's image (the chroot's export, a runtime's hand-over) must be of
+    the image's current id: else an error naming the copy and how to make it again."""
+    if current_id != copied_id:
+        raise EnvironmentFailure(
+            f"environment {env.id}: {copy} image id {copied_id}, but '{env.image}' is now "
+            f"{current_id}. Delete {fix}.")
+
+
 def cleanup_stale_containers(client: Any, campaign: str, root: Path) -> list[str]:
     """Remove this checkout's containers of this campaign whose launching process is
     provably gone (e.g. SIGKILL): made on this host for this campaign folder, and that
