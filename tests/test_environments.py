@@ -119,6 +119,25 @@ def test_docker_container_is_removed_after_success_failure_and_timeout(config_di
 
 @needs_docker
 @pytest.mark.docker
+def test_before_any_run_the_docker_kinds_clean_up_removes_a_dead_launchers_container(
+        config_dict, tmp_path):
+    """Planted: a container of this checkout whose launcher is gone; the clean-up before
+    any run (cells) reaches it through the docker kind's declared `cleanup`."""
+    import docker
+
+    c = _campaign(config_dict, tmp_path)
+    dead = docker.from_env().containers.create(DEMO_IMAGE, command=["sleep", "60"], labels={
+        **launch.owner_labels(c.name, c.root), "containertax.owner_pid": "999999999"})
+    try:
+        assert dead.name in environments.stop_orphaned_containers(c)
+        assert _labelled(c) == []
+    finally:
+        with contextlib.suppress(docker.errors.NotFound):
+            dead.remove(force=True)
+
+
+@needs_docker
+@pytest.mark.docker
 def test_stale_container_of_a_dead_launcher_is_removed(config_dict, tmp_path):
     import docker
 
