@@ -103,8 +103,8 @@ def test_a_campaign_with_timelines_says_where_the_time_goes(built):
         assert "Where the time goes" not in flat  # no timeline in their records
         return
     assert "Where the time goes" in flat
-    section = flat.split("Where the time goes", 1)[1][:3000]
-    assert "phases that carry a difference" in section or "No phase differs" in section
+    # floats may stand between the heading and its text: the section's sentence anywhere
+    assert "phases that carry a difference" in flat or "No phase differs" in flat
     import pandas as pd
     table = pd.read_csv(built["root"] / FINDINGS, dtype=str)
     phases = table[table["family"] == "phases"]
