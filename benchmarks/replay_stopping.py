@@ -33,6 +33,7 @@ from containertax.statistics.policy import primary_metrics
 CONFIGS = ("config/h100-matmul.yaml", "config/h100-engine-balanced.yaml",
            "config/h100-engine.yaml", "config/h100-engine-gqa.yaml", "config/h100.yaml",
            "config/h100-variants.yaml", "config/h100-stopping.yaml",
+           "config/h100-stopping-exact.yaml",
            "config/h200x2-lanes.yaml", "config/h200x2-onelane.yaml", "config/sani2025.yaml")
 # before issue #33 (union bound, no shape check) and after (exact boundaries, shape check)
 RULES = {"union": stopping.Rule(6, 30, 6, boundaries="union", shape_check=False),

@@ -2,7 +2,8 @@
 # One visit of a campaign with a stopping rule on the lent GPU machine: runs the whole
 # campaign (snakemake `cells`: every cell the looks so far allow, the interim checkpoints
 # deciding the rest) for at most LIMIT seconds, then packs what it has under $OUT. A later
-# visit on the same warm machine (CONTAINERTAX_WORKDIR kept) resumes; a killed cell reruns.
+# visit on the same warm machine (CONTAINERTAX_WORKDIR kept), or one whose workdir holds the
+# committed raw records, resumes; a killed cell reruns. raw/visits/<UTC>/ keeps its ledger.
 #   scripts/gpu-stopping-visit.sh config/h100-stopping.yaml [LIMIT]
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -18,6 +19,14 @@ grep -E "Finished job|interim|Error|error" "$workdir/visit.log" | tail -15
 name=$(basename "$cfg" .yaml)
 root="$workdir/results/$name"
 ls "$root" "$root/interim" 2>/dev/null
+# this visit's ledger, schedule, pin, system facts and look decisions, kept beside the records
+visit="$root/raw/visits/$(date -u +%Y%m%dT%H%M%SZ)"
+mkdir -p "$visit"
+for f in "$root"/ledger*.jsonl "$root"/schedule.csv "$root"/system.json "$root"/campaign.pin.json; do
+  if [ -f "$f" ]; then cp "$f" "$visit/"; fi
+done
+if [ -d "$root/interim" ]; then cp -r "$root/interim" "$visit/"; fi
+cp "$workdir/visit.log" "$visit/" 2>/dev/null || true
 if [ -n "${OUT:-}" ]; then
   tar czf "$OUT/campaign.tgz" -C "$root" --exclude=work --exclude=compile-cache --exclude=ledger.lock . 2>/dev/null
   cp "$workdir/visit.log" "$OUT/" 2>/dev/null

@@ -13,6 +13,9 @@ import pytest
 
 from containertax.campaign import config
 from containertax.execution import environments, preflight
+from containertax.runtimes import chroot as chroot_kind
+from containertax.runtimes import docker as docker_kind
+from containertax.runtimes import launch
 from tests.conftest import DEMO_IMAGE, needs_docker
 
 
@@ -51,7 +54,7 @@ def test_native_timeout_kills_the_process(config_dict, tmp_path):
 
 
 def test_docker_kwargs_from_cli_names():
-    kw = environments.docker_kwargs({
+    kw = docker_kind.docker_kwargs({
         "ipc": "host", "shm_size": "8g", "network": "host", "cpuset_cpus": "0-3",
         "privileged": True, "cgroup_parent": "bench.slice", "memory": "60g",
         "ulimits": {"memlock": -1, "stack": "1024:2048"}, "gpus": "all",
@@ -67,7 +70,7 @@ def test_docker_kwargs_from_cli_names():
 
 def test_rlimit_refusal_is_explained(config_dict, tmp_path):
     c = _campaign(config_dict, tmp_path)
-    msg = environments.explain_docker_error(
+    msg = docker_kind.explain_docker_error(
         c.environment("docker"),
         "OCI runtime create failed: error setting rlimit type 8: operation not permitted",
         "test.yaml")
@@ -79,7 +82,7 @@ def test_privileged_refusal_is_explained(config_dict, tmp_path):
     """The engine's words on the lent H100, where the engine lacks capabilities."""
     config_dict["environments"]["docker"]["options"] = {"privileged": True}
     c = _campaign(config_dict, tmp_path)
-    msg = environments.explain_docker_error(
+    msg = docker_kind.explain_docker_error(
         c.environment("docker"),
         'failed to create shim task: OCI runtime create failed: runc create failed: unable to '
         'start container process: unable to apply caps: operation not permitted: unknown',
@@ -92,9 +95,9 @@ def _labelled(campaign):
     workers run campaigns of one name side by side)."""
     import docker
 
-    root = environments.owner_labels(campaign.name, campaign.root)["containertax.root"]
+    root = launch.owner_labels(campaign.name, campaign.root)["containertax.root"]
     return docker.from_env().containers.list(all=True, filters={"label": [
-        f"{environments.LABEL}={campaign.name}", f"containertax.root={root}"]})
+        f"{launch.LABEL}={campaign.name}", f"containertax.root={root}"]})
 
 
 @needs_docker
@@ -116,12 +119,31 @@ def test_docker_container_is_removed_after_success_failure_and_timeout(config_di
 
 @needs_docker
 @pytest.mark.docker
+def test_before_any_run_the_docker_kinds_clean_up_removes_a_dead_launchers_container(
+        config_dict, tmp_path):
+    """Planted: a container of this checkout whose launcher is gone; the clean-up before
+    any run (cells) reaches it through the docker kind's declared `cleanup`."""
+    import docker
+
+    c = _campaign(config_dict, tmp_path)
+    dead = docker.from_env().containers.create(DEMO_IMAGE, command=["sleep", "60"], labels={
+        **launch.owner_labels(c.name, c.root), "containertax.owner_pid": "999999999"})
+    try:
+        assert dead.name in environments.stop_orphaned_containers(c)
+        assert _labelled(c) == []
+    finally:
+        with contextlib.suppress(docker.errors.NotFound):
+            dead.remove(force=True)
+
+
+@needs_docker
+@pytest.mark.docker
 def test_stale_container_of_a_dead_launcher_is_removed(config_dict, tmp_path):
     import docker
 
     c = _campaign(config_dict, tmp_path)
     client = docker.from_env()
-    mine = environments.owner_labels(c.name, c.root)
+    mine = launch.owner_labels(c.name, c.root)
 
     def container(**labels: str):
         made = client.containers.create(DEMO_IMAGE, command=["sleep", "60"],
@@ -137,11 +159,11 @@ def test_stale_container_of_a_dead_launcher_is_removed(config_dict, tmp_path):
     other_host = container(**{"containertax.host": "another-host",
                               "containertax.owner_pid": "999999999"})
     try:
-        removed = environments.cleanup_stale_containers(client, c.name, c.root)
+        removed = docker_kind.cleanup_stale_containers(client, c.name, c.root)
         assert sorted(removed) == sorted([dead.name, reused.name])
         made = {x.name for x in (live, other_checkout, other_host, dead, reused)}
         left = {x.name for x in client.containers.list(  # of these (xdist workers run more)
-            all=True, filters={"label": f"{environments.LABEL}={c.name}"})} & made
+            all=True, filters={"label": f"{launch.LABEL}={c.name}"})} & made
         assert left == {live.name, other_checkout.name, other_host.name}
     finally:
         for x in (live, other_checkout, other_host, dead, reused):
@@ -283,7 +305,7 @@ def test_chroot_and_docker_see_the_image_environment(config_dict, tmp_path):
     c = _campaign(config_dict, tmp_path, chroot={"kind": "chroot", **spec},
                   docker={"kind": "docker", **spec})
     chroot = environments.launcher(c, "chroot")
-    environments.export_rootfs(image, chroot.rootfs())
+    chroot_kind.export_rootfs(image, chroot.rootfs())
     show = ["python3", "-c", "import json, os; print(json.dumps({'env': dict(os.environ), "
             "'cwd': os.getcwd()}))"]
     seen = {}

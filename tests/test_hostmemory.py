@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from containertax.execution import environments, hostcpus, hostmemory
+from containertax.execution import environments, hostmemory
+from containertax.runtimes import docker as docker_kind
+from containertax.runtimes import hostcpus
 
 MEMINFO = """MemTotal:       131072000 kB
 MemFree:         2097152 kB
@@ -112,9 +114,9 @@ def test_cpuset_performance_resolves_on_this_host():
         cores, _ = hostcpus.performance_cores()
     except hostcpus.CpuTopologyError:
         with pytest.raises(environments.EnvironmentFailure, match="options.cpuset_cpus"):
-            environments.docker_kwargs({"cpuset_cpus": "performance"})
+            docker_kind.docker_kwargs({"cpuset_cpus": "performance"})
         return
-    kw = environments.docker_kwargs({"cpuset_cpus": "performance"})
+    kw = docker_kind.docker_kwargs({"cpuset_cpus": "performance"})
     assert kw["cpuset_cpus"] == hostcpus.cpulist(cores)
 
 

@@ -12,7 +12,9 @@ import pytest
 
 from containertax.campaign import config, designs, lanes, schedule, status
 from containertax.core import records
-from containertax.execution import environments, gating, passthrough, thermal
+from containertax.execution import environments, gating, thermal
+from containertax.runtimes import docker as docker_kind
+from containertax.runtimes import passthrough
 from tests.conftest import REPO
 
 
@@ -205,12 +207,12 @@ def test_native_sees_only_the_lane_gpu_and_cores(tmp_path, config_dict):
 
 def test_docker_gets_only_the_lane_gpu(tmp_path):
     lane_launch = launch(tmp_path, gpu="GPU-bbbb-1111", gpu_minor=1, cpuset="4-7")
-    kw = environments.docker_kwargs({"gpus": "all"}, lane_launch)
+    kw = docker_kind.docker_kwargs({"gpus": "all"}, lane_launch)
     assert kw["device_requests"][0]["DeviceIDs"] == ["GPU-bbbb-1111"]
     assert kw["cpuset_cpus"] == "4-7"
-    assert environments.docker_kwargs({"cpuset_cpus": "0-1"}, lane_launch)["cpuset_cpus"] \
+    assert docker_kind.docker_kwargs({"cpuset_cpus": "0-1"}, lane_launch)["cpuset_cpus"] \
         == "0-1"
-    assert "device_requests" not in environments.docker_kwargs({}, launch(tmp_path))
+    assert "device_requests" not in docker_kind.docker_kwargs({}, launch(tmp_path))
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="mknod of character devices needs root")

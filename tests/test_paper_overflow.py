@@ -6,7 +6,11 @@ again; the LaTeX log must hold no overfull box beyond the review's tolerance. Th
 replacements are drawn from fixed seeds, so the outcome depends on the code alone.
 
 Planted case: one value with an unbreakable 60-letter word must be reported (the check can
-fail)."""
+fail). A second committed paper, h100-sani-cold's (built in seconds), holds no overfull box
+as built, nor with its environment's id replaced by a one-word id as long as a real kind's
+(charliecloud, which ran 5.4 pt into the margin of demo-runtimes' tables before the L
+column allowed its first word to break; the one-line heading of its headline table put
+h100-sani-cold's 2.5 pt into the margin)."""
 
 from __future__ import annotations
 
@@ -24,6 +28,7 @@ from tests.conftest import REPO
 pytestmark = pytest.mark.slow
 
 CAMPAIGN = "h100-engine-gqa"
+SMALL = "h100-sani-cold"  # one model, native and docker
 IDS = ["qwen2.5-72b-instruct-fp8", "llama-3.1-nemotron-70b-instruct-hf",
        "docker-optimised-shm60g-cpuset", "native-aa", "mixtral-8x7b-instruct-v0.1-fp8"]
 
@@ -100,3 +105,29 @@ def test_an_unbreakable_word_is_reported_as_overfull(built, tmp_path):
     assert numbers != text
     found = overfull(compile_with(built, tmp_path / "paper", numbers))
     assert found, "a 60-letter word in the text was not reported"
+
+
+@pytest.fixture(scope="module")
+def small(committed_paper) -> Path:
+    return committed_paper(SMALL) / "results" / SMALL / "paper"
+
+
+def test_a_committed_paper_as_built_has_no_overfull_box(small):
+    log = (small / "main.log").read_text(errors="replace")
+    assert not overfull(log), overfull(log)
+
+
+def test_a_one_word_environment_id_fits_its_column(small, tmp_path):
+    """Every generated table with the environment 'docker' called 'charliecloud' (a real
+    kind's name, one word), compiled again: the id breaks in its column."""
+    work = tmp_path / "tables"
+    shutil.copytree(small / "tables", work)
+    for table in work.glob("*.tex"):
+        table.write_text(re.sub(r"\bdocker\b", "charliecloud", table.read_text()))
+    assert "charliecloud" in (work / "headline.tex").read_text()
+    paper = tmp_path / "built"
+    shutil.copytree(small, paper)
+    shutil.rmtree(paper / "tables")
+    shutil.copytree(work, paper / "tables")
+    log = compile_with(paper, tmp_path / "paper", (small / "numbers.tex").read_text())
+    assert not overfull(log), overfull(log)

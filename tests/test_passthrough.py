@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 from containertax.campaign import config
-from containertax.execution import environments, passthrough
+from containertax.execution import environments
+from containertax.runtimes import chroot as chroot_kind
+from containertax.runtimes import passthrough
 from tests.conftest import DEMO_IMAGE, needs_docker
 
 LDCONFIG = """\
@@ -100,7 +102,7 @@ def test_chroot_gpu_binds_driver_libraries_and_leaves_nothing(config_dict, tmp_p
     config_dict["reference_environment"] = "chroot"
     campaign = config.load_campaign(config_dict, "test.yaml")
     launcher = environments.launcher(campaign, "chroot")
-    environments.export_rootfs(DEMO_IMAGE, launcher.rootfs())
+    chroot_kind.export_rootfs(DEMO_IMAGE, launcher.rootfs())
     out = _run_show(launcher, tmp_path)
     assert out.resolved["driver_libraries"]["libcuda.so.1"].endswith("libcuda.so.1.580.0")
     assert os.listdir(launcher.rootfs() / "usr/local/containertax-driver") == []  # a tmpfs

@@ -11,7 +11,8 @@ import yaml
 
 from containertax import cli
 from containertax.campaign import config, optimisation
-from containertax.execution import environments, preflight
+from containertax.execution import preflight
+from containertax.runtimes import docker as docker_kind
 from tests.conftest import REPO
 
 PHASES = {
@@ -67,9 +68,9 @@ def test_phase_2b_varies_one_option_each():
     ipc_default = c.environment("docker_ipc_default").spec["options"]
     assert "ipc" not in ipc_default and ipc_default["ulimits"] == base["ulimits"]
     # the docker SDK arguments of a variant are the baseline's plus its own option
-    kw = environments.docker_kwargs(c.environment("docker_shm_60g").spec["options"])
+    kw = docker_kind.docker_kwargs(c.environment("docker_shm_60g").spec["options"])
     assert kw["shm_size"] == "60g" and kw["ipc_mode"] == "private"
-    assert environments.docker_kwargs(c.environment("docker_memory_100g").spec["options"])[
+    assert docker_kind.docker_kwargs(c.environment("docker_memory_100g").spec["options"])[
         "mem_limit"] == "100g"
     for env in c.environments:  # no variant sets a shm size Docker would ignore
         assert preflight.shm_with_host_ipc(c, env.id) == [], env.id

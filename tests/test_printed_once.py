@@ -20,7 +20,8 @@ from containertax.publishing import review
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.slow
-PAPERS = ["h100-engine-balanced", "h100-stopping", "h100-matmul"]
+PAPERS = ["h100-engine-balanced", "h100-stopping", "h100-matmul", "h100-stopping-exact",
+          "h100-sani-cold"]
 
 
 @pytest.fixture(scope="module", params=PAPERS)
@@ -90,3 +91,24 @@ def test_what_the_campaign_is_and_has_is_said(built):
         captions = " ".join(re.findall(r"Figure \d+: [^.]*\.[^.]*\.", flat))
         assert captions and "A/A" not in captions and "compiled" not in captions
         assert "A/A control that failed" not in flat  # the rule's words, not had here
+
+
+def test_a_campaign_with_timelines_says_where_the_time_goes(built):
+    """Records with timelines (h100-sani-cold: record version 4) get the section 'Where the
+    time goes' with its table, each phase's difference printed in ms as findings.csv holds
+    it; before this test the pipeline's section was silently empty (findings.split had put
+    the phases families among the other findings)."""
+    flat = " ".join(built["text"].split())
+    if built["campaign"] != "h100-sani-cold":
+        assert "Where the time goes" not in flat  # no timeline in their records
+        return
+    assert "Where the time goes" in flat
+    # floats may stand between the heading and its text: the section's sentence anywhere
+    assert "phases that carry a difference" in flat or "No phase differs" in flat
+    import pandas as pd
+    table = pd.read_csv(built["root"] / FINDINGS, dtype=str)
+    phases = table[table["family"] == "phases"]
+    assert not phases.empty and (phases["reach"] == "where the time goes").all()
+    printed = {(e, lo, hi) for e, lo, hi in review.printed_intervals(built["text"])}
+    start = phases[phases["metric"] == "phase_start_s"].iloc[0]
+    assert (start["abs_text_est"], start["abs_text_low"], start["abs_text_high"]) in printed

@@ -70,6 +70,17 @@ def test_throttled_runs_are_flagged():
     assert len(dropped) == 1
 
 
+def test_throttled_finding_counts_one_run_in_the_singular():
+    """h100-stopping-exact's review flagged '1 runs had their clocks lowered'."""
+    runs = frame(n=5, throttled_s=0.0)
+    runs.loc[2, "throttled_s"] = 3.5
+    text = checks(runs)["throttled"].message
+    assert text.startswith("one run had its clocks lowered") and "for 3.5 s" in text
+    runs.loc[3, "throttled_s"] = 1.5
+    text = checks(runs)["throttled"].message
+    assert text.startswith("2 runs had their clocks") and "a median of 2.5 s per run" in text
+
+
 def test_identical_throughput_for_very_different_models_is_implausible():
     """The DGX Spark phase-1 mistake: ~120 tok/s for a 7B, a 72B and a 120B model."""
     rows = [{"model": m, "environment": "chroot", "repetition": r, "metric": "token_throughput",

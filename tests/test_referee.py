@@ -414,6 +414,9 @@ def test_planted_interval_below_minus_100_percent_is_caught():
     planted = review.check_interval_texts("GPU utilisation -52.3 [-138.7, +34.1]")
     assert "below -100 %" in planted[0].message
     assert review.check_interval_texts("-52.3 [-100.0, +34.1]") == []
+    # a phase's difference in ms (findings.csv's abs_text_*) has no -100 % floor
+    assert review.check_interval_texts("+161 ms [-258, +581]")
+    assert review.check_interval_texts("+161 ms [-258, +581]", {("-258", "+581")}) == []
 
 
 def test_planted_file_path_in_prose_is_caught():
@@ -436,6 +439,10 @@ def test_planted_repeated_sentence_is_caught():
     assert review.check_repeated_sentences(same) != []
     assert review.check_repeated_sentences(
         "We ask what a container costs. We answer with tests and intervals.") == []
+    # the environments table's rows of an A/A replica and its reference (demo paper)
+    row = "GPU access: none (no GPU recorded). Engine flags: none. Isolated: none (host process). "
+    assert review.check_repeated_sentences(row * 2) == []
+    assert review.check_repeated_sentences(row * 2 + same) != []
 
 
 def test_planted_plural_after_one_and_all_two_are_caught():

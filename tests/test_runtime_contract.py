@@ -37,6 +37,22 @@ def test_a_toy_kind_without_words_is_caught():
         assert f"does not declare {name!r}" in " ".join(contract_problems(toy)), name
 
 
+def test_a_toy_kind_without_a_launcher_is_caught():
+    """Planted: a toy kind that declares no launcher class, or one that is not a Launcher
+    (execution/environments.py would fail only at its first cell); the registered kinds
+    each start their own class."""
+    toy = dataclasses.replace(podman.RUNTIME, kind="toy", launcher_class=None)
+    assert contract_problems(toy) == [
+        "environment kind 'toy' does not declare 'launcher_class' (runtimes/base.py Runtime)"]
+    toy = dataclasses.replace(podman.RUNTIME, kind="toy", launcher_class=dict)
+    assert contract_problems(toy) == [
+        "environment kind 'toy': launcher_class <class 'dict'> is not a "
+        "runtimes.launch.Launcher"]
+    assert {k: runtimes.get(k).launcher_class.__name__ for k in ("native", "chroot",
+            "docker", "podman")} == {"native": "NativeLauncher", "chroot": "ChrootLauncher",
+                                     "docker": "DockerLauncher", "podman": "CommandLauncher"}
+
+
 def test_inconsistent_declarations_are_caught():
     """Planted: a command launcher without its command; options without their schema."""
     toy = dataclasses.replace(podman.RUNTIME, kind="toy", command=None)

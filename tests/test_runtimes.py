@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import pwd
+import re
 import shutil
 import subprocess
 import sys
@@ -21,7 +22,8 @@ import pytest
 from containertax import runtimes
 from containertax.campaign import config
 from containertax.execution import environments, preflight
-from containertax.runtimes import podman
+from containertax.runtimes import launch, podman
+from containertax.runtimes.base import rlimit_names
 from tests.conftest import DEMO_IMAGE, REPO, docker_ready
 
 REQUIRED = os.environ.get("CONTAINERTAX_REQUIRE_RUNTIMES") == "1"
@@ -157,7 +159,7 @@ def test_the_rlimit_names_are_the_schemas():
     """RLIMIT_OFILE is RLIMIT_NOFILE (7): the refusal names `nofile`, a key the schema takes."""
     import resource
 
-    assert environments.RLIMIT_NAMES[resource.RLIMIT_NOFILE] == "nofile"
+    assert rlimit_names()[resource.RLIMIT_NOFILE] == "nofile"
     said = runtimes.docker.explain("docker", {"options": {"ulimits": {"nofile": 10**7}}},
                                    "error setting rlimit type 7: operation not permitted",
                                    "x.yaml")
@@ -232,7 +234,7 @@ def test_a_podman_container_of_a_killed_launcher_is_removed(results):
     """Planted: a container labelled as made by this checkout's campaign by a process that
     no longer exists (pid 2**22 + 1 is above Linux's pid_max); the clean-up removes it and
     leaves one of a live launcher alone."""
-    labels = environments.owner_labels("cleanup-test", results)
+    labels = launch.owner_labels("cleanup-test", results)
     gone = {**labels, "containertax.owner_pid": str(2**22 + 1)}
     made = []
     for name, owner in (("ctx-cleanup-gone", gone), ("ctx-cleanup-live", labels)):
@@ -246,3 +248,20 @@ def test_a_podman_container_of_a_killed_launcher_is_removed(results):
     finally:
         for name in made:
             subprocess.run(["podman", "rm", "-f", name], capture_output=True)
+
+
+def test_a_stale_copy_of_the_image_is_named():
+    """Planted: a hand-over (or the chroot's export) of an image id the engine no longer
+    has under that name; the same id passes."""
+    from types import SimpleNamespace
+
+    from containertax.runtimes import docker
+
+    env = SimpleNamespace(id="podman-rootful", image="containertax-demo:bookworm")
+    docker.copy_is_current(env, "sha256:a", "sha256:a", "p.json names", "that file")
+    with pytest.raises(launch.EnvironmentFailure, match=re.escape(
+            "environment podman-rootful: p.json names image id sha256:a, but "
+            "'containertax-demo:bookworm' is now sha256:b. Delete that file to hand over the "
+            "current image.")):
+        docker.copy_is_current(env, "sha256:a", "sha256:b", "p.json names",
+                               "that file to hand over the current image")

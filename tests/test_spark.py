@@ -15,6 +15,8 @@ import pytest
 from containertax.campaign import config
 from containertax.core import rawrecord
 from containertax.execution import environments, memorychain
+from containertax.runtimes import chroot as chroot_kind
+from containertax.runtimes import launch
 from tests.conftest import DEMO_IMAGE, needs_docker
 
 ENTRY_IMAGE = "containertax-entrypoint-test:local"
@@ -59,13 +61,13 @@ def _entry_image(tmp_path: Path) -> str:
 def test_telemetry_opt_out_names_match_tensorrt_llm_and_every_launcher_sets_them():
     """The names and values its usage module tests (is_usage_stats_enabled); native and
     the container launchers start from the same project variables."""
-    assert environments.TELEMETRY_OPT_OUT == {"TRTLLM_NO_USAGE_STATS": "1",
+    assert launch.TELEMETRY_OPT_OUT == {"TRTLLM_NO_USAGE_STATS": "1",
                                               "TELEMETRY_DISABLED": "1", "DO_NOT_TRACK": "1"}
-    for env in (environments.BASE_ENV, environments.PROJECT_ENV):
-        assert environments.telemetry_state(env)["off"]
+    for env in (launch.BASE_ENV, launch.PROJECT_ENV):
+        assert launch.telemetry_state(env)["off"]
     # planted: a config that turns one back on is recorded as not off
-    assert not environments.telemetry_state(
-        {**environments.PROJECT_ENV, "DO_NOT_TRACK": "0"})["off"]
+    assert not launch.telemetry_state(
+        {**launch.PROJECT_ENV, "DO_NOT_TRACK": "0"})["off"]
 
 
 def test_native_process_has_the_telemetry_opt_out(config_dict, tmp_path):
@@ -73,8 +75,8 @@ def test_native_process_has_the_telemetry_opt_out(config_dict, tmp_path):
     out = environments.launcher(c, "native").run(_launch(
         tmp_path, [sys.executable, *SHOW[1:]]))
     seen = json.loads(out.output.strip().splitlines()[-1])
-    assert {k: seen.get(k) for k in environments.TELEMETRY_OPT_OUT} == \
-        environments.TELEMETRY_OPT_OUT
+    assert {k: seen.get(k) for k in launch.TELEMETRY_OPT_OUT} == \
+        launch.TELEMETRY_OPT_OUT
     assert out.resolved["telemetry"]["off"]
 
 
@@ -89,7 +91,7 @@ def test_entrypoint_parity_and_telemetry_in_chroot_and_docker(config_dict, tmp_p
     c = _campaign(config_dict, tmp_path, {"chroot": {"kind": "chroot", **spec},
                                           "docker": {"kind": "docker", **spec}})
     chroot = environments.launcher(c, "chroot")
-    facts = environments.export_rootfs(image, chroot.rootfs())
+    facts = chroot_kind.export_rootfs(image, chroot.rootfs())
     assert facts["config"]["entrypoint"] == ["/entry.sh"] and facts["config"]["cmd"] == ["sh"]
     seen = {}
     for name in ("chroot", "docker"):
@@ -101,8 +103,8 @@ def test_entrypoint_parity_and_telemetry_in_chroot_and_docker(config_dict, tmp_p
     for env in seen.values():
         assert env["CT_FROM_ENTRYPOINT"] == "set-by-entrypoint"
         assert env["LD_LIBRARY_PATH"] == "/opt/entry/lib:/opt/image/lib"
-        assert {k: env.get(k) for k in environments.TELEMETRY_OPT_OUT} == \
-            environments.TELEMETRY_OPT_OUT
+        assert {k: env.get(k) for k in launch.TELEMETRY_OPT_OUT} == \
+            launch.TELEMETRY_OPT_OUT
     seen["docker"].pop("HOSTNAME")
     assert seen["chroot"] == seen["docker"]
     # planted: the chroot without the entrypoint (the behaviour before) misses both
@@ -128,7 +130,7 @@ def test_memory_chain_in_every_environment_and_a_docker_limit_shrinks_the_cache(
         "docker_memory": {"kind": "docker", **demo, "options": {"memory": "128m"}},
         "docker_cgroup_parent": {"kind": "docker", **demo,
                                  "options": {"cgroup_parent": "/containertax-test"}}})
-    environments.export_rootfs(DEMO_IMAGE, environments.launcher(c, "chroot").rootfs())
+    chroot_kind.export_rootfs(DEMO_IMAGE, environments.launcher(c, "chroot").rootfs())
     chains = {e.id: memorychain.run_standin(c, e.id, tmp_path / f"w-{e.id}",
                                             max_alloc_mib=160)["memory_chain"]
               for e in c.environments}

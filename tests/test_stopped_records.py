@@ -8,6 +8,7 @@ to raw/.superseded/ with a ledger event each."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -202,3 +203,28 @@ def test_a_look_written_before_fingerprints_is_held_to_the_rule_it_names():
     assert looks.read_look(path, rule)["models"][MODEL]["decision"] == "stop"
     with pytest.raises(looks.LookError, match="'obrien-fleming' then, 'pocock' now"):
         looks.read_look(path, Rule(**{**rule.__dict__, "spending": "pocock"}))
+
+
+def test_the_exact_rule_campaign_rebuilds_the_looks_its_gpu_machine_decided(committed_paper):
+    """results/h100-stopping-exact (issue #33's rule, 4 visits on lent H100s): the look files
+    written by the interim checkpoint on the GPU machine are accepted under the config's
+    rule, and the analysis rebuilt here from the raw records alone stops every model where
+    they did (matmul-10k at look 1, the other two at the maximum). Fails if the rule, the
+    boundaries or the stop logic drift from what decided the campaign."""
+    from containertax.campaign import looks
+    from containertax.campaign.stopping import Rule
+
+    campaign = "h100-stopping-exact"
+    rule = Rule.from_config(config.load_file(REPO / "config" / f"{campaign}.yaml").raw)
+    visit = REPO / "results" / campaign / "raw" / "visits" / "20261126T222553Z" / "interim"
+    final = {}
+    for n in (1, 2):
+        for model, d in looks.read_look(visit / f"look{n}.json", rule)["models"].items():
+            final[model] = d
+    assert {m: d["blocks_run"] for m, d in final.items()} == {
+        "matmul-10k": 6, "qwen2-0.5b": 8, "mm-4096": 8}
+    work = committed_paper(campaign, f"results/{campaign}/paper/numbers.tex")
+    numbers = (work / "results" / campaign / "paper" / "numbers.tex").read_text()
+    stops = re.search(r"\\ctxdef\{seq/stops\}\{(.*)\}", numbers).group(1)
+    for model, d in final.items():
+        assert f"{model} after {d['blocks_run']} blocks (look {d['looks_made']}," in stops, stops

@@ -16,8 +16,8 @@ import pytest
 
 from containertax.campaign.paths import CampaignPaths
 from containertax.core import rawrecord
-from containertax.execution import environments
 from containertax.publishing import phases_paper, tables
+from containertax.runtimes import launch
 from containertax.statistics import aggregate, phases
 from containertax.statistics import comparisons as st
 from containertax.workloads import timeline
@@ -73,7 +73,7 @@ def test_native_wall_time_ends_when_the_process_exits_not_when_its_children_do()
     worker pool does). The wall time ends at the process's own exit, as a container's ends
     when its first process exits; the pipe's end is recorded after it."""
     marks: dict[str, float] = {}
-    rc, _, _, wall, out, _ = environments._run_process(
+    rc, _, _, wall, out, _ = launch.run_process(
         ["sh", "-c", "(sleep 1; echo child) & echo parent"], {"PATH": "/usr/bin:/bin"}, 30,
         None, marks)
     assert rc == 0 and "parent" in out and "child" in out

@@ -21,7 +21,7 @@ import yaml
 
 from containertax.campaign.paths import CampaignPaths
 from containertax.core import rawrecord
-from containertax.execution import environments
+from containertax.runtimes import launch
 from tests.conftest import DEMO_IMAGE, REPO, demo_config, needs_docker
 
 pytestmark = [needs_docker, pytest.mark.docker, pytest.mark.slow]
@@ -77,7 +77,7 @@ def assert_nothing_left_behind(root: Path, campaign: str) -> None:
     assert not list(CampaignPaths(root).raw_dir.rglob("*.tmp")), "temporary files left in raw/"
     assert not list(CampaignPaths(root).raw_dir.rglob("*.partial"))
     left = docker.from_env().containers.list(all=True, filters={"label": [  # this test's own
-        f"{environments.LABEL}={campaign}", f"containertax.root={root.resolve()}"]})
+        f"{launch.LABEL}={campaign}", f"containertax.root={root.resolve()}"]})
     assert left == [], f"containers left behind: {left}"
     mounts = Path("/proc/mounts").read_text()
     assert str(root.resolve()) not in mounts, "chroot mounts leaked into the host"

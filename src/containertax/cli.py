@@ -196,16 +196,16 @@ def _import(a: argparse.Namespace) -> int:
 
 
 def _rootfs(a: argparse.Namespace) -> int:
-    from containertax.execution import environments
+    from containertax.runtimes import chroot
 
-    environments.export_rootfs(a.image, Path(a.out))
+    chroot.export_rootfs(a.image, Path(a.out))
     return 0
 
 
 def _host_image(a: argparse.Namespace) -> int:
-    from containertax.execution import environments
+    from containertax.runtimes import docker
 
-    print(environments.host_software_image(a.tag))
+    print(docker.host_software_image(a.tag))
     return 0
 
 

@@ -30,8 +30,10 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "src"))
 
 from containertax.campaign import config  # noqa: E402
-from containertax.execution import environments, passthrough  # noqa: E402
-from containertax.execution.environments import import_image  # noqa: E402
+from containertax.execution import environments  # noqa: E402
+from containertax.runtimes import chroot as chroot_kind  # noqa: E402
+from containertax.runtimes import docker as docker_kind  # noqa: E402
+from containertax.runtimes import passthrough  # noqa: E402
 
 IMAGE = "containertax-cudaprobe:1"
 
@@ -58,7 +60,7 @@ def build_image(work: Path) -> str:
         for lib in libs:
             if lib.startswith("/"):
                 tar.add(str(Path(lib).resolve()), lib.lstrip("/"))
-    return import_image(buf.getvalue(), IMAGE)
+    return docker_kind.import_image(buf.getvalue(), IMAGE)
 
 
 def main() -> int:
@@ -82,8 +84,8 @@ def main() -> int:
     campaign = config.load_campaign(raw, "gpu_passthrough.py")
     for env in campaign.environments:
         launcher = environments.launcher(campaign, env.id)
-        if isinstance(launcher, environments.ChrootLauncher) and not launcher.rootfs().exists():
-            environments.export_rootfs(IMAGE, launcher.rootfs())
+        if isinstance(launcher, chroot_kind.ChrootLauncher) and not launcher.rootfs().exists():
+            chroot_kind.export_rootfs(IMAGE, launcher.rootfs())
         (work / "probe").mkdir(exist_ok=True)
         (work / "w").mkdir(exist_ok=True)
         try:

@@ -24,6 +24,7 @@ sys.path.insert(0, str(REPO / "src"))
 from containertax.campaign.config import load_campaign  # noqa: E402
 from containertax.campaign.configfile import read_config_file  # noqa: E402
 from containertax.execution import environments, memorychain  # noqa: E402
+from containertax.runtimes import chroot as chroot_kind  # noqa: E402
 
 LIMIT = "4g"  # room for Python, torch and a CUDA context; far below the host's memory
 GIB = 2**30
@@ -71,7 +72,7 @@ def main() -> int:
             if env.kind == "chroot":  # the workflow's rootfs rule, done here
                 rootfs = environments.launcher(campaign, env.id).rootfs()
                 if not rootfs.exists():
-                    environments.export_rootfs(env.image, rootfs)
+                    chroot_kind.export_rootfs(env.image, rootfs)
             for device in ("host", "cuda"):
                 try:
                     out = memorychain.run_standin(

@@ -293,11 +293,12 @@ class CampaignPaths:
     def preflight(self, environment: str) -> Path:
         return self.at(PREFLIGHT, environment=environment)
 
-    def rootfs(self, image_slug: str) -> Path:
-        return self.at(ROOTFS, image=image_slug)
+    def rootfs(self, image: str) -> Path:
+        """An image's exported root filesystem (the folder named by image_slug)."""
+        return self.at(ROOTFS, image=image_slug(image))
 
-    def rootfs_marker(self, image_slug: str) -> Path:
-        return self.at(ROOTFS_MARKER, image=image_slug)
+    def rootfs_marker(self, image: str) -> Path:
+        return self.at(ROOTFS_MARKER, image=image_slug(image))
 
     def provided(self, environment: str) -> Path:
         return self.at(PROVIDED, environment=environment)

@@ -13,7 +13,7 @@ import pandas as pd
 
 from containertax.publishing import tables
 from containertax.statistics import texts
-from containertax.statistics.phases import WALL, seconds_text, sum_gap, triplet_ms
+from containertax.statistics.phases import WALL, abs_texts, sum_gap, triplet_ms
 
 
 def table(found: list[dict[str, Any]]) -> str:
@@ -37,7 +37,7 @@ def table(found: list[dict[str, Any]]) -> str:
     return tables.longtable(
         ["Phase", "Ref.\\ (s)", "Env.\\ (s)", "Diff.\\ (ms) [95\\,\\% CI]",
          "$p_\\mathrm{BH}$", "Verdict"], body,
-        r"L{0.25\linewidth}rrrrl", "tab:phases", size=r"\small")
+        r"L{0.2\linewidth}rrrrl", "tab:phases", size=r"\small")
 
 
 def figure(found: list[dict[str, Any]], path: Path) -> bool:
@@ -136,9 +136,8 @@ def values(campaign: Any, found: list[dict[str, Any]], runs: pd.DataFrame,
         "phases-rest-n": len(rest),
     }
     if wall is not None:
-        out.update({"phases-wall-diff": seconds_text(wall["diff_s"]),
-                    "phases-wall-low": seconds_text(wall["diff_low"]),
-                    "phases-wall-high": seconds_text(wall["diff_high"]),
+        diff, low, high = abs_texts(WALL, wall["diff_s"], wall["diff_low"], wall["diff_high"])
+        out.update({"phases-wall-diff": diff, "phases-wall-low": low, "phases-wall-high": high,
                     "phases-wall-ref": tables.num(wall["mean_ref"], 3),
                     "phases-wall-env": tables.num(wall["mean_env"], 3)})
     gap = sum_gap(runs)

@@ -48,7 +48,7 @@ def run_figures(campaign: Campaign, kept_csv: Path, comparisons_csv: Path,
     from containertax.publishing import figures
 
     runs = read_table(kept_csv)
-    results, _ = read_findings(comparisons_csv)
+    results, others = read_findings(comparisons_csv)
     reg = policy.metric_registry(campaign)
     envs = policy.environment_order(campaign, runs)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -102,7 +102,7 @@ def run_figures(campaign: Campaign, kept_csv: Path, comparisons_csv: Path,
     add("gate-waits", figures.gate_waits(runs, envs, paths.figure_file(out_dir, "gate-waits")))
     from containertax.publishing import phases_paper
 
-    add("phases", phases_paper.figure(phase_rows(campaign, runs, results),
+    add("phases", phases_paper.figure(phase_rows(campaign, runs, results, others),
                                 paths.figure_file(out_dir, "phases")))
     # Figures are drawn at the size they are printed (figures.WIDTH): never scaled, so the
     # font sizes set there are the sizes on the page. Files carry the figure's number in the
@@ -148,22 +148,27 @@ def kv_covariate(campaign: Campaign, found: list[Any] | None = None) -> pd.DataF
                            campaign.analysis["alpha"])
 
 
-def phase_rows(campaign: Campaign, runs: pd.DataFrame | None,
-               results: pd.DataFrame | None) -> list[dict[str, Any]]:
-    """The phases' comparisons with their differences in seconds (statistics/phases.py)."""
+def phase_rows(campaign: Campaign, runs: pd.DataFrame | None, results: pd.DataFrame | None,
+               others: pd.DataFrame | None = None) -> list[dict[str, Any]]:
+    """The phases' comparisons with their differences in seconds (statistics/phases.py). The
+    phases families are not among findings.split's comparisons (they are in `others`, with
+    the compile-excluded rows); the wall time, which they decompose, is."""
     from containertax.statistics import phases
 
     if runs is None or runs.empty:
         return []
-    return phases.rows(runs, results, campaign.analysis["alpha"],
+    both = pd.concat([t for t in (results, others) if t is not None and not t.empty],
+                     ignore_index=True) if any(
+        t is not None and not t.empty for t in (results, others)) else None
+    return phases.rows(runs, both, campaign.analysis["alpha"],
                        policy.metric_registry(campaign))
 
 
-def phase_table(campaign: Campaign, runs: pd.DataFrame | None,
-                results: pd.DataFrame | None) -> str:
+def phase_table(campaign: Campaign, runs: pd.DataFrame | None, results: pd.DataFrame | None,
+                others: pd.DataFrame | None = None) -> str:
     from containertax.publishing import phases_paper
 
-    return phases_paper.table(phase_rows(campaign, runs, results))
+    return phases_paper.table(phase_rows(campaign, runs, results, others))
 
 
 def run_tables(campaign: Campaign, kept_csv: Path, comparisons_csv: Path, desc_csv: Path,
@@ -173,7 +178,7 @@ def run_tables(campaign: Campaign, kept_csv: Path, comparisons_csv: Path, desc_c
     runs = read_table(kept_csv)
     metrics = policy.analysed_metrics(campaign, runs)
     desc = read_table(desc_csv)
-    results, _ = read_findings(comparisons_csv)
+    results, others = read_findings(comparisons_csv)
     quality_report = (records.read_json(quality_json)
                       if quality_json and quality_json.exists() else None)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -206,7 +211,7 @@ def run_tables(campaign: Campaign, kept_csv: Path, comparisons_csv: Path, desc_c
         "workloads": tables.workloads_table(found["workloads"]) if found["workloads"] else "",
         "design": order.design_table(policy.order_balance(campaign, order_csv)),
         "memory-chain": memory_chain_table(campaign),
-        "phases": phase_table(campaign, runs, results),
+        "phases": phase_table(campaign, runs, results, others),
     }
     for name, text in out.items():
         records.atomic_write_text(paths.table_file(out_dir, name), text)
@@ -224,7 +229,7 @@ def run_numbers(campaign: Campaign, kept_csv: Path, comparisons_csv: Path,
                                          others)
     from containertax.publishing import phases_paper
 
-    values.update(phases_paper.values(campaign, phase_rows(campaign, runs, results), runs,
+    values.update(phases_paper.values(campaign, phase_rows(campaign, runs, results, others), runs,
                                 discussion.read_prior_work()))
     from containertax.publishing import kvmodel_paper
 

@@ -1,5 +1,7 @@
 """Environment kinds: one module each (native, chroot, docker, podman, charliecloud,
-apptainer), each a `Runtime` declaration (base.py). REGISTRY is the one list of kinds: the
+apptainer), each a `Runtime` declaration (base.py) with its launcher (launch.py: what every
+launcher shares; command.py: the command-line runtimes' launcher; passthrough.py and
+hostcpus.py: the GPU and cores a launcher hands the process). REGISTRY is the one list of kinds: the
 config schema names none (validation refuses a kind the registry lacks, naming the key),
 and tests/test_runtime_contract.py holds the record schema's list equal to it. Adding a
 kind: a module here, one line in REGISTRY, its options' $defs in the config schema where

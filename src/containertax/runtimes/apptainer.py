@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from containertax.runtimes.base import CommandLaunch, Runtime, Spec, run_quiet
+from containertax.runtimes.command import CommandLauncher
 
 
 def command(launch: CommandLaunch) -> list[str]:
@@ -53,7 +54,8 @@ def explain(env_id: str, spec: Spec, message: str, source: str) -> str | None:
 
 
 RUNTIME = Runtime(
-    kind="apptainer", launcher="command", words=lambda spec: "Apptainer",
+    kind="apptainer", launcher="command", launcher_class=CommandLauncher,
+    words=lambda spec: "Apptainer",
     runtime="Apptainer", version_argv=("apptainer", "--version"),
     isolation="mount namespace (--containall: also PID and IPC; host network; no cgroups)",
     software="SIF image built from {image}", needs_image=True, image_step="provide",

@@ -4,8 +4,9 @@ podman.py, charliecloud.py, apptainer.py), each a `Runtime`, as a workload kind 
 which config keys it takes and their checks, whether it needs an image and how the image
 gets there, what preflight requires, how it cleans up, its provenance (runtime name and
 version, what is isolated) and its words in the paper. This layer sits below `campaign`
-(config validation reads it) and imports only `core`; the launch machinery that needs a
-campaign (execution/environments.py) reads these declarations and never names a kind.
+(config validation reads it) and imports only `core`; each kind's launcher is in its module
+(launch.py what they share), and execution/environments.py starts it from the declaration
+(`launcher_class`), never naming a kind.
 tests/test_runtime_contract.py fails when a registered kind leaves a field undeclared.
 """
 
@@ -18,6 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from containertax.runtimes.launch import Launcher
 
 Spec = dict[str, Any]
 
@@ -57,6 +60,10 @@ class Runtime:
     # how it launches: "process" (the host's own), "chroot" (a mount-namespace script),
     # "docker" (the Docker SDK), "command" (the runtime's CLI, built by `command`)
     launcher: str | None = None
+    # its launcher: a runtimes.launch.Launcher subclass in the kind's own module (native.py,
+    # chroot.py, docker.py; command.py's CommandLauncher for a "command" launcher), which
+    # execution/environments.py starts for an environment of this kind
+    launcher_class: type | None = None
     # the paper's name of an environment of this kind, from its settings (e.g. rootless)
     words: Callable[[Spec], str] | None = None
     # the runtime software the system table names, and the command that prints its version
@@ -86,8 +93,9 @@ class Runtime:
     # cleanup itself is `cleanup`, where a runtime leaves anything)
     cleanup_words: str | None = None
     # command launchers: the runtime's command line, the process environment it runs in,
-    # the image handed to the runtime (returns facts; None where nothing to do) and the
-    # removal of what a killed launcher left (names of what was removed)
+    # the image handed to the runtime (returns facts; None where nothing to do); any kind:
+    # the removal of what a killed launcher left (names of what was removed; before any
+    # run, and after a command launcher's run)
     command: Callable[[CommandLaunch], list[str]] | None = None
     process_env: Callable[[Spec, dict[str, str]], dict[str, str]] | None = None
     provide: Callable[[str, Spec, Path], dict[str, Any]] | None = None
@@ -127,8 +135,8 @@ class Runtime:
 
 
 # What every kind must declare (tests/test_runtime_contract.py).
-DECLARED = ("launcher", "words", "runtime", "isolation", "software", "needs_image",
-            "image_step", "keys", "needs_root", "binaries", "problems", "explain",
+DECLARED = ("launcher", "launcher_class", "words", "runtime", "isolation", "software",
+            "needs_image", "image_step", "keys", "needs_root", "binaries", "problems", "explain",
             "cleanup_words")
 LAUNCHERS = ("process", "chroot", "docker", "command")
 IMAGE_STEPS = ("none", "engine", "rootfs", "provide")
@@ -148,6 +156,10 @@ def contract_problems(r: Runtime) -> list[str]:
     if r.needs_image is not None and r.image_step is not None \
             and r.needs_image != (r.image_step != "none"):
         out.append(f"environment kind {r.kind!r}: needs_image and image_step disagree")
+    if r.launcher_class is not None and not (isinstance(r.launcher_class, type)
+                                             and issubclass(r.launcher_class, Launcher)):
+        out.append(f"environment kind {r.kind!r}: launcher_class {r.launcher_class!r} is not "
+                   "a runtimes.launch.Launcher")
     if r.launcher == "command" and (r.command is None or r.process_env is None):
         out.append(f"environment kind {r.kind!r}: a command launcher declares 'command' and "
                    "'process_env'")

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from containertax.runtimes.base import CommandLaunch, Runtime, Spec, run_quiet
+from containertax.runtimes.command import CommandLauncher
 
 HARNESS = ("containertax/probe", "containertax/work", "containertax/cache")
 
@@ -72,7 +73,8 @@ def explain(env_id: str, spec: Spec, message: str, source: str) -> str | None:
 
 
 RUNTIME = Runtime(
-    kind="charliecloud", launcher="command", words=lambda spec: "Charliecloud",
+    kind="charliecloud", launcher="command", launcher_class=CommandLauncher,
+    words=lambda spec: "Charliecloud",
     runtime="Charliecloud", version_argv=("ch-run", "--version"),
     isolation="user and mount namespaces (host network, IPC and PIDs; no cgroups)",
     software="image directory converted from {image}", needs_image=True,

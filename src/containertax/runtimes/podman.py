@@ -27,6 +27,7 @@ from typing import Any
 
 from containertax.runtimes import docker
 from containertax.runtimes.base import CommandLaunch, Runtime, Spec, limit_pairs, run_quiet
+from containertax.runtimes.command import CommandLauncher
 
 PODMAN_NPROC = 32768  # Podman 4.3 sets its own RLIMIT_NPROC to this before any container
 LIMITS = ("nofile", "nproc")
@@ -235,7 +236,8 @@ def problems(env_id: str, spec: Spec) -> list[str]:
 
 
 RUNTIME = Runtime(
-    kind="podman", launcher="command", words=words, runtime="Podman",
+    kind="podman", launcher="command", launcher_class=CommandLauncher,
+    words=words, runtime="Podman",
     version_argv=("podman", "--version"),
     isolation="namespaces (mount, PID, IPC, UTS, network) and cgroups",
     software="image {image}", needs_image=True, image_step="provide",

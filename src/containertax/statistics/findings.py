@@ -19,8 +19,11 @@ abstract and the conclusion when it is
    the start temperature or the time since the last run, BH-significant) whose effect over
    the observed range is larger than the resolution;
 
-every other significant comparison, A/A result and quality warning is listed in the
-paper's findings section; comparisons that are neither significant nor equivalent are
+the phases of a run (families phases and calibration-phases) decompose its wall time:
+they are said in the section "Where the time goes" (reach `where the time goes`: each phase
+that differs, in milliseconds), never one by one in the abstract, whose process wall time
+they explain; every other significant comparison, A/A result and quality warning is listed
+in the paper's findings section; comparisons that are neither significant nor equivalent are
 counted there and listed in the appendix tables.
 """
 
@@ -33,11 +36,15 @@ import numpy as np
 import pandas as pd
 
 from containertax.campaign.config import Campaign
-from containertax.statistics import decisions, texts
+from containertax.statistics import decisions, phases, texts
+from containertax.statistics.comparisons import PHASES_AA_FAMILY, PHASES_FAMILY
 from containertax.statistics.policy import metric_registry, resolution
 
 # where the paper says a finding
 ABSTRACT, LISTED, APPENDIX = "abstract", "findings section", "appendix"
+PHASES_SECTION = "where the time goes"
+# metrics whose difference the paper also prints in seconds (the phases' section)
+ABSOLUTE_METRICS = frozenset(phases.ORDER) | {phases.WALL}
 COMPARISON_FAMILIES = ("primary", "secondary", "derived", "calibration",
                        "calibration-secondary")
 EXCLUDED_FAMILY = "compile-excluded"  # exploratory: process time and energy without the
@@ -151,8 +158,22 @@ def comparison_rows(campaign: Campaign, results: pd.DataFrame, runs: pd.DataFram
         row["text_est"], row["text_low"], row["text_high"] = interval_texts(
             _f(est), _f(row["ci_low"]), _f(row["ci_high"]))
         row["text_ci"] = _ci_text(row)
+        if row.get("metric") in ABSOLUTE_METRICS and runs is not None and "block" in runs:
+            row.update(absolute_difference(runs, row, alpha))
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def absolute_difference(runs: pd.DataFrame, row: dict, alpha: float) -> dict[str, Any]:
+    """A phase's (or the wall time's) mean per-block difference in seconds with its t
+    interval, and its printed texts (ms for a phase, s for the wall time): what the section
+    'Where the time goes' prints, computed here once."""
+    d = phases.paired_seconds(runs[runs.model.astype(str) == str(row["model"])],
+                              row["metric"], row["environment"], row["reference"], alpha)
+    est, low, high = phases.abs_texts(row["metric"], d["est"], d["low"], d["high"])
+    return {"abs_diff": d["est"], "abs_low": d["low"], "abs_high": d["high"],
+            "abs_blocks": d["n"], "abs_text_est": est, "abs_text_low": low,
+            "abs_text_high": high}
 
 
 def _with_tost(row: dict, campaign: Campaign, quality_report: dict | None) -> dict:
@@ -264,6 +285,10 @@ def reach(row: Any, alpha: float, res: float, reported: set[str]) -> tuple[str, 
             return LISTED, "caveat", f"the A/A control is {status}"
         return APPENDIX, "none", "the A/A control passed"
     p_bh, est = _f(row.get("p_bh")), _f(row.get("rel_overhead"))
+    if fam in (PHASES_FAMILY, PHASES_AA_FAMILY):
+        return PHASES_SECTION, "minor" if p_bh < alpha else "none", (
+            "a phase of the run, said where the time goes" + (
+                " (significant after correction)" if p_bh < alpha else ""))
     if p_bh < alpha and abs(est) > res:
         return ABSTRACT, "major", (f"significant after correction and larger than the "
                                    f"resolution of {100 * res:g} %")

@@ -47,6 +47,15 @@ def triplet_ms(est: float, low: float, high: float) -> str:
     return f"{est} [{low}, {high}]"
 
 
+def abs_texts(metric: str, est: float, low: float, high: float) -> tuple[str, str, str]:
+    """The printed (estimate, low, high) of a phase's (or the wall time's) difference in
+    milliseconds: the texts findings.csv holds and the paper prints, in the table and the
+    text alike."""
+    est_t, rest = triplet_ms(est, low, high).split(" ", 1)
+    low_t, high_t = rest.strip("[]").split(", ")
+    return est_t, low_t, high_t
+
+
 def paired_seconds(runs: pd.DataFrame, metric: str, env: str, ref: str,
                    alpha: float) -> dict[str, float]:
     """Mean per-block difference env - ref in the metric's unit, its t interval and the
@@ -83,7 +92,12 @@ def rows(runs: pd.DataFrame, results: pd.DataFrame | None, alpha: float,
             if r is None and wall.empty:
                 continue
             r = r if r is not None else next(wall.itertuples())
-            secs = paired_seconds(model_runs, metric, env, ref, alpha)
+            # computed once, by findings.build (abs_* columns); a plain comparisons.csv
+            # (no findings table yet) has them computed here the same way
+            secs = ({"est": float(r.abs_diff), "low": float(r.abs_low),
+                     "high": float(r.abs_high), "n": int(float(r.abs_blocks))}
+                    if math.isfinite(float(getattr(r, "abs_blocks", math.nan)))
+                    else paired_seconds(model_runs, metric, env, ref, alpha))
             out.append({
                 "model": model, "environment": env, "reference": ref, "metric": metric,
                 "label": reg[metric].label if metric in reg else metric,

@@ -280,10 +280,13 @@ def check(runs: pd.DataFrame, registry: dict[str, MetricInfo], *,
         n_runs = thr[["model", "environment", "repetition"]].drop_duplicates().shape[0]
         per_run = thr.drop_duplicates(["model", "environment", "repetition"])["throttled_s"]
         f.append(Finding("throttled", "info",
-                         f"{n_runs} runs had their clocks lowered by a power, thermal or "
+                         (f"{n_runs} runs had their" if n_runs > 1 else "one run had its")
+                         + " clocks lowered by a power, thermal or "
                          "hardware slowdown somewhere in the whole run (build and warm-up "
-                         f"included), for a median of {per_run.astype(float).median():.1f} s "
-                         "per run; the measured windows are judged by the throttled window "
+                         "included), "
+                         + (f"for a median of {per_run.astype(float).median():.1f} s per run"
+                            if n_runs > 1 else f"for {float(per_run.iloc[0]):.1f} s")
+                         + "; the measured windows are judged by the throttled window "
                          "check", len(thr)))
     f += [Finding("throttled_window", "warning", c["message"], c["runs"], c)
           for c in clocks.findings(runs)]
