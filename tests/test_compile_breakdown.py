@@ -31,13 +31,15 @@ def llm(monkeypatch):
     return module
 
 
-def fake_torch(monkeypatch, metrics=None, compile_times=None, threads=32):
+def fake_torch(monkeypatch, metrics=None, compile_times=None, threads=32, phases_ns=None):
     """Test double: torch's module names in sys.modules, holding only what is read."""
     utils = types.ModuleType("torch._dynamo.utils")
     if metrics is not None:
         utils.compilation_time_metrics = metrics
     if compile_times is not None:
         utils.compile_times = compile_times
+    if phases_ns is not None:
+        utils.cumulative_time_spent_ns = phases_ns
     inductor_config = types.ModuleType("torch._inductor.config")
     if threads is not None:
         inductor_config.compile_threads = threads
@@ -52,8 +54,10 @@ def fake_torch(monkeypatch, metrics=None, compile_times=None, threads=32):
 
 def test_breakdown_sums_each_timed_function(llm, monkeypatch):
     torch = fake_torch(monkeypatch, metrics={"_compile.compile_inner": [4.0, 0.5],
-                                             "async_compile.wait": [2.25]}, threads=16)
+                                             "async_compile.wait": [2.25]}, threads=16,
+                       phases_ns={"backend_compile": 3_500_000_000})
     b = llm.compile_breakdown(torch)
+    assert b["phases"] == {"backend_compile": 3.5}
     assert b["seconds"] == {"_compile.compile_inner": {"s": 4.5, "calls": 2},
                             "async_compile.wait": {"s": 2.25, "calls": 1}}
     assert b["compile_threads"] == 16
@@ -73,7 +77,7 @@ def test_breakdown_falls_back_to_compile_times_csv(llm, monkeypatch):
 def test_a_torch_without_these_apis_gives_null_not_an_error(llm, monkeypatch):
     torch = fake_torch(monkeypatch, threads=None)  # neither table nor compile_times
     b = llm.compile_breakdown(torch)
-    assert b["seconds"] is None and b["compile_threads"] is None
+    assert b["seconds"] is None and b["compile_threads"] is None and b["phases"] is None
     monkeypatch.setitem(sys.modules, "torch._dynamo.utils", None)  # import fails
     assert llm.compile_breakdown(torch)["seconds"] is None
 

@@ -33,6 +33,8 @@ def rows_of(record: dict[str, Any]) -> dict[str, float | str | None]:
     b = (record.get("detail") or {}).get("compile_breakdown") or {}
     for name, v in (b.get("seconds") or {}).items():
         out[f"torch: {name}"] = v.get("s")
+    for name, seconds in (b.get("phases") or {}).items():
+        out[f"torch phase: {name}"] = seconds
     if b.get("compile_threads") is not None:
         out["compile_threads"] = b["compile_threads"]
     d = b.get("descendants") or {}
@@ -81,14 +83,15 @@ def cell(values: list) -> str:
 
 
 def table(values: dict[str, dict[str, list]], envs: list[str], top: int) -> str:
-    fixed = [r for r in values if not r.startswith("torch: ")]
+    fixed = [r for r in values if not r.startswith("torch")]
+    phases = sorted(r for r in values if r.startswith("torch phase: "))
     torch_rows = sorted((r for r in values if r.startswith("torch: ")),
                         key=lambda r: -max((statistics.fmean(v) for v in values[r].values()
                                             if v and all(isinstance(x, int | float)
                                                          for x in v)), default=0.0))
     lines = ["| sub-step (seconds unless named) | " + " | ".join(envs) + " |",
              "| --- |" + " --- |" * len(envs)]
-    for row in fixed[:2] + torch_rows[:top] + fixed[2:]:
+    for row in fixed[:2] + phases + torch_rows[:top] + fixed[2:]:
         lines.append(f"| {row} | " + " | ".join(cell(values[row].get(e, [])) for e in envs)
                      + " |")
     return "\n".join(lines)

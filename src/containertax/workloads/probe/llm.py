@@ -314,10 +314,15 @@ def compile_breakdown(torch) -> dict:
     torch.compile's own cumulative seconds and calls per timed function (Dynamo's
     compilation_time_metrics, as torch._dynamo.utils.compile_times() prints them: e.g.
     _compile.compile_inner, compile_fx_inner, async_compile.wait, PyCodeCache.load_by_key_path),
-    Inductor's compile_threads, and the processes this probe had started by then (its compile
-    worker pool). Anything a torch release lacks is null, never an error."""
-    return {"seconds": _dynamo_seconds(), "compile_threads": _inductor_threads(),
-            "descendants": descendants()}
+    its cumulative seconds per compile phase, Inductor's compile_threads, and the processes
+    this probe had started by then (its compile worker pool). Anything a torch release
+    lacks is null, never an error."""
+    try:
+        tree = descendants()
+    except Exception:  # noqa: BLE001 - a /proc this code did not foresee: unknown
+        tree = None
+    return {"seconds": _dynamo_seconds(), "phases": _dynamo_phases(),
+            "compile_threads": _inductor_threads(), "descendants": tree}
 
 
 def _dynamo_seconds() -> dict | None:
@@ -334,6 +339,19 @@ def _dynamo_seconds() -> dict | None:
         headers, values = utils.compile_times(repr="csv", aggregate=True)
         return {str(k): {"s": float(v), "calls": None}
                 for k, v in zip(headers, values, strict=True)}
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _dynamo_phases() -> dict | None:
+    """Dynamo's cumulative seconds per compile phase (cumulative_time_spent_ns, what
+    calculate_time_spent() reports: e.g. entire_frame_compile, backend_compile,
+    inductor_compile, code_gen)."""
+    import importlib
+
+    try:
+        table = importlib.import_module("torch._dynamo.utils").cumulative_time_spent_ns
+        return {str(k): float(v) / 1e9 for k, v in table.items()}
     except Exception:  # noqa: BLE001
         return None
 
