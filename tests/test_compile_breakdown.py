@@ -110,3 +110,51 @@ def test_descendants_are_this_process_children_and_grandchildren(llm):
 
 def test_descendants_without_proc_is_null(llm, tmp_path):
     assert llm.descendants(proc=str(tmp_path)) is None
+
+
+def test_the_record_keeps_the_breakdown():
+    """workloads/transformers.detail() carries the probe's breakdown into the raw record."""
+    from containertax import workloads
+
+    breakdown = {"seconds": {"compile_fx_inner": {"s": 1.0, "calls": 1}}, "phases": None,
+                 "compile_threads": 32, "descendants": None}
+    detail = workloads.get("transformers").detail({"compile_breakdown": breakdown})
+    assert detail["compile_breakdown"] == breakdown
+
+
+def _record(env: str, compile_s: float, wait_s: float, seccomp: str) -> dict:
+    return {"status": "ok", "cell": {"environment": env},
+            "timeline": {"phases_s": {"phase_compile_s": compile_s, "phase_imports_s": 9.0}},
+            "detail": {"compile_breakdown": {
+                "seconds": {"async_compile.wait": {"s": wait_s, "calls": 1}},
+                "phases": {"inductor_compile": wait_s + 1}, "compile_threads": 32,
+                "descendants": {"count": 33, "first_start_s": 20.0, "last_start_s": 21.5}}},
+            "inside": {"environment": {"status": {"Seccomp": seccomp}}}}
+
+
+def test_compile_breakdown_tool_tabulates_each_environment(tmp_path):
+    """tools/gpu/compile_breakdown.py: per environment (in the order of the records' paths)
+    the mean (min-max, n) of each sub-step over its ok runs; a failed run is left out."""
+    import json
+
+    runs = {("native", 1): _record("native", 13.0, 2.0, "0"),
+            ("docker", 1): _record("docker", 17.0, 5.0, "2"),
+            ("docker", 2): _record("docker", 19.0, 7.0, "2"),
+            ("docker", 3): {**_record("docker", 99.0, 99.0, "2"), "status": "failed"}}
+    for (env, rep), record in runs.items():
+        folder = tmp_path / "raw" / "llama3-8b" / env
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"rep{rep:03d}.json").write_text(json.dumps(record))
+    tool = Path(__file__).resolve().parents[1] / "tools" / "gpu" / "compile_breakdown.py"
+    out = subprocess.run([sys.executable, str(tool), str(tmp_path)], capture_output=True,
+                         text=True, check=True).stdout
+    rows = {line.split(" | ")[0].lstrip("| "): line for line in out.splitlines()}
+    assert rows["sub-step (seconds unless named)"].endswith("| docker | native |")
+    assert rows["first compiled step (timeline)"].endswith("| 18 (17-19, n=2) | 13 |")
+    assert rows["torch: async_compile.wait"].endswith("| 6 (5-7, n=2) | 2 |")
+    assert rows["torch phase: inductor_compile"].endswith("| 7 (6-8, n=2) | 3 |")
+    assert rows["Seccomp (0 none, 2 filter)"].endswith("| 2 | 0 |")
+    assert rows["descendant processes at the step's end"].endswith("| 33 (33-33, n=2) | 33 |")
+    empty = subprocess.run([sys.executable, str(tool), str(tmp_path / "raw" / "none")],
+                           capture_output=True, text=True)
+    assert empty.returncode == 2 and "no such folder" in empty.stderr
