@@ -7,12 +7,14 @@
 #                       (raw/ records; a cut visit's ledger, schedule and system facts in
 #                       raw/visits/<UTC>-cut/)
 #   $OUT/breakdown.md   tools/gpu/compile_breakdown.py's table; $OUT/*.log the logs
-#   cd .dev-warmup && bash scripts/gpu-warmup-causes.sh [LIMIT_S (default 520)] [BLOCKS (1-3)]
-# LIMIT_S must stay below the device call's own limit (tar needs a few seconds after it).
+#   cd .dev-warmup && bash scripts/gpu-warmup-causes.sh [LIMIT_S (default 525)] [BLOCKS (1-3)]
+# LIMIT_S must stay below the device call's own limit (packing takes about 5 s after it):
+# the run tool's timeout_s 560 with the default. Back here: unpack campaign.tgz's raw/ into
+# results/h100-warmup-causes/raw/ and commit it.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 start=$SECONDS
-limit=${1:-520} blocks=${2:-1-3}
+limit=${1:-525} blocks=${2:-1-3}
 repo=$PWD
 cfg=$repo/config/h100-warmup-causes.yaml
 export CONTAINERTAX_WORKDIR=${CONTAINERTAX_WORKDIR:-/tmp/ctw}
