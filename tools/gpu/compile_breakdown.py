@@ -1,5 +1,6 @@
 """Per environment, where the first compiled step of the LLM probe's engine decoding went
-(issue #32), from a campaign's raw records: the timeline's compile phase, torch.compile's
+(issue #32), from a campaign's raw records: the timeline's compile, imports and exit
+phases (exit: the launcher's wall time ends at the process's exit), torch.compile's
 own seconds per timed function (detail.compile_breakdown, recorded by probe/llm.py when
 that step returned), Inductor's compile_threads, the probe's descendant processes by then
 (its compile worker pool) and the probe's seccomp mode. A markdown table on stdout; each
@@ -30,6 +31,8 @@ def rows_of(record: dict[str, Any]) -> dict[str, float | str | None]:
         out["first compiled step (timeline)"] = phases["phase_compile_s"]
     if "phase_imports_s" in phases:
         out["imports (timeline)"] = phases["phase_imports_s"]
+    if "phase_exit_s" in phases:  # the waitid launcher fix, checked on the GPU machine
+        out["exit (timeline)"] = phases["phase_exit_s"]
     b = (record.get("detail") or {}).get("compile_breakdown") or {}
     for name, v in (b.get("seconds") or {}).items():
         out[f"torch: {name}"] = v.get("s")
@@ -91,7 +94,7 @@ def table(values: dict[str, dict[str, list]], envs: list[str], top: int) -> str:
                                                          for x in v)), default=0.0))
     lines = ["| sub-step (seconds unless named) | " + " | ".join(envs) + " |",
              "| --- |" + " --- |" * len(envs)]
-    for row in fixed[:2] + phases + torch_rows[:top] + fixed[2:]:
+    for row in fixed[:3] + phases + torch_rows[:top] + fixed[3:]:
         lines.append(f"| {row} | " + " | ".join(cell(values[row].get(e, [])) for e in envs)
                      + " |")
     return "\n".join(lines)
