@@ -158,3 +158,20 @@ def test_compile_breakdown_tool_tabulates_each_environment(tmp_path):
     empty = subprocess.run([sys.executable, str(tool), str(tmp_path / "raw" / "none")],
                            capture_output=True, text=True)
     assert empty.returncode == 2 and "no such folder" in empty.stderr
+
+
+def test_a_real_torch_compile_fills_the_breakdown(llm):
+    """With torch importable (not in the project's .venv: checked on 2026-11-26 with torch
+    2.13.0+cpu from /opt/wheels in a separate venv), a tiny compiled function's first call
+    is broken down into Dynamo's own timed functions and phases."""
+    torch = pytest.importorskip("torch")
+
+    def f(x, y):
+        return (x @ y).relu().sum(-1)
+
+    torch.compile(f, fullgraph=True)(torch.randn(8, 8), torch.randn(8, 8))
+    b = llm.compile_breakdown(torch)
+    assert b["seconds"]["_compile.compile_inner"]["s"] > 0
+    assert b["seconds"]["_compile.compile_inner"]["calls"] >= 1
+    assert b["phases"]["entire_frame_compile"] > 0 and b["compile_threads"] >= 1
+    assert b["descendants"]["count"] >= 0
