@@ -97,6 +97,7 @@ def test_descendants_are_this_process_children_and_grandchildren(llm):
             time.sleep(0.05)
         mine = [p for p in d["processes"] if p["pid"] == child.pid]
         assert len(mine) == 1 and mine[0]["comm"] == "sh"
+        assert mine[0]["cmd"] == "sh -c sleep 30 & wait" and grand[0]["cmd"] == "sleep 30"
         assert [p["comm"] for p in grand] == ["sleep"]
         assert 0 <= mine[0]["start_s"] <= grand[0]["start_s"] <= d["now_s"]
         assert d["count"] >= 2 and d["last_start_s"] >= grand[0]["start_s"]

@@ -366,10 +366,10 @@ def _inductor_threads():
 
 
 def descendants(proc: str = "/proc", pid: str = "self") -> dict | None:
-    """This process's descendants now (/proc/<pid>/task/*/children): how many, and when
-    each started, in seconds after this process started (start times in clock ticks since
-    boot, /proc/<pid>/stat field 22; 1/CLK_TCK resolution, 10 ms); now_s: the same clock's
-    offset of this call (/proc/uptime). None where /proc cannot tell."""
+    """This process's descendants now (/proc/<pid>/task/*/children): how many, what each
+    runs, and when each started, in seconds after this process started (start times in
+    clock ticks since boot, /proc/<pid>/stat field 22; 1/CLK_TCK resolution, 10 ms); now_s:
+    the same clock's offset of this call (/proc/uptime). None where /proc cannot tell."""
     try:
         hz = os.sysconf("SC_CLK_TCK")
         with open(os.path.join(proc, "uptime")) as fh:
@@ -390,6 +390,7 @@ def descendants(proc: str = "/proc", pid: str = "self") -> dict | None:
                     except (OSError, ValueError, IndexError):
                         continue  # gone since
                     rows.append({"pid": st["pid"], "parent": parent, "comm": st["comm"],
+                                 "cmd": _cmdline(proc, kid),
                                  "start_s": round((st["start"] - me["start"]) / hz, 3)})
                     todo.append(st["pid"])
     except (OSError, ValueError, IndexError):
@@ -398,6 +399,16 @@ def descendants(proc: str = "/proc", pid: str = "self") -> dict | None:
     return {"count": len(rows), "first_start_s": min(starts, default=None),
             "last_start_s": max(starts, default=None),
             "now_s": round(uptime - me["start"] / hz, 3), "processes": rows[:64]}
+
+
+def _cmdline(proc: str, pid) -> str | None:
+    """The first words of a process's command line (a compile worker names its module)."""
+    try:
+        with open(os.path.join(proc, str(pid), "cmdline"), "rb") as fh:
+            words = fh.read().split(b"\0")
+    except OSError:
+        return None
+    return " ".join(w.decode(errors="replace") for w in words[:6] if w)[:200]
 
 
 def _stat(proc: str, pid) -> dict:
