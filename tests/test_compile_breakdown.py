@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import json
 import os
 import signal
 import subprocess
@@ -136,7 +137,6 @@ def _record(env: str, compile_s: float, wait_s: float, seccomp: str) -> dict:
 def test_compile_breakdown_tool_tabulates_each_environment(tmp_path):
     """tools/gpu/compile_breakdown.py: per environment (in the order of the records' paths)
     the mean (min-max, n) of each sub-step over its ok runs; a failed run is left out."""
-    import json
 
     runs = {("native", 1): _record("native", 13.0, 2.0, "0"),
             ("docker", 1): _record("docker", 17.0, 5.0, "2"),
@@ -176,3 +176,44 @@ def test_a_real_torch_compile_fills_the_breakdown(llm):
     assert b["seconds"]["_compile.compile_inner"]["calls"] >= 1
     assert b["phases"]["entire_frame_compile"] > 0 and b["compile_threads"] >= 1
     assert b["descendants"]["count"] >= 0
+
+
+def test_the_device_script_packs_what_it_measured_when_its_limit_cuts_it(tmp_path):
+    """scripts/gpu-warmup-causes.sh with test doubles of the GPU machine's parts (its
+    set-up, the priming run and a campaign that writes one record and then hangs): cut by
+    its own 4 s limit, it still leaves the record, this visit's ledger (raw/visits/*-cut)
+    and the breakdown table under $OUT."""
+    import shutil
+    import tarfile
+
+    repo = Path(__file__).resolve().parents[1]
+    tree = tmp_path / "tree"
+    (tree / "scripts").mkdir(parents=True)
+    (tree / "tools" / "gpu").mkdir(parents=True)
+    (tree / "config").mkdir()
+    shutil.copy(repo / "scripts" / "gpu-warmup-causes.sh", tree / "scripts")
+    shutil.copy(repo / "tools" / "gpu" / "compile_breakdown.py", tree / "tools" / "gpu")
+    (tree / "scripts" / "gpu-machine.sh").write_text("echo set-up double\n")
+    (tree / "tools" / "gpu" / "prime_compile_cache.py").write_text("print('primed')\n")
+    record = json.dumps(_record("native", 13.0, 2.0, "0"))
+    (tree / "scripts" / "gpu-campaign.sh").write_text(
+        "root=$CONTAINERTAX_WORKDIR/results/h100-warmup-causes\n"
+        "mkdir -p $root/raw/llama3-8b/native $root/work/x\n"
+        f"echo '{record}' > $root/raw/llama3-8b/native/rep001.json\n"
+        "echo '{}' > $root/ledger.jsonl\nexec sleep 60\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    env = {**os.environ, "OUT": str(out), "CONTAINERTAX_WORKDIR": str(tmp_path / "work"),
+           "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    t0 = time.monotonic()
+    done = subprocess.run(["bash", str(tree / "scripts" / "gpu-warmup-causes.sh"), "4"],
+                          env=env, capture_output=True, text=True, timeout=60)
+    assert time.monotonic() - t0 < 30
+    assert "campaign exit 124" in (out / "run.log").read_text()
+    with tarfile.open(out / "campaign.tgz") as tar:
+        names = tar.getnames()
+    assert "./raw/llama3-8b/native/rep001.json" in names
+    assert any(n.endswith("-cut/ledger.jsonl") and "/raw/visits/" in n for n in names)
+    assert not any("/work" in n for n in names)
+    assert "| first compiled step (timeline) | 13 |" in (out / "breakdown.md").read_text()
+    assert "packed in" in done.stdout
