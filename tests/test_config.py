@@ -49,6 +49,8 @@ def test_model_params_override_workload_defaults(config_dict):
         (lambda c: c["models"][0].pop("size"), ["models[0].size", "positive integer"]),
         (lambda c: c["environments"]["docker"]["options"].update(shm_size="lots"),
          ["environments.docker.options.shm_size", "does not match"]),
+        (lambda c: c["environments"]["docker"]["options"].update(seccomp=False),
+         ["environments.docker.options.seccomp", "'default', 'unconfined'"]),
         (lambda c: c.update(colour="blue"), ["colour", "Additional properties"]),
         (lambda c: c["thermal"].update(sensor="ir-camera"), ["thermal.sensor"]),
     ],

@@ -294,6 +294,28 @@ class _EngineLink:
 
 @needs_docker
 @pytest.mark.docker
+def test_seccomp_unconfined_runs_the_container_without_the_filter(config_dict, tmp_path):
+    """options.seccomp: unconfined (issue #32: is Docker's extra compile time its seccomp
+    filter?) starts the container with no filter (Seccomp 0 in /proc/self/status), the
+    default keeps Docker's filter (Seccomp 2), and the record says which."""
+    base = {"kind": "docker", "image": DEMO_IMAGE, "options": {"network": "none"}}
+    free = {**base, "options": {"network": "none", "seccomp": "unconfined"}}
+    c = _campaign(config_dict, tmp_path, native={"kind": "native"}, docker=base,
+                  free=free)
+    show = ["sh", "-c", "grep '^Seccomp:' /proc/self/status"]
+    seen = {}
+    for name in ("docker", "free"):
+        out = environments.launcher(c, name).run(_launch(tmp_path, show))
+        assert out.returncode == 0, out.output
+        seen[name] = out.output.split()[-1]
+        seen[name + "_opt"] = out.resolved["create_kwargs"].get("security_opt")
+    assert seen["docker"] == "2" and seen["docker_opt"] is None
+    assert seen["free"] == "0" and seen["free_opt"] == ["seccomp=unconfined"]
+    assert _labelled(c) == []
+
+
+@needs_docker
+@pytest.mark.docker
 def test_chroot_and_docker_see_the_image_environment(config_dict, tmp_path):
     """Both start from the image's ENV and WORKDIR (the chroot from the image metadata
     recorded at export), the project overrides none of it, and both record it."""

@@ -52,6 +52,27 @@ def test_workload_parameters_read_as_words_not_python():
     assert "/work/" not in mounts
 
 
+def test_the_compile_cache_at_its_host_path_is_named_not_printed():
+    """results/h100-warmup's docker-hostpath binds the compile cache at the host's own path
+    (/tmp/ctw/...): its paper printed that machine path among the host's software folders,
+    and its review flagged it."""
+    import copy
+
+    rec = json.loads((REPO / "results" / "h100-warmup" / "raw" / "llama3-8b"
+                      / "docker-hostpath" / "rep001.json").read_text())
+    row = facts.environment_row(rec)
+    assert "the campaign's compile-cache folder at its own host path" in row["mounts"]
+    assert "/tmp" not in row["mounts"] and "/tmp" not in row["host_dirs"]
+    assert row["host_dirs"] == "/etc, /opt, /usr, /usr/local/nvidia"
+    assert "seccomp" not in row["isolation"]
+    unconfined = copy.deepcopy(rec)  # the same record as options.seccomp: unconfined makes it
+    unconfined["environment"]["resolved"]["create_kwargs"]["security_opt"] = [
+        "seccomp=unconfined"]
+    row = facts.environment_row(unconfined)
+    assert row["isolation"].endswith("; no seccomp filter")
+    assert "--security-opt seccomp=unconfined" in row["flags"]
+
+
 def test_software_is_named_once():
     from containertax.publishing.facts import software_words
 

@@ -443,6 +443,14 @@ def test_planted_repeated_sentence_is_caught():
     row = "GPU access: none (no GPU recorded). Engine flags: none. Isolated: none (host process). "
     assert review.check_repeated_sentences(row * 2) == []
     assert review.check_repeated_sentences(row * 2 + same) != []
+    # the environments table's fields of two Docker environments set up alike (h100-warmup's
+    # docker and docker-hostpath) are a table's values, not a repeated sentence; the same
+    # words as prose still are
+    row2 = ("GPU access: device nodes. Engine flags: --ipc host --network none. Isolated: "
+            "namespaces (mount, PID, UTS, network) and cgroups. ")
+    assert review.check_repeated_sentences(row2 * 2) == []
+    prose = "The container isolates namespaces (mount, PID, UTS, network) and cgroups. "
+    assert review.check_repeated_sentences(prose * 2) != []
 
 
 def test_planted_plural_after_one_and_all_two_are_caught():

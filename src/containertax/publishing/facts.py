@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from containertax import runtimes
+from containertax.campaign.paths import COMPILE_CACHE
 from containertax.statistics import decisions
 from containertax.workloads.metric_registry import MetricInfo
 
@@ -95,6 +96,8 @@ def environment_row(rec: dict[str, Any]) -> dict[str, str]:
         isolation = isolation.replace("IPC, ", "")
     if kwargs.get("network_mode") == "host" or options.get("network") == "host":
         isolation = isolation.replace(", network", "")
+    if "seccomp=unconfined" in (kwargs.get("security_opt") or []):  # options.seccomp
+        isolation += "; no seccomp filter"
     flags = [f for k, v in kwargs.items() for f in _flag(k, v)]
     flags += command_flags(resolved.get("command") or [],
                            (resolved.get("image") or {}).get("runtime_ref"))
@@ -106,7 +109,8 @@ def environment_row(rec: dict[str, Any]) -> dict[str, str]:
             "gpu": _gpu_access(env, rec), "isolation": isolation,
             "flags": " ".join(flags) or "none",
             "host_dirs": ", ".join(sorted({m.split(":")[0] for m in mounts
-                                           if m.split(":")[0] == m.split(":")[1]}))}
+                                           if m.split(":")[0] == m.split(":")[1]
+                                           and not _harness_at_host_path(m)}))}
 
 
 # a command-line runtime's arguments that the table shows elsewhere (mounts, variables)
@@ -153,12 +157,22 @@ def recorded_runtimes(env: dict[str, Any]) -> tuple[str, str] | None:
     return str(runtime.runtime), str(version)
 
 
+def _harness_at_host_path(volume: str) -> bool:
+    """The campaign's compile cache bound at its own host path (options.cache_mount:
+    host_path): the harness's folder, not host software, though source equals target."""
+    parts = volume.split(":")
+    return (len(parts) > 1 and parts[0] == parts[1]
+            and Path(parts[0]).name == COMPILE_CACHE)
+
+
 def _mount_words(volume: str) -> str:
     """'/usr:/usr:ro' -> '/usr'; '/data:/models:ro' -> '/data as /models'."""
     parts = volume.split(":")
     src, dst = parts[0], parts[1] if len(parts) > 1 else parts[0]
     if dst.startswith("/containertax/"):  # the harness's folder: where it lay on the machine
         return f"the campaign's {Path(src).name} folder as {dst}"  # says nothing of the runs
+    if _harness_at_host_path(volume):  # likewise, at whatever path the machine had it
+        return f"the campaign's {COMPILE_CACHE} folder at its own host path"
     return src if src == dst else f"{src} as {dst}"
 
 

@@ -142,6 +142,8 @@ def docker_kwargs(options: dict[str, Any], launch: Launch | None = None) -> dict
     for key, arg in simple.items():
         if key in options:
             kw[arg] = options[key]
+    if options.get("seccomp") == "unconfined":  # --security-opt seccomp=unconfined
+        kw["security_opt"] = ["seccomp=unconfined"]
     if options.get("cpuset_cpus") == "performance":
         try:
             cores, source = hostcpus.performance_cores()

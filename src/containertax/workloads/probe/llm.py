@@ -43,6 +43,9 @@ from probe_common import (  # noqa: E402
 
 mark("enter", T_ENTER_MONO)
 
+# compile_breakdown() of the first compiled step, taken when it returned (engine decoding)
+COMPILE_BREAKDOWN: dict = {}
+
 
 class StepClock:
     """A transformers streamer (BaseStreamer protocol: put, end) that records when each
@@ -245,6 +248,7 @@ def engine_requests(torch, transformers, model, args) -> tuple[list[dict], list[
                     # the first compiled step returned (traced, compiled or loaded from
                     # the cache): the end of the timeline's compile phase, host side
                     mark("compiled")
+                    COMPILE_BREAKDOWN.update(compile_breakdown(torch))
             sync()
         t1 = time.perf_counter()
         window[1] = time.time()
@@ -303,6 +307,119 @@ def compile_counters(torch) -> dict:
     return {group: {k: int(v) for k, v in counts.items() if "cache" in k or "hit" in k
                     or "miss" in k or "bypass" in k}
             for group, counts in counters.items() if group in ("inductor", "aot_autograd")}
+
+
+def compile_breakdown(torch) -> dict:
+    """Where the first compiled step's time went (issue #32), taken right after it returned:
+    torch.compile's own cumulative seconds and calls per timed function (Dynamo's
+    compilation_time_metrics, as torch._dynamo.utils.compile_times() prints them: e.g.
+    _compile.compile_inner, compile_fx_inner, async_compile.wait, PyCodeCache.load_by_key_path),
+    its cumulative seconds per compile phase, Inductor's compile_threads, and the processes
+    this probe had started by then (its compile worker pool). Anything a torch release
+    lacks is null, never an error."""
+    try:
+        tree = descendants()
+    except Exception:  # noqa: BLE001 - a /proc this code did not foresee: unknown
+        tree = None
+    return {"seconds": _dynamo_seconds(), "phases": _dynamo_phases(),
+            "compile_threads": _inductor_threads(), "descendants": tree}
+
+
+def _dynamo_seconds() -> dict | None:
+    import importlib
+
+    try:
+        utils = importlib.import_module("torch._dynamo.utils")
+    except Exception:  # noqa: BLE001 - any release, any failure: unknown, not an error
+        return None
+    table = getattr(utils, "compilation_time_metrics", None)
+    try:
+        if isinstance(table, dict):
+            return {str(k): {"s": float(sum(v)), "calls": len(v)} for k, v in table.items()}
+        headers, values = utils.compile_times(repr="csv", aggregate=True)
+        return {str(k): {"s": float(v), "calls": None}
+                for k, v in zip(headers, values, strict=True)}
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _dynamo_phases() -> dict | None:
+    """Dynamo's cumulative seconds per compile phase (cumulative_time_spent_ns, what
+    calculate_time_spent() reports: e.g. entire_frame_compile, backend_compile,
+    inductor_compile, code_gen)."""
+    import importlib
+
+    try:
+        table = importlib.import_module("torch._dynamo.utils").cumulative_time_spent_ns
+        return {str(k): float(v) / 1e9 for k, v in table.items()}
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _inductor_threads():
+    import importlib
+
+    try:
+        return int(importlib.import_module("torch._inductor.config").compile_threads)
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def descendants(proc: str = "/proc", pid: str = "self") -> dict | None:
+    """This process's descendants now (/proc/<pid>/task/*/children): how many, what each
+    runs, and when each started, in seconds after this process started (start times in
+    clock ticks since boot, /proc/<pid>/stat field 22; 1/CLK_TCK resolution, 10 ms); now_s:
+    the same clock's offset of this call (/proc/uptime). None where /proc cannot tell."""
+    try:
+        hz = os.sysconf("SC_CLK_TCK")
+        with open(os.path.join(proc, "uptime")) as fh:
+            uptime = float(fh.read().split()[0])
+        me = _stat(proc, pid)
+        rows, todo = [], [me["pid"]]
+        while todo:
+            parent = todo.pop()
+            for task in os.listdir(os.path.join(proc, str(parent), "task")):
+                try:
+                    with open(os.path.join(proc, str(parent), "task", task, "children")) as fh:
+                        kids = fh.read().split()
+                except OSError:
+                    continue
+                for kid in kids:
+                    try:
+                        st = _stat(proc, kid)
+                    except (OSError, ValueError, IndexError):
+                        continue  # gone since
+                    rows.append({"pid": st["pid"], "parent": parent, "comm": st["comm"],
+                                 "cmd": _cmdline(proc, kid),
+                                 "start_s": round((st["start"] - me["start"]) / hz, 3)})
+                    todo.append(st["pid"])
+    except (OSError, ValueError, IndexError):
+        return None
+    starts = [r["start_s"] for r in rows]
+    return {"count": len(rows), "first_start_s": min(starts, default=None),
+            "last_start_s": max(starts, default=None),
+            "now_s": round(uptime - me["start"] / hz, 3), "processes": rows[:64]}
+
+
+def _cmdline(proc: str, pid) -> str | None:
+    """The first words of a process's command line (a compile worker names its module)."""
+    try:
+        with open(os.path.join(proc, str(pid), "cmdline"), "rb") as fh:
+            words = fh.read().split(b"\0")
+    except OSError:
+        return None
+    return " ".join(w.decode(errors="replace") for w in words[:6] if w)[:200]
+
+
+def _stat(proc: str, pid) -> dict:
+    """pid, command name and start time (ticks after boot) from /proc/<pid>/stat; the name
+    is between the first '(' and the last ')'."""
+    with open(os.path.join(proc, str(pid), "stat")) as fh:
+        text = fh.read()
+    head, _, tail = text.rpartition(")")
+    fields = tail.split()
+    return {"pid": int(head.split("(", 1)[0]), "comm": head.split("(", 1)[1],
+            "start": int(fields[19])}
 
 
 def main(argv=None) -> int:
@@ -364,6 +481,7 @@ def main(argv=None) -> int:
         rows, window = run_requests(torch, model, args)
     mark("window_end")
     result["compile_counters"] = compile_counters(torch)
+    result["compile_breakdown"] = COMPILE_BREAKDOWN or None
     result.update({
         "decoding": args.decoding,
         "compile_cache": COMPILE_CACHE,
