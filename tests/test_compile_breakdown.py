@@ -93,7 +93,9 @@ def test_descendants_are_this_process_children_and_grandchildren(llm):
         while True:
             d = llm.descendants()
             grand = [p for p in d["processes"] if p["parent"] == child.pid]
-            if [p["comm"] for p in grand] == ["sleep"] or time.monotonic() > deadline:
+            # exec sets comm before the new command line is readable: wait for both
+            if ([(p["comm"], p["cmd"]) for p in grand] == [("sleep", "sleep 30")]
+                    or time.monotonic() > deadline):
                 break
             time.sleep(0.05)
         mine = [p for p in d["processes"] if p["pid"] == child.pid]

@@ -95,9 +95,9 @@ else:
 STUDY_CODE = [
     str(ct_packaged.package() / layer / f"{m}.py")
     for layer, m in (
-        ("analysis", "study"),
-        ("analysis", "tables"),
-        ("analysis", "correction"),
+        ("publishing", "study"),
+        ("publishing", "tables"),
+        ("statistics", "correction"),
         ("workloads", "metric_registry"),
     )
 ]
