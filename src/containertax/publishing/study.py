@@ -808,8 +808,8 @@ def beyond_summary(study: Study, summaries: list[dict[str, Any]]) -> str:
 
     groups: dict[tuple[str, str, str], list[tuple[str, str, float]]] = {}
     for s in summaries:
-        texts = ("text_est", "verdict")
-        table = pd.read_csv(s["findings"], dtype=dict.fromkeys(texts, str))
+        text_columns = ("text_est", "verdict")
+        table = pd.read_csv(s["findings"], dtype=dict.fromkeys(text_columns, str))
         if table.empty:
             continue
         table = table[(table["reach"] == fd.ABSTRACT) & ~table["family"].isin(study.family)
@@ -841,8 +841,8 @@ def campaign_findings_tex(study: Study, summaries: list[dict[str, Any]]) -> tupl
 
     items = []
     for s in summaries:
-        texts = ("text_est", "text_low", "text_high", "verdict")
-        table = pd.read_csv(s["findings"], dtype=dict.fromkeys(texts, str))
+        text_columns = ("text_est", "text_low", "text_high", "verdict")
+        table = pd.read_csv(s["findings"], dtype=dict.fromkeys(text_columns, str))
         if table.empty:
             continue
         table = table[(table["reach"] == fd.ABSTRACT) & ~table["family"].isin(study.family)]
