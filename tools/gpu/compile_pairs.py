@@ -12,38 +12,47 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
 from scipy import stats
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from compile_breakdown import RECORD, rows_of  # noqa: E402  (one reading of a record)
+
+STEP, DYNAMO = "first compiled step (timeline)", "torch: _compile.compile_inner"
+# the table's rows: a name and how it is read from rows_of's values of one run
 PARTS = {
-    "first compiled step (timeline)": lambda m, s: m["phase_compile_s"],
-    "Dynamo _compile.compile_inner": lambda m, s: s.get("_compile.compile_inner"),
-    "  of it: bytecode_tracing": lambda m, s: s.get("bytecode_tracing"),
-    "  of it: OutputGraph.call_user_compiler": lambda m, s: s.get("OutputGraph.call_user_compiler"),
-    "  of it: PyCodeCache.load_by_key_path": lambda m, s: s.get("PyCodeCache.load_by_key_path"),
-    "rest of the step (first run of the compiled graph)":
-        lambda m, s: m["phase_compile_s"] - s["_compile.compile_inner"],
-    "imports (timeline)": lambda m, s: m["phase_imports_s"],
-    "exit (timeline)": lambda m, s: m["phase_exit_s"],
-    "start (timeline)": lambda m, s: m["phase_start_s"],
-    "process wall time": lambda m, s: m["process_wall_s"],
+    STEP: lambda v: v[STEP],
+    "Dynamo _compile.compile_inner": lambda v: v[DYNAMO],
+    "  of it: bytecode_tracing": lambda v: v["torch: bytecode_tracing"],
+    "  of it: OutputGraph.call_user_compiler": lambda v: v["torch: OutputGraph.call_user_compiler"],
+    "  of it: PyCodeCache.load_by_key_path": lambda v: v["torch: PyCodeCache.load_by_key_path"],
+    "rest of the step (first run of the compiled graph)": lambda v: v[STEP] - v[DYNAMO],
+    "imports (timeline)": lambda v: v["imports (timeline)"],
+    "exit (timeline)": lambda v: v["exit (timeline)"],
+    "start (timeline)": lambda v: v["start (timeline)"],
+    "process wall time": lambda v: v["process wall time"],
 }
 
 
-def read(root: Path) -> dict[int, dict[str, tuple[dict, dict]]]:
-    """block -> environment -> (metrics, Dynamo's seconds per timed function), ok runs only."""
-    out: dict[int, dict[str, tuple[dict, dict]]] = defaultdict(dict)
-    for path in sorted((root / "raw").glob("*/*/rep[0-9][0-9][0-9].json")):
+def read(root: Path) -> dict[int, dict[str, dict]]:
+    """block -> environment -> the run's values (compile_breakdown.rows_of, with its start
+    phase and wall time), ok runs only."""
+    out: dict[int, dict[str, dict]] = defaultdict(dict)
+    for path in sorted((root / "raw").glob("*/*/rep*.json")):
+        if not RECORD.search(path.name):
+            continue
         rec = json.loads(path.read_text())
         if rec.get("status") != "ok":
             continue
-        metrics = {m["name"]: m["value"] for m in rec["metrics"]}
-        seconds = {k: v.get("s") for k, v in ((rec.get("detail") or {}).get(
-            "compile_breakdown") or {}).get("seconds", {}).items() if isinstance(v, dict)}
-        out[int(path.stem[3:])][path.parent.name] = (metrics, seconds)
+        values = rows_of(rec)
+        values["start (timeline)"] = rec["timeline"]["phases_s"]["phase_start_s"]
+        values["process wall time"] = next(m["value"] for m in rec["metrics"]
+                                           if m["name"] == "process_wall_s")
+        out[int(path.stem[3:])][path.parent.name] = values
     return out
 
 
@@ -71,7 +80,7 @@ def main() -> None:
     for name, part in PARTS.items():
         def value(b: int, e: str, part=part) -> float | None:
             try:
-                return part(*runs[b][e])
+                return part(runs[b][e])
             except (KeyError, TypeError):
                 return None
         ref = [value(b, args.reference) for b in blocks]

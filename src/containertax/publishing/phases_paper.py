@@ -13,7 +13,7 @@ import pandas as pd
 
 from containertax.publishing import tables
 from containertax.statistics import texts
-from containertax.statistics.phases import WALL, abs_texts, sum_gap, triplet_ms
+from containertax.statistics.phases import WALL, ms_texts, sum_gap, triplet_ms
 
 
 def table(found: list[dict[str, Any]]) -> str:
@@ -101,8 +101,8 @@ def figure(found: list[dict[str, Any]], path: Path) -> bool:
 
 
 def _phrase(r: dict[str, Any]) -> str:
-    est, rest = triplet_ms(r["diff_s"], r["diff_low"], r["diff_high"]).split(" ", 1)
-    return f"{r['label'].lower()} ({est}~ms {rest})"
+    est, low, high = ms_texts(r["diff_s"], r["diff_low"], r["diff_high"])
+    return f"{r['label'].lower()} ({est}~ms [{low}, {high}])"
 
 
 def values(campaign: Any, found: list[dict[str, Any]], runs: pd.DataFrame,
@@ -136,7 +136,7 @@ def values(campaign: Any, found: list[dict[str, Any]], runs: pd.DataFrame,
         "phases-rest-n": len(rest),
     }
     if wall is not None:
-        diff, low, high = abs_texts(WALL, wall["diff_s"], wall["diff_low"], wall["diff_high"])
+        diff, low, high = ms_texts(wall["diff_s"], wall["diff_low"], wall["diff_high"])
         out.update({"phases-wall-diff": diff, "phases-wall-low": low, "phases-wall-high": high,
                     "phases-wall-ref": tables.num(wall["mean_ref"], 3),
                     "phases-wall-env": tables.num(wall["mean_env"], 3)})

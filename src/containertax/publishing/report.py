@@ -157,9 +157,8 @@ def phase_rows(campaign: Campaign, runs: pd.DataFrame | None, results: pd.DataFr
 
     if runs is None or runs.empty:
         return []
-    both = pd.concat([t for t in (results, others) if t is not None and not t.empty],
-                     ignore_index=True) if any(
-        t is not None and not t.empty for t in (results, others)) else None
+    frames = [t for t in (results, others) if t is not None and not t.empty]
+    both = pd.concat(frames, ignore_index=True) if frames else None
     return phases.rows(runs, both, campaign.analysis["alpha"],
                        policy.metric_registry(campaign))
 

@@ -43,7 +43,7 @@ from containertax.statistics.policy import metric_registry, resolution
 # where the paper says a finding
 ABSTRACT, LISTED, APPENDIX = "abstract", "findings section", "appendix"
 PHASES_SECTION = "where the time goes"
-# metrics whose difference the paper also prints in seconds (the phases' section)
+# metrics whose difference the paper also prints in milliseconds (the phases' section)
 ABSOLUTE_METRICS = frozenset(phases.ORDER) | {phases.WALL}
 COMPARISON_FAMILIES = ("primary", "secondary", "derived", "calibration",
                        "calibration-secondary")
@@ -166,11 +166,11 @@ def comparison_rows(campaign: Campaign, results: pd.DataFrame, runs: pd.DataFram
 
 def absolute_difference(runs: pd.DataFrame, row: dict, alpha: float) -> dict[str, Any]:
     """A phase's (or the wall time's) mean per-block difference in seconds with its t
-    interval, and its printed texts (ms for a phase, s for the wall time): what the section
-    'Where the time goes' prints, computed here once."""
+    interval, and its printed texts in milliseconds: what the section 'Where the time goes'
+    prints, computed here once."""
     d = phases.paired_seconds(runs[runs.model.astype(str) == str(row["model"])],
                               row["metric"], row["environment"], row["reference"], alpha)
-    est, low, high = phases.abs_texts(row["metric"], d["est"], d["low"], d["high"])
+    est, low, high = phases.ms_texts(d["est"], d["low"], d["high"])
     return {"abs_diff": d["est"], "abs_low": d["low"], "abs_high": d["high"],
             "abs_blocks": d["n"], "abs_text_est": est, "abs_text_low": low,
             "abs_text_high": high}

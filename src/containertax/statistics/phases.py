@@ -35,25 +35,23 @@ def seconds_text(x: float, digits: int = 3) -> str:
     return text[1:] if float(text) == 0 else text
 
 
-def triplet_ms(est: float, low: float, high: float) -> str:
-    """'est [low, high]' in milliseconds, with the decimals (0 to 3) that give the smaller
-    of the estimate and the interval's width two significant digits: a phase of a few
-    microseconds is not printed as 0."""
+def ms_texts(est: float, low: float, high: float) -> tuple[str, str, str]:
+    """A difference in seconds printed in milliseconds, (estimate, low, high), with the
+    decimals (0 to 3) that give the smaller of the estimate and the interval's width two
+    significant digits (a phase of a few microseconds is not printed as 0): the texts
+    findings.csv holds and the paper prints, in the table and the text alike."""
     values = [v * 1000 for v in (est, low, high)]
     width = values[2] - values[1]
     finite = [abs(v) for v in (values[0], width) if math.isfinite(v) and v != 0]
     d = int(min(3, max(0, 1 - math.floor(math.log10(min(finite)))))) if finite else 1
-    est, low, high = (seconds_text(v, d) for v in values)
-    return f"{est} [{low}, {high}]"
-
-
-def abs_texts(metric: str, est: float, low: float, high: float) -> tuple[str, str, str]:
-    """The printed (estimate, low, high) of a phase's (or the wall time's) difference in
-    milliseconds: the texts findings.csv holds and the paper prints, in the table and the
-    text alike."""
-    est_t, rest = triplet_ms(est, low, high).split(" ", 1)
-    low_t, high_t = rest.strip("[]").split(", ")
+    est_t, low_t, high_t = (seconds_text(v, d) for v in values)
     return est_t, low_t, high_t
+
+
+def triplet_ms(est: float, low: float, high: float) -> str:
+    """'est [low, high]' in milliseconds (ms_texts)."""
+    est_t, low_t, high_t = ms_texts(est, low, high)
+    return f"{est_t} [{low_t}, {high_t}]"
 
 
 def paired_seconds(runs: pd.DataFrame, metric: str, env: str, ref: str,
