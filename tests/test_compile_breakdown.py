@@ -219,3 +219,69 @@ def test_the_device_script_packs_what_it_measured_when_its_limit_cuts_it(tmp_pat
     assert not any("/work" in n for n in names)
     assert "| first compiled step (timeline) | 13 |" in (out / "breakdown.md").read_text()
     assert "packed in" in done.stdout
+
+
+def fake_inductor_runtime(monkeypatch):
+    """Test double of the two torch modules autotune_census reads, shaped as torch 2.x has
+    them: triton_heuristics (CachingAutotuner, hash_configs) and autotune_cache
+    (AutotuneCache._prepare_key: sha256 of 'basename:tag'), with cache_dir_utils."""
+    import hashlib
+
+    heuristics = types.ModuleType("torch._inductor.runtime.triton_heuristics")
+
+    class CachingAutotuner:
+        def __init__(self, filename, configs, info):
+            self.filename, self.configs, self.autotune_cache_info = filename, configs, info
+            self.launchers = configs[:1]
+
+    heuristics.CachingAutotuner = CachingAutotuner
+    heuristics.hash_configs = lambda configs: hashlib.sha256(
+        repr(sorted(configs)).encode()).hexdigest()
+    cache = types.ModuleType("torch._inductor.runtime.autotune_cache")
+
+    class AutotuneCache:
+        @staticmethod
+        def _prepare_key(filename):
+            return hashlib.sha256(f"{os.path.basename(filename)}:".encode()).hexdigest()
+
+    cache.AutotuneCache = AutotuneCache
+    dirs = types.ModuleType("torch._inductor.runtime.cache_dir_utils")
+    dirs.cache_dir = lambda: "/cache/inductor"
+    for name, module in {"torch._inductor.runtime.triton_heuristics": heuristics,
+                         "torch._inductor.runtime.autotune_cache": cache,
+                         "torch._inductor.runtime.cache_dir_utils": dirs}.items():
+        monkeypatch.setitem(sys.modules, name, module)
+    return heuristics, AutotuneCache
+
+
+def test_autotune_census_tells_a_hit_a_stale_entry_and_a_missing_file(llm, monkeypatch,
+                                                                       tmp_path):
+    heuristics, cache = fake_inductor_runtime(monkeypatch)
+    kernels = tmp_path / "ab"
+    kernels.mkdir()
+    hit, stale, missing = (str(kernels / f"{n}.py") for n in ("hit", "stale", "missing"))
+    # the hit kept its one cached configuration; the stale entry was tuned over other
+    # configurations (another configs_hash); the missing one has no .best_config at all
+    for name, stored in ((hit, "whatever"), (stale, "another-hash")):
+        Path(f"{kernels}/{cache._prepare_key(name)}.best_config").write_text(
+            json.dumps({"configs_hash": stored, "num_warps": 4}))
+    keep = [heuristics.CachingAutotuner(hit, ["c1"], {"autotune_cache_state": "hit"}),
+            heuristics.CachingAutotuner(stale, ["c1", "c2"], {"autotune_cache_state": "miss"}),
+            heuristics.CachingAutotuner(missing, ["c1", "c2", "c3"],
+                                        {"autotune_cache_state": "miss"})]
+    census = llm.autotune_census()
+    assert census["kernels"] == 3 and census["cache_dir"] == "/cache/inductor"
+    assert census["counts"] == {"state=hit": 1, "state=miss": 2, "exists=True": 2,
+                                "exists=False": 1, "hash_matches=False": 1}
+    rows = {Path(r["file"]).stem: r for r in census["sample"]}
+    assert rows["stale"]["stored_hash"] == "another-hash" != rows["stale"]["hash"]
+    assert rows["missing"]["best_config"].startswith(str(kernels))
+    assert {Path(r["file"]).stem for r in census["multi_config"]} == {"stale", "missing"}
+    assert rows["hit"]["hash_matches"] is None  # one configuration left: nothing to compare
+    del keep
+
+
+def test_autotune_census_is_none_without_triton_kernels(llm, monkeypatch):
+    monkeypatch.delitem(sys.modules, "torch._inductor.runtime.triton_heuristics",
+                        raising=False)
+    assert llm.autotune_census() is None

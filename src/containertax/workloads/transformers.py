@@ -151,6 +151,7 @@ def detail(probe: Probe) -> dict[str, Any]:
             "compile_cache": probe.get("compile_cache"),
             "compile_counters": probe.get("compile_counters"),
             "compile_breakdown": probe.get("compile_breakdown"),
+            "autotune_census": probe.get("autotune_census"),
             "measure_window_unix": probe.get("measure_window_unix"),
             "requests": probe.get("requests")}
 

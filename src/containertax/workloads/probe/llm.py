@@ -22,6 +22,7 @@ import time
 T_ENTER, T_ENTER_MONO = time.time(), time.monotonic()
 
 import argparse  # noqa: E402
+import contextlib  # noqa: E402
 import inspect  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
@@ -343,6 +344,75 @@ def _dynamo_seconds() -> dict | None:
         return None
 
 
+def autotune_census(limit: int = 24) -> dict | None:
+    """Which of this process's Triton kernels took its launch configuration from Inductor's
+    autotuning cache and which benchmarked its configurations (issue #32: every Docker run
+    benchmarked, no native one). Per kernel: its source file, the .best_config it looks for
+    beside that file (AutotuneCache's key: sha256 of the file's base name and the cache key
+    tag), whether that file exists here, the configs_hash stored in it against the hash of
+    the kernel's own configurations, and what the kernel noted of its lookup
+    (autotune_cache_info). Taken after the measured window, so no measured phase pays for
+    it; None where Inductor never loaded a Triton kernel (a CPU run, plain decoding)."""
+    heuristics = sys.modules.get("torch._inductor.runtime.triton_heuristics")
+    tuner = getattr(heuristics, "CachingAutotuner", None)
+    if tuner is None:
+        return None
+    import gc
+    import importlib
+
+    try:
+        prepare_key = importlib.import_module(
+            "torch._inductor.runtime.autotune_cache").AutotuneCache._prepare_key
+    except Exception:  # noqa: BLE001 - a release without it: the files are not looked up
+        prepare_key = None
+    rows = [_kernel_row(k, prepare_key, getattr(heuristics, "hash_configs", None))
+            for k in gc.get_objects() if isinstance(k, tuner)]
+    rows.sort(key=lambda r: (r["state"] or "", r["file"] or ""))
+    count: dict[str, int] = {}
+    for r in rows:
+        for key in ("state", "exists", "hash_matches"):
+            if r.get(key) is not None:
+                label = f"{key}={r[key]}"
+                count[label] = count.get(label, 0) + 1
+    cache_dir = None
+    with contextlib.suppress(Exception):  # a release without it: unknown
+        cache_dir = importlib.import_module(
+            "torch._inductor.runtime.cache_dir_utils").cache_dir()
+    return {"kernels": len(rows), "counts": count, "cache_dir": cache_dir,
+            "multi_config": [r for r in rows if r["configs"] > 1][:limit],
+            "sample": rows[:limit]}
+
+
+def _kernel_row(kernel, prepare_key, hash_configs) -> dict:
+    configs = list(getattr(kernel, "configs", None) or [])
+    info = dict(getattr(kernel, "autotune_cache_info", None) or {})
+    filename = getattr(kernel, "filename", None)
+    row = {"file": filename, "configs": len(configs),
+           "launchers": len(getattr(kernel, "launchers", None) or []),
+           "state": str(info["autotune_cache_state"]) if "autotune_cache_state" in info
+           else None, "info": {str(k): str(v)[:120] for k, v in info.items()},
+           "best_config": None, "exists": None, "stored_hash": None, "hash": None,
+           "hash_matches": None}
+    # a kernel that found its configuration keeps only that one: nothing to compare
+    with contextlib.suppress(Exception):
+        row["hash"] = hash_configs(configs) if hash_configs and len(configs) > 1 else None
+    if filename and prepare_key is not None:
+        try:
+            path = f"{os.path.dirname(filename)}/{prepare_key(filename)}.best_config"
+        except Exception:  # noqa: BLE001
+            return row
+        row.update({"best_config": path, "exists": os.path.exists(path)})
+        if row["exists"]:
+            try:
+                with open(path) as fh:
+                    row["stored_hash"] = json.load(fh).get("configs_hash")
+            except (OSError, ValueError, AttributeError):
+                pass
+            if row["stored_hash"] is not None and row["hash"] is not None:
+                row["hash_matches"] = row["stored_hash"] == row["hash"]
+    return row
+
+
 def _dynamo_phases() -> dict | None:
     """Dynamo's cumulative seconds per compile phase (cumulative_time_spent_ns, what
     calculate_time_spent() reports: e.g. entire_frame_compile, backend_compile,
@@ -480,6 +550,7 @@ def main(argv=None) -> int:
     else:
         rows, window = run_requests(torch, model, args)
     mark("window_end")
+    result["autotune_census"] = autotune_census()
     result["compile_counters"] = compile_counters(torch)
     result["compile_breakdown"] = COMPILE_BREAKDOWN or None
     result.update({
