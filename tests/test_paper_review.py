@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -18,7 +19,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
-from containertax.publishing import facts, figures, review  # noqa: E402
+from containertax.publishing import facts, figures, review, tables  # noqa: E402
 from containertax.statistics import texts
 from containertax.workloads.metric_registry import REGISTRY, TELEMETRY, axis_label  # noqa: E402
 from tests.conftest import REPO  # noqa: E402
@@ -365,3 +366,85 @@ def test_build_runs_latex_again_while_the_log_asks(tmp_path, monkeypatch):
     assert "rerun" not in build(tmp_path / "a")
     monkeypatch.setattr(paper, "RERUNS", 0)
     assert "rerun" in build(tmp_path / "b")
+
+
+def test_a_negative_number_set_with_a_hyphen_is_caught_and_tex_sets_a_minus(tmp_path):
+    """'partial r -0.85' (a quality message, seen in the demo paper) typed as text prints a
+    hyphen: caught; through texts.tex it prints a minus and passes."""
+    problems = build(tmp_path, CLEAN + " Thermal dependence (partial r -0.85, p 0.003).")
+    hits = [p for p in problems if p.check == "hyphen-minus"]
+    assert len(hits) == 1 and "partial r -0.85" in hits[0].message
+    fixed = texts.tex("Thermal dependence (partial r -0.85, p 0.003).")
+    assert build(tmp_path, CLEAN + " " + fixed) == []
+    assert "(partial r \u22120.85," in review.prose_text(tmp_path / "main.pdf")
+
+
+def test_names_dates_and_dashes_are_not_negative_numbers(tmp_path):
+    """Hyphens inside names, dates and ranges, and '--' (an en dash), pass the check, and
+    texts.tex leaves them as they are."""
+    words = ("Model qwen2-0.5b ran on 2026-11-27 on x86-64 with Llama-3-8B and n-1 degrees "
+             "of freedom, blocks 3-4 and pages 10--20 of the manual, vs. -x.")
+    assert texts.tex(words) == words  # nothing escaped, no minus set
+    assert build(tmp_path, CLEAN + " " + texts.tex(words)) == []
+
+
+@pytest.mark.parametrize("planted", ["(partial r -0.85, p 0.003)", "rho -0.80 over 8",
+                                     "product -1.3 % [-4.5, +2.0]", "ms [-\n197, +387]",
+                                     "(\n-.5 ms)", "-6.9 [-9.5, -4.4]"])
+def test_check_signs_catches_a_hyphen_that_starts_a_number(planted):
+    """On the raw text: a hyphen at a line's start, after a space, '[' or '(', and one that
+    ends a line before the number's digits (pdftotext's reading order drops it there)."""
+    problems = review.check_signs("page one\f" + planted)
+    assert [(p.check, p.where) for p in problems] == [("hyphen-minus", "page 2")]
+
+
+@pytest.mark.parametrize("fine", ["qwen2-0.5b", "on 2026-11-27", "x86-\n64", "10\u201320",
+                                  "[\u2212197, +387]", "n-1", "Llama-3-8B", "--cpus 2"])
+def test_check_signs_passes_names_dates_and_minus_signs(fine):
+    assert review.check_signs(fine) == []
+
+
+# the phases section's sentence (paper/phases.tex) in a box as wide as the planted text up to
+# its interval's hyphen: TeX ends the line there, where it may break after a hyphen
+WALL_SENTENCE = (r"a difference of \ctx{phases-wall-diff}~ms [\ctx{phases-wall-low}, "
+                 r"\ctx{phases-wall-high}] over \ctx{phases-blocks} blocks.")
+
+
+def _at_line_end(values: dict[str, object]) -> str:
+    return (tables.macros(values) + r"\newlength\upto\settowidth\upto{a difference of +95~ms [-}"
+            r"\noindent\parbox[t]{\upto}{" + WALL_SENTENCE + "}\n")
+
+
+def test_a_negative_interval_end_at_a_line_end_reads_as_its_finding(tmp_path):
+    """The CI failure, made to happen: the wall time's interval [-197, +387] ms with its
+    lower end where TeX ends a line. Set with a hyphen (as phases_paper printed it) the
+    line broke after '[-' and the PDF's text read '[197, +387]', which is no finding's
+    text (printed-twice); phases_paper's values set a minus, which does not break."""
+    from types import SimpleNamespace
+
+    from containertax.publishing import phases_paper
+    from containertax.statistics import phases
+
+    wall = {"model": "n256", "environment": "docker", "reference": "native", "aa": False,
+            "metric": phases.WALL, "label": "Process wall time", "verdict": "inconclusive",
+            "n_blocks": 4, "mean_ref": 0.396, "mean_env": 0.491, "diff_s": 0.095,
+            "diff_low": -0.197, "diff_high": 0.387, "p_bh": 0.5}
+    findings = {phases.ms_texts(0.095, -0.197, 0.387)}  # the texts findings.csv holds
+    assert findings == {("+95", "-197", "+387")}
+    values = phases_paper.values(SimpleNamespace(raw={}, models=[]), [wall],
+                                 pd.DataFrame(columns=["metric"]))
+    planted = {**values, "phases-wall-low": "-197"}  # the text-mode hyphen of before
+    build(tmp_path, _at_line_end(planted))
+    text = review.prose_text(tmp_path / "main.pdf")
+    assert "[197, +387]" in " ".join(text.split())  # the reproduction: the sign is lost
+    assert [p.check for p in review.check_printed_once(text, findings)] == ["printed-twice"]
+    assert [p.check for p in review.check_signs(review.raw_text(tmp_path / "main.pdf"))
+            ] == ["hyphen-minus"]
+    build(tmp_path, _at_line_end(values))
+    text = review.prose_text(tmp_path / "main.pdf")
+    assert "[\u2212197, +387]" in " ".join(text.split())
+    assert review.check_printed_once(text, findings) == []
+    assert review.check_signs(review.raw_text(tmp_path / "main.pdf")) == []
+    # the phases table sets its signs the same way
+    assert "\\ensuremath{-}197" in phases_paper.table([wall])
+    assert not re.search(r"(?<![\w.{^-])-\d", phases_paper.table([wall]))

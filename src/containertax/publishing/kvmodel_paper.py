@@ -13,7 +13,7 @@ from containertax.statistics import texts
 
 
 def _gib(x: float) -> str:
-    return "--" if not math.isfinite(x) else f"{x:+.2f}"
+    return "--" if not math.isfinite(x) else texts.tex(f"{x:+.2f}")
 
 
 def table(results: pd.DataFrame) -> str:

@@ -32,7 +32,7 @@ def table(found: list[dict[str, Any]]) -> str:
                          f"{texts.tex(r['reference'])}}}}}"])
         body.append([
             texts.tex(r["label"]), tables.num(r["mean_ref"], 3), tables.num(r["mean_env"], 3),
-            triplet_ms(r["diff_s"], r["diff_low"], r["diff_high"]),
+            texts.tex(triplet_ms(r["diff_s"], r["diff_low"], r["diff_high"])),
             tables.pval(r["p_bh"]), texts.tex(r["verdict"])])
     return tables.longtable(
         ["Phase", "Ref.\\ (s)", "Env.\\ (s)", "Diff.\\ (ms) [95\\,\\% CI]",
@@ -100,9 +100,16 @@ def figure(found: list[dict[str, Any]], path: Path) -> bool:
     return True
 
 
-def _phrase(r: dict[str, Any]) -> str:
+def _ms_texts(r: dict[str, Any]) -> tuple[str, str, str]:
+    """A row's difference in milliseconds as findings.csv holds it (ms_texts), for TeX:
+    a negative end's sign is a minus ('[-197' broke after its hyphen into '[197')."""
     est, low, high = ms_texts(r["diff_s"], r["diff_low"], r["diff_high"])
-    return f"{r['label'].lower()} ({est}~ms [{low}, {high}])"
+    return texts.tex(est), texts.tex(low), texts.tex(high)
+
+
+def _phrase(r: dict[str, Any]) -> str:
+    est, low, high = _ms_texts(r)
+    return f"{texts.tex(r['label'].lower())} ({est}~ms [{low}, {high}])"
 
 
 def values(campaign: Any, found: list[dict[str, Any]], runs: pd.DataFrame,
@@ -130,13 +137,14 @@ def values(campaign: Any, found: list[dict[str, Any]], runs: pd.DataFrame,
         "phases-blocks": first["n_blocks"], "phases-count": len(phases_),
         "phases-differ": tables.join_words(_phrase(r) for r in differ) or "none",
         "phases-differ-n": len(differ),
-        "phases-equivalent": tables.join_words(r["label"].lower() for r in same) or "none",
+        "phases-equivalent": (tables.join_words(texts.tex(r["label"].lower()) for r in same)
+                              or "none"),
         "phases-equivalent-n": len(same),
         "phases-rest": tables.join_words(_phrase(r) for r in rest) or "none",
         "phases-rest-n": len(rest),
     }
     if wall is not None:
-        diff, low, high = ms_texts(wall["diff_s"], wall["diff_low"], wall["diff_high"])
+        diff, low, high = _ms_texts(wall)
         out.update({"phases-wall-diff": diff, "phases-wall-low": low, "phases-wall-high": high,
                     "phases-wall-ref": tables.num(wall["mean_ref"], 3),
                     "phases-wall-env": tables.num(wall["mean_env"], 3)})

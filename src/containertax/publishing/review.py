@@ -2,8 +2,9 @@
 figure files: undefined references or citations, '??' in the text, overfull boxes beyond a
 tolerance, text set below 8 pt (a shrunken table, a tiny figure label), a figure whose
 labels are raw column names instead of the metric registry's words, text cut at a figure's
-edge, a raw metric or column name in the text (a quality finding, a table's note) and a
-count that reads wrong ('Of the 1 comparison', '0 remain significant').
+edge, a raw metric or column name in the text (a quality finding, a table's note), a
+count that reads wrong ('Of the 1 comparison', '0 remain significant') and a negative
+number set with a hyphen ('[-197', which a line may break after).
 
 Reads what LaTeX and matplotlib produced, not what the generator meant to produce.
 """
@@ -74,6 +75,37 @@ def check_question_marks(pdf: Path) -> list[Problem]:
             context = text[max(0, m.start() - 30):m.end() + 10].replace("\n", " ")
             out.append(Problem("ot1-glyph", f"page {page}",
                                f"'{m.group()}' for '<' or '>' in '{context.strip()}'"))
+    return out
+
+
+def raw_text(pdf: Path) -> str:
+    """The PDF's text in the order it was set, each line as it ends: a hyphen at a line's
+    end is kept (pdftotext's default reading order joins '[-' and '197' into '[197')."""
+    proc = subprocess.run(["pdftotext", "-raw", str(pdf), "-"], capture_output=True,
+                          text=True, check=True)
+    return proc.stdout
+
+
+# an ASCII hyphen that starts a number (after a line's start, a space, '[' or '('), on one
+# line or at a line's end before the number's digits: 'partial r -0.85', '[-' / '197'
+_HYPHEN_MINUS = re.compile(r"(?:^|(?<=[\s\[(]))-(?=\n?\.?\d)", re.MULTILINE)
+
+
+def check_signs(text: str) -> list[Problem]:
+    """A negative number set with a hyphen instead of a minus (texts.tex sets the sign): a
+    hyphen is shorter than a minus, and TeX may break the line after it, which splits the
+    number and reads as a positive one ('[-' / '197' as '[197'). Fed pdftotext's raw text
+    (raw_text), page by page; names and dates ('qwen2-0.5b', '2026-11-27') pass, and
+    so does a dash ('1--2' prints an en dash)."""
+    out = []
+    for page, raw in enumerate(text.split("\f"), 1):
+        hits = [" ".join(raw[max(0, m.start() - 25):m.end() + 12].split())
+                for m in _HYPHEN_MINUS.finditer(raw)]
+        if hits:
+            out.append(Problem("hyphen-minus", f"page {page}",
+                               f"{len(hits)} negative number(s) set with a hyphen, not a "
+                               "minus (set generated text with texts.tex): '"
+                               + "'; '".join(hits[:5]) + "'"))
     return out
 
 
@@ -629,6 +661,7 @@ def review(build_dir: Path, pdf: Path, names: list[str],
     problems = check_log(log.read_text(errors="replace"), overfull_pt) if log.exists() else [
         Problem("no-log", str(log), "no LaTeX log to check")]
     problems += check_question_marks(pdf)
+    problems += check_signs(raw_text(pdf))
     problems += check_text(pdf, names)
     problems += check_sources(build_dir, names)
     text = prose_text(pdf)

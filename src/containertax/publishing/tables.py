@@ -26,8 +26,8 @@ def code(escaped: str) -> str:
 
 
 def num(value: Any, digits: int = 3) -> str:
-    """Significant digits, plain notation for ordinary magnitudes, '--' for missing,
-    NOT_ESTIMABLE for infinite."""
+    """Significant digits, plain notation for ordinary magnitudes (a negative one's sign a
+    true minus, texts.tex), '--' for missing, NOT_ESTIMABLE for infinite."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "--"
     if isinstance(value, bool):
@@ -42,7 +42,7 @@ def num(value: Any, digits: int = 3) -> str:
     if abs(v) >= 1e5 or abs(v) < 1e-3:
         mant, exp = f"{v:.{digits - 1}e}".split("e")
         return f"${mant}\\times10^{{{int(exp)}}}$"
-    return f"{v:.{max(0, digits - 1 - int(math.floor(math.log10(abs(v)))))}f}"
+    return tex(f"{v:.{max(0, digits - 1 - int(math.floor(math.log10(abs(v)))))}f}")  # a minus
 
 
 def distinct_as_printed(values: Iterable[Any], digits: int = 3) -> int:

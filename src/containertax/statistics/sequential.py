@@ -290,10 +290,11 @@ def macros(campaign: Any, runs: Any, words: Any = str) -> dict[str, Any]:
                "continue": "still running"}[last[0]["decision"]]
         stops.append(f"{tex(m.id)} after {last[0]['blocks']} blocks (look {k}, {how})")
         for r in last:
+            est, low, high = (tex(f"{100 * r[key]:+.2f}")
+                              for key in ("estimate", "adj_low", "adj_high"))
             intervals.append(
                 f"{tex(m.id)}, {tex(words(r['metric']))}, {tex(r['environment'])}/"
-                f"{tex(r['against'])}: {100 * r['estimate']:+.2f}\\,\\% "
-                f"[{100 * r['adj_low']:+.2f}, {100 * r['adj_high']:+.2f}]\\,\\% "
+                f"{tex(r['against'])}: {est}\\,\\% [{low}, {high}]\\,\\% "
                 f"({r['answer'] if r['answer'] != 'none' else 'no answer'})")
     return {"has-stopping": 1,
             "seq/spending": SPENDING_WORDS[rule.spending],

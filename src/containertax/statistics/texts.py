@@ -1,7 +1,8 @@
 """How a value is printed, in one place below both sides of the seam: LaTeX escaping of a
-name, and the one printing of a relative difference with its interval. Statistics writes
-these texts into the findings table (and into the design and stopping sentences it derives);
-publishing prints them unchanged (publishing/tables.py builds its cells on them)."""
+name or a message (a negative number's sign set as a minus), and the one printing of a
+relative difference with its interval. Statistics writes these texts into the findings
+table (and into the design and stopping sentences it derives); publishing prints them
+unchanged (publishing/tables.py builds its cells on them)."""
 
 from __future__ import annotations
 
@@ -17,8 +18,21 @@ _TEX = {"&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_\allowbreak{}",
         "<": r"\ensuremath{<}", ">": r"\ensuremath{>}"}
 
 
+# a hyphen that starts a number ('-197', '[-4.5', '(-.5'), not one inside a word, a name
+# or a date ('qwen2-0.5b', 'itl_-1', '2026-11-27', 'n-1') nor part of a dash ('1--2')
+_SIGN = re.compile(r"(?<![\w.\-])-(?=\.?\d)")
+# the minus sign, in text or in math: an ASCII hyphen in text is a hyphen (shorter than a
+# minus), and TeX may break a line after it ('[-' / '197', which pdftotext then reads as
+# '[197'); a formula of a lone minus is never broken and sets no space after it
+MINUS = r"\ensuremath{-}"
+_MARK = "\ue000"  # a private-use character marks a sign until the text is escaped
+
+
 def tex(text: Any) -> str:
-    return re.sub(r"[&%$#_{}~^\\<>]", lambda m: _TEX[m.group()], str(text))
+    """Text escaped for TeX, with a negative number's sign as a true minus (MINUS): the
+    one printing of generated text, names and signed numbers alike."""
+    marked = _SIGN.sub(_MARK, str(text))
+    return re.sub(r"[&%$#_{}~^\\<>]", lambda m: _TEX[m.group()], marked).replace(_MARK, MINUS)
 
 
 PCT_CAP = 1e4  # 1,000,000 %: beyond it a ratio is printed as a bound, never as 'inf'
