@@ -131,7 +131,7 @@ def decide(runs: Any, campaign: Any, primary: dict[str, list[str]]) -> list[dict
 
 def _shape_words(r: dict[str, Any]) -> str:
     if r["shape"] == "skew":
-        return (f"skewness {r['skewness']:+.2f} beyond +-{r['skew_limit']:.2f}, which "
+        return (f"skewness {r['skewness']:+.2f}, beyond {r['skew_limit']:.2f} in size, which "
                 f"normal blocks exceed with probability {SHAPE_LEVEL:g}")
     return (f"a block {r['outlier']:.1f} SDs of the others from their mean, beyond "
             f"{r['outlier_limit']:.1f}, which normal blocks exceed with probability "
