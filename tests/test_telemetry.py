@@ -243,5 +243,5 @@ def test_committed_gqa_runs_were_power_capped_for_40_to_45_pct_of_the_window():
     assert (runs["window_throttled_frac"] == cap).all()  # the cap is the only reason
     found = clocks.findings(runs)
     assert len(found) == 1 and found[0]["message"].startswith(
-        "software power cap: 40-45 % of the measured window in every run, in every "
+        "software power cap: 40 to 45 % of the measured window in every run, in every "
         "environment")

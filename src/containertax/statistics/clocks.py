@@ -78,7 +78,7 @@ def of_record(path: Path, rec: RawRecord) -> dict[str, Any]:
 
 def _range_pct(values: pd.Series) -> str:
     lo, hi = 100 * values.min(), 100 * values.max()
-    return f"{lo:.0f} %" if round(lo) == round(hi) else f"{lo:.0f}-{hi:.0f} %"
+    return f"{lo:.0f} %" if round(lo) == round(hi) else f"{lo:.0f} to {hi:.0f} %"
 
 
 def findings(runs: pd.DataFrame) -> list[dict[str, Any]]:
