@@ -61,7 +61,9 @@ is' / 'N values are' (no '1 values') and no config key. The discussion's start-u
 (startup-cost-min/-max, sani-startup-share, the prior-work rows quoting it) is now each
 model's comparison's difference of means, the range the abstract prints (startup-min/-max),
 not a mean pooled over models: h100-matmul 0.20 -> 0.19 to 0.21 s, h100 0.16 to 0.16 ->
-0.16 to 0.17 s; and excluded-family counts the compile-excluded comparisons."""
+0.16 to 0.17 s; and excluded-family counts the compile-excluded comparisons. Then all four
+for the clock finding's shares: '13-18 %' reads '13 to 18 %' (a hyphen between numbers can
+break a line and read back as one number); no other key changed."""
 
 from __future__ import annotations
 
