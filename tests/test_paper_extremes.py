@@ -23,7 +23,7 @@ import pytest
 
 from containertax.publishing import phases_paper, review, tables
 from containertax.statistics import comparisons, texts
-from containertax.statistics.phases import ms_texts
+from containertax.statistics.phases import ms_texts, seconds_text
 from containertax.workloads.metric_registry import REGISTRY
 from tests.conftest import REPO
 
@@ -89,7 +89,21 @@ def test_an_interval_near_minus_100_or_narrow_prints_apart(values):
     assert review.check_interval_texts(f"{old[0]} [{old[1]}, {old[2]}]"), old
 
 
+@pytest.mark.parametrize("seconds", [(-4e-7, -1.1e-6, 3e-7), (2.2e-6, 1.9e-6, 2.5e-6)])
+def test_a_phase_difference_a_microsecond_wide_prints_apart(seconds):
+    """30 blocks of a teardown of 80 us can narrow its interval to a microsecond: ms_texts
+    printed it with at most three decimals ('0.000 [-0.001, 0.000]', '+0.002 [+0.002,
+    +0.003]')."""
+    est, low, high = ms_texts(*seconds)
+    assert len({est, low, high}) == 3 and float(est) != 0
+    assert review.check_interval_texts(f"{est} [{low}, {high}]") == []
+    old = [seconds_text(1000 * v, 3) for v in seconds]  # the planted old printing
+    assert review.check_interval_texts(f"{old[0]} [{old[1]}, {old[2]}]"), old
+
+
 def test_ordinary_intervals_keep_their_short_texts():
+    assert ms_texts(-0.0085, -0.0618, 0.0448) == ("-8.5", "-61.8", "+44.8")
+    assert ms_texts(1e-10, -99.9, 100.1) == ("0", "-99900", "+100100")
     assert texts.interval_texts(0.0005, -0.0003, 0.0012) == ("+0.05", "-0.03", "+0.12")
     assert texts.interval_texts(0.022, -0.131, 0.203) == ("+2.2", "-13.1", "+20.3")
     assert texts.interval_texts(-0.5, -1.0, -0.2) == ("-50.0", "-100.0", "-20.0")
