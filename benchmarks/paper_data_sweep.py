@@ -1,23 +1,25 @@
 """Which of the paper's review checks a campaign's values can trip: one small measured
 campaign, its raw records perturbed per seed, the paper rebuilt, review.json collected.
 
-The standard (docs/GUIDE): no test whose outcome depends on the data of the run, so the
+The standard: no test whose outcome depends on the data of the run, so the
 review (publishing/review.py, run by the pdf rule) must come out empty for any values the
 workflow can measure. A test campaign measures a few runs, and their values land anywhere:
 this sweep plants the values a real run could give (one environment slower or faster by
 any factor, intervals huge or tiny, a constant metric, values near zero, one block slow)
 and lists every review problem per seed. It is a benchmark, not a test: each seed rebuilds
-a paper (about 20-40 s on two cores).
+a paper (about 17 s on two cores). Results: docs/measurement.md, "The review for any
+values".
 
 How the records are perturbed: a raw record carries no checksum (core/rawrecord.py
 validates the schema; campaign/integrity.py checks that a record is JSON and names its own
 cell), so the sweep edits the copies' metric values, their timeline marks (the phases and
-the process wall time are recomputed from them by the aggregation) and their per-request
-latencies, in the copy's raw/ folder: the earliest layer the paper rule reads. The values
-are SYNTHETIC: nothing here measures containers; it measures the paper's words.
+the process wall time are recomputed from them by the aggregation), their per-request
+latencies and telemetry, in the copy's raw/ folder: the earliest layer the paper rule
+reads. The values are SYNTHETIC: nothing here measures containers; it measures the
+paper's words.
 
     PYTHONPATH=src .venv/bin/python benchmarks/paper_data_sweep.py [--base DIR]
-        [--seeds 0-15] [--keep]
+        [--seeds 0-49] [--keep] [--out FILE.json]
 
 Without --base it first measures the tests' small campaign (tests/test_workflow.py:
 native, chroot and docker, two repetitions; Docker and the demo image needed) into a
@@ -57,6 +59,7 @@ def measure_base(where: Path) -> Path:
     sys.path.insert(0, str(REPO))
     from tests.test_workflow import make_campaign
 
+    where.mkdir(parents=True)
     cfg = make_campaign(where, CAMPAIGN, ENVS, reps=2)
     env = {**os.environ, "CONTAINERTAX_STATUS_PAGE": "0"}
     out = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "1", "--snakefile",
@@ -304,7 +307,8 @@ def main() -> int:
     ap.add_argument("--base", type=Path, help="a folder holding order.yaml and "
                     "results/order/ measured before (default: measure one)")
     ap.add_argument("--seeds", default="0-15")
-    ap.add_argument("--out", type=Path, default=Path("paper-data-sweep.json"))
+    ap.add_argument("--out", type=Path, default=Path(tempfile.gettempdir())
+                    / "paper-data-sweep.json", help="every seed's perturbations and problems")
     ap.add_argument("--keep", action="store_true", help="keep each seed's folder")
     args = ap.parse_args()
     scratch = Path(tempfile.mkdtemp(prefix="paper-sweep-"))
@@ -333,6 +337,7 @@ def main() -> int:
     print(f"{len(results)} seeds, {sum(1 for r in results if not r['problems'])} clean; "
           f"problems by check: {dict(classes)}; seeds per check: {dict(seeds_hit)}")
     args.out.write_text(json.dumps(results, indent=1))
+    print(f"per seed: {args.out}" + (f"; folders kept in {scratch}" if args.keep else ""))
     if not args.keep:
         shutil.rmtree(scratch, ignore_errors=True)
     return 0
