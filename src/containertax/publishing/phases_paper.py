@@ -34,6 +34,10 @@ def table(found: list[dict[str, Any]]) -> str:
             texts.tex(r["label"]), tables.num(r["mean_ref"], 3), tables.num(r["mean_env"], 3),
             texts.tex(triplet_ms(r["diff_s"], r["diff_low"], r["diff_high"])),
             tables.pval(r["p_bh"]), texts.tex(r["verdict"])])
+    # a wide difference ('+189693867 [+57299684, +322088051]': a day-long phase in ms)
+    # stacks its interval under it, in the column's width
+    body = [[*row[:3], tables.stacked(row[3]), *row[4:]] if len(row) == 6 else row
+            for row in body]
     return tables.longtable(
         ["Phase", "Ref.\\ (s)", "Env.\\ (s)", "Diff.\\ (ms) [95\\,\\% CI]",
          "$p_\\mathrm{BH}$", "Verdict"], body,

@@ -119,7 +119,7 @@ _COUNT_PHRASES = [
      "a sentence opening with a numeral"),
     (r"\b1 (?:values|runs|blocks|comparisons|findings|problems|models|metrics|tests)\b",
      "one with a plural noun"),
-    (r"\ball (?:one|two|2)\s+[a-z]", "'all' before one or two ('both', 'the one')"),
+    (r"\b[Aa]ll (?:one|two|2)\s+[a-z]", "'all' before one or two ('both', 'the one')"),
 ]
 
 
@@ -547,9 +547,12 @@ def check_runtime_labels(text: str, recorded: dict[str, set[str]]) -> list[Probl
     return out
 
 
-# a relative difference and its interval as the text prints them: '+0.05 % [-0.03, +0.12]'
+# a relative difference and its interval as the text prints them: '+0.05 % [-0.03, +0.12]';
+# the estimate on the interval's line (a table cell that stacks its interval under its
+# estimate is read with another column's number before the interval: '0.091' / '[-0.002')
 _SIGNED = r"[-+]?\d+(?:\.\d+)?"
-TRIPLE = re.compile(rf"(?:({_SIGNED})\s*%?\s*)?\[\s*({_SIGNED})\s*%?,\s*({_SIGNED})\s*%?\s*\]")
+TRIPLE = re.compile(
+    rf"(?:({_SIGNED})[ \t]*%?[ \t]*)?\[\s*({_SIGNED})\s*%?,\s*({_SIGNED})\s*%?\s*\]")
 
 
 def printed_intervals(text: str) -> list[tuple[str | None, str, str]]:

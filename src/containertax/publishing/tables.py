@@ -115,7 +115,46 @@ def rel_with_ci(r: Any) -> str:
     est, low, high = rel_texts(r)
     if low == "--" or high == "--":
         return f"{est} [{NOT_ESTIMABLE}]"
-    return f"{est} [{low}, {high}]"
+    return interval_cell(est, low, high)
+
+
+def printed_len(text: str) -> int:
+    r"""About how many characters TeX prints for a cell's source ('$+2.2$' 4,
+    '$5.3\times10^{5}$' 7, '\ensuremath{-}1.5' 4): enough to tell a wide cell."""
+    t = re.sub(r"\\ensuremath\{(.)\}", r"\1", text)
+    t = re.sub(r"\\times", "x", t)
+    return len(re.sub(r"\\[A-Za-z]+|\\.|[${}^]", "", t))
+
+
+# An estimate with its interval on one line while it is at most this many characters
+# ('-0.073 [-0.622, +0.476]': 23; 27 ran 9 pt into the margin of the estimates table
+# beside an environment docker-optimised); a wider one stacks the interval under the
+# estimate, and an interval itself wider breaks after its comma: a column of an estimate
+# and its interval is as wide as its longest number, whatever the records hold
+# ('+651018.4 [+723.1, >+10^6]' and '-99.9999003 [-99.9999008, -99.9998999]' ran into
+# the margin).
+ONE_LINE = 23
+
+
+def interval_cell(est: str, low: str, high: str, one_line: int = ONE_LINE,
+                  line: int = ONE_LINE) -> str:
+    """A table cell of an estimate and its interval: 'est [low, high]' on one line up to
+    one_line characters, else stacked on two lines (the interval up to `line`) or three
+    (right-aligned, the first on the row's baseline)."""
+    flat = f"{est} [{low}, {high}]"
+    if printed_len(flat) <= one_line:
+        return flat
+    lines = ([est, f"[{low}, {high}]"] if printed_len(f"[{low}, {high}]") <= line
+             else [est, f"[{low},", f"{high}]"])
+    # '\\{}': a line that opens with '[' is not the optional argument of '\\'
+    return r"\begin{tabular}[t]{@{}r@{}}" + r"\\{}".join(lines) + r"\end{tabular}"
+
+
+def stacked(cell: str) -> str:
+    """A cell 'est [low, high]' made by another formatter (a phase's milliseconds), set as
+    interval_cell sets it."""
+    m = re.fullmatch(r"(.+?) \[(.+?), (.+)\]", cell)
+    return interval_cell(*m.groups()) if m else cell
 
 
 def unit_tex(unit: str) -> str:
@@ -268,13 +307,17 @@ def headline_table(rows: list[dict[str, Any]], registry: dict[str, MetricInfo],
     if not rows:
         return ""
     body = [[tex(r["model"]), _metric_cell(registry, r["metric"]), tex(r["environment"]),
-             f"{r['rel']} [{r['ci']}]", r["p_bh"], r["mde"], tex(r["verdict"])] for r in rows]
+             interval_cell(r["rel"], *r["ci"].split(", ", 1), one_line=0, line=16),
+             r["p_bh"], r["mde"],
+             tex(r["verdict"])] for r in rows]
     # a verdict with its caveat ('equivalent (A/A failed)') wraps in a narrower table
     caveat = any("(" in r["verdict"] for r in rows)
     spec = (r"lL{0.13\linewidth}L{0.09\linewidth}rrrL{0.13\linewidth}" if caveat
             else r"lL{0.15\linewidth}L{0.1\linewidth}rrrl")
     # and its interval's heading on two lines, the widest cell of the row otherwise (on one
-    # line, h100-sani-cold's table of one model ran 2.5 pt into the margin)
+    # line, h100-sani-cold's table of one model ran 2.5 pt into the margin), as each
+    # estimate over its interval is (interval_cell; '+2.2 [-13.1, +20.3]' on one line ran
+    # 2.3 pt into the margin beside the model matmul-10k, '[-99.999, +2189.400]' 12.7 pt)
     rel = r"\begin{tabular}[b]{@{}r@{}}Rel.\ diff.\ \%\\ {}[95\,\% CI]\end{tabular}"
     if any(r.get("sequential") for r in rows):  # the look's interval, not a 95 % one
         rel = rel.replace("95\\,\\% CI", "adj.\\ CI")

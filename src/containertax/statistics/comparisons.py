@@ -264,7 +264,10 @@ def paired_estimate(d: np.ndarray, alpha: float) -> dict[str, float]:
         return {"est": nan, "low": nan, "high": nan, "t": nan, "df": nan, "p": nan, "sd": nan}
     with np.errstate(all="ignore"):
         mean = float(np.mean(d))
-        sd = float(np.std(d, ddof=1)) if n > 1 else nan
+        # identical differences have no spread (a memory metric counted in pages): np.std
+        # of 3 equal values can give 1e-18 from the rounded mean, an interval of zero width
+        # that prints as '+0.775 [+0.775, +0.775]'
+        sd = (0.0 if np.ptp(d) == 0 else float(np.std(d, ddof=1))) if n > 1 else nan
     if n < 2 or not sd > 0 or not math.isfinite(sd) or not math.isfinite(mean):
         return {"est": mean, "low": nan, "high": nan, "t": nan, "df": n - 1, "p": nan,
                 "sd": sd}

@@ -35,15 +35,24 @@ def seconds_text(x: float, digits: int = 3) -> str:
     return text[1:] if float(text) == 0 else text
 
 
+# at most 1 ns: the resolution of the timeline's clock (CLOCK_MONOTONIC, its marks kept as
+# seconds in a float); a narrower interval is none that was measured
+MS_DECIMALS = 6
+
+
 def ms_texts(est: float, low: float, high: float) -> tuple[str, str, str]:
     """A difference in seconds printed in milliseconds, (estimate, low, high), with the
-    decimals (0 to 3) that give the smaller of the estimate and the interval's width two
-    significant digits (a phase of a few microseconds is not printed as 0): the texts
-    findings.csv holds and the paper prints, in the table and the text alike."""
+    decimals (0 to MS_DECIMALS) that give the smaller of the estimate and the interval's
+    width two significant digits (a phase of a few microseconds is not printed as 0, nor
+    an interval a microsecond wide as '0.000 [0.000, +0.001]'): the texts findings.csv
+    holds and the paper prints, in the table and the text alike."""
     values = [v * 1000 for v in (est, low, high)]
     width = values[2] - values[1]
     finite = [abs(v) for v in (values[0], width) if math.isfinite(v) and v != 0]
-    d = int(min(3, max(0, 1 - math.floor(math.log10(min(finite)))))) if finite else 1
+    # an estimate near zero in a wide interval takes no more decimals than a thousandth
+    # of the width needs ('0 [-99900, +100100]', not '0.000000 [-99900.000000, ...')
+    least = max(min(finite), width / 1000 if finite and width > 0 else 0) if finite else 0
+    d = (int(min(MS_DECIMALS, max(0, 1 - math.floor(math.log10(least))))) if finite else 1)
     est_t, low_t, high_t = (seconds_text(v, d) for v in values)
     return est_t, low_t, high_t
 

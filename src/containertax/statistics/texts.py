@@ -36,6 +36,9 @@ def tex(text: Any) -> str:
 
 
 PCT_CAP = 1e4  # 1,000,000 %: beyond it a ratio is printed as a bound, never as 'inf'
+# decimals of a per cent at most: a ratio to 1e-11, far below any measured spread (a
+# narrower interval comes from identical differences, which have none: no interval)
+MAX_DECIMALS = 9
 
 
 def missing(v: Any) -> bool:
@@ -47,11 +50,13 @@ def _fmt_pct(x: float, digits: int) -> str:
     return text[1:] if float(text) == 0 else text  # no signed zero
 
 
-def interval_texts(est: float, low: float, high: float, max_digits: int = 3
+def interval_texts(est: float, low: float, high: float, max_digits: int = MAX_DECIMALS
                    ) -> tuple[str, str, str]:
     """Estimate, lower and upper end in per cent (no $), with as many decimals (1 to
-    max_digits) as it takes to print the three values apart and no non-zero value as
-    zero: '+0.05 [-0.03, +0.12]', never '0.0 [0.0, +0.1]'. '--' for a missing value; a
+    max_digits) as it takes to print the three values apart, no non-zero value as zero
+    and no ratio above zero as -100 %: '+0.05 [-0.03, +0.12]', never '0.0 [0.0, +0.1]';
+    near -100 % (a container a million times faster) '-99.9999003 [-99.9999008,
+    -99.9998999]', never '-100.000 [-100.000, -100.000]'. '--' for a missing value; a
     ratio beyond PCT_CAP as a bound. The one formatting of every printed relative
     difference (statistics/findings.py stores its result per finding)."""
     vals = [est, low, high]
@@ -60,8 +65,8 @@ def interval_texts(est: float, low: float, high: float, max_digits: int = 3
     while digits < max_digits:
         shown = [_fmt_pct(v, digits) for v in present]
         if (len(set(shown)) == len(set(present))
-                and not any(float(t) == 0 and v != 0 for t, v in zip(shown, present,
-                                                                     strict=True))):
+                and not any(float(t) in (0, -100) and v not in (0, -1)
+                            for t, v in zip(shown, present, strict=True))):
             break
         digits += 1
 
