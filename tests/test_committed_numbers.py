@@ -63,7 +63,9 @@ model's comparison's difference of means, the range the abstract prints (startup
 not a mean pooled over models: h100-matmul 0.20 -> 0.19 to 0.21 s, h100 0.16 to 0.16 ->
 0.16 to 0.17 s; and excluded-family counts the compile-excluded comparisons. Then all four
 for the clock finding's shares: '13-18 %' reads '13 to 18 %' (a hyphen between numbers can
-break a line and read back as one number); no other key changed."""
+break a line and read back as one number); and one new key, sani-startup-none (0 in all
+four: their containers start slower), so that a container starting no slower says 'none
+of their gap'; no other key changed."""
 
 from __future__ import annotations
 

@@ -217,6 +217,18 @@ def test_the_generated_discussion_states_each_prior_result(analysed):
     assert v["startup-cost-has"] and 0.15 < float(v["startup-cost-max"]) < 0.25
 
 
+def test_a_container_that_starts_faster_explains_none_of_sanis_gap(analysed):
+    """A start-up cost at most zero (the container started no slower in any comparison) is
+    'none of their gap', never 'at most -23 % of their gap' (paper_data_sweep seed 18)."""
+    assert analysed["values"]["sani-startup-none"] is False  # the demo's start-up cost > 0
+    faster = analysed["results"].copy()
+    startup = faster.metric == "startup_s"
+    faster.loc[startup, "diff"] = -faster.loc[startup, "diff"].abs()
+    v = discussion.values(analysed["campaign"], analysed["runs"], faster)
+    assert v["sani-startup-none"] is True and v["startup-cost-max"].startswith("\\ensuremath{-}")
+    assert "\\ifctx{sani-startup-none}{none of\ntheir gap}" in DISCUSSION.read_text()
+
+
 def test_planted_unstated_prior_results_are_caught(analysed):
     prior, bib = discussion.read_prior_work(), BIB.read_text()
     assert prior_problems({"campaign": "x", "paper": {}}, prior, bib) == [

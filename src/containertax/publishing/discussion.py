@@ -246,6 +246,10 @@ def prior_values(campaign: Campaign, runs: pd.DataFrame, results: pd.DataFrame |
         v["sani-compute-share"] = f"{100 * flops / peak / float(sani['reference_value']):.0f}"
         v["sani-startup-share"] = (f"{100 * start['startup-cost-maxv'] / gap:.0f}"
                                    if start["startup-cost-has"] else "--")
+        # a container that starts no slower anywhere explains none of their gap (a share
+        # of at most -23 % would say nothing)
+        v["sani-startup-none"] = bool(start["startup-cost-has"]
+                                      and start["startup-cost-maxv"] <= 0)
     start.pop("startup-cost-maxv", None)
     v.pop("startup-cost-maxv", None)
     return v
