@@ -303,14 +303,22 @@ def seeds(text: str) -> list[int]:
 
 
 def main() -> int:
+    global CAMPAIGN, ENVS  # noqa: PLW0603 - the base decides both, once
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--base", type=Path, help="a folder holding order.yaml and "
-                    "results/order/ measured before (default: measure one)")
+    ap.add_argument("--base", type=Path, help="a folder holding CAMPAIGN.yaml and "
+                    "results/CAMPAIGN/ measured before (default: measure one)")
+    ap.add_argument("--campaign", default=CAMPAIGN, help="the base's campaign name (e.g. "
+                    "demo: a checkout's config/demo.yaml copied beside its results/demo/, "
+                    "for a campaign with an A/A replica and two models)")
     ap.add_argument("--seeds", default="0-15")
     ap.add_argument("--out", type=Path, default=Path(tempfile.gettempdir())
                     / "paper-data-sweep.json", help="every seed's perturbations and problems")
     ap.add_argument("--keep", action="store_true", help="keep each seed's folder")
     args = ap.parse_args()
+    CAMPAIGN = args.campaign
+    if args.base:
+        ENVS = sorted({json.loads(r.read_text())["cell"]["environment"] for r in
+                       (args.base / "results" / CAMPAIGN / "raw").glob("*/*/rep*[0-9].json")})
     scratch = Path(tempfile.mkdtemp(prefix="paper-sweep-"))
     base = args.base or measure_base(scratch / "base")
     results = []
