@@ -245,3 +245,13 @@ def test_every_headline_comparison_is_counted_in_words(tmp_path):
         [_macro(m) for m in COUNT_MACROS[:-1]] + [OLD_HLOF]))
     assert "in all two headline comparisons" in old
     assert [p.check for p in review.check_counts(old)] == ["count-phrasing"]
+
+
+def test_a_relative_interval_below_minus_100_prints_as_the_findings_truncate_it():
+    """An A/A run of exactly 0 s (paper_data_sweep --campaign demo, seed 18): the A/A texts
+    printed '-26.6 % [-101.4, +48.2]' while the finding's own text, truncated at -100 %,
+    is '[-100.0, +48.2]': every print of a relative interval floors it the same way."""
+    from containertax.statistics.texts import interval_texts
+
+    assert interval_texts(-0.266, -1.013595, 0.481556) == ("-26.6", "-100.0", "+48.2")
+    assert interval_texts(-0.266, -0.9, 0.481556) == ("-26.6", "-90.0", "+48.2")

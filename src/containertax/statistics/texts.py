@@ -58,7 +58,11 @@ def interval_texts(est: float, low: float, high: float, max_digits: int = MAX_DE
     near -100 % (a container a million times faster) '-99.9999003 [-99.9999008,
     -99.9998999]', never '-100.000 [-100.000, -100.000]'. '--' for a missing value; a
     ratio beyond PCT_CAP as a bound. The one formatting of every printed relative
-    difference (statistics/findings.py stores its result per finding)."""
+    difference (statistics/findings.py stores its result per finding). A lower end below
+    -100 % (a raw-scale interval of a metric that cannot be negative) is printed as -100 %,
+    as the findings table truncates it: the A/A texts print the finding's own interval."""
+    if not missing(low) and float(low) < -1:
+        low = -1.0
     vals = [est, low, high]
     present = [v for v in vals if not missing(v) and abs(v) < PCT_CAP]
     digits = 1
