@@ -181,7 +181,7 @@ def test_a_stacked_cells_interval_is_not_read_with_the_number_before_it():
 def test_an_ordinary_interval_stays_on_one_line():
     cell = tables.interval_cell("$+2.2$", "$-13.1$", "$+20.3$")
     assert cell == "$+2.2$ [$-13.1$, $+20.3$]"
-    assert tables.stacked(r"\ensuremath{-}8.5 [\ensuremath{-}61.8, +44.8]") == (
+    assert tables.interval_cell(r"\ensuremath{-}8.5", r"\ensuremath{-}61.8", "+44.8") == (
         r"\ensuremath{-}8.5 [\ensuremath{-}61.8, +44.8]")
 
 

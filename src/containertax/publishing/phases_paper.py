@@ -13,7 +13,7 @@ import pandas as pd
 
 from containertax.publishing import tables
 from containertax.statistics import texts
-from containertax.statistics.phases import WALL, ms_texts, sum_gap, triplet_ms
+from containertax.statistics.phases import WALL, ms_texts, sum_gap
 
 
 def table(found: list[dict[str, Any]]) -> str:
@@ -32,12 +32,10 @@ def table(found: list[dict[str, Any]]) -> str:
                          f"{texts.tex(r['reference'])}}}}}"])
         body.append([
             texts.tex(r["label"]), tables.num(r["mean_ref"], 3), tables.num(r["mean_env"], 3),
-            texts.tex(triplet_ms(r["diff_s"], r["diff_low"], r["diff_high"])),
+            # a wide difference ('+189693867 [+57299684, +322088051]': a day-long phase
+            # in ms) stacks its interval under it, in the column's width
+            tables.interval_cell(*_ms_texts(r)),
             tables.pval(r["p_bh"]), texts.tex(r["verdict"])])
-    # a wide difference ('+189693867 [+57299684, +322088051]': a day-long phase in ms)
-    # stacks its interval under it, in the column's width
-    body = [[*row[:3], tables.stacked(row[3]), *row[4:]] if len(row) == 6 else row
-            for row in body]
     return tables.longtable(
         ["Phase", "Ref.\\ (s)", "Env.\\ (s)", "Diff.\\ (ms) [95\\,\\% CI]",
          "$p_\\mathrm{BH}$", "Verdict"], body,

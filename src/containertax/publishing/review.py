@@ -81,9 +81,7 @@ def check_question_marks(pdf: Path) -> list[Problem]:
 def raw_text(pdf: Path) -> str:
     """The PDF's text in the order it was set, each line as it ends: a hyphen at a line's
     end is kept (pdftotext's default reading order joins '[-' and '197' into '[197')."""
-    proc = subprocess.run(["pdftotext", "-raw", str(pdf), "-"], capture_output=True,
-                          text=True, check=True)
-    return proc.stdout
+    return _pdftotext(pdf, "-raw")
 
 
 # an ASCII hyphen that starts a number (after a line's start, a space, '[' or '('), on one
@@ -174,9 +172,12 @@ def check_repeated_sentences(text: str, min_words: int = 6) -> list[Problem]:
 def prose_text(pdf: Path) -> str:
     """The PDF's text in reading order, one line per paragraph line: a name that TeX broke
     after its underscore ('token_' / 'throughput') is joined again."""
-    proc = subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True,
-                          check=True)
-    return re.sub(r"_\s*\n\s*", "_", proc.stdout)
+    return re.sub(r"_\s*\n\s*", "_", _pdftotext(pdf))
+
+
+def _pdftotext(pdf: Path, *options: str) -> str:
+    return subprocess.run(["pdftotext", *options, str(pdf), "-"], capture_output=True,
+                          text=True, check=True).stdout
 
 
 def check_text(pdf: Path, names: list[str]) -> list[Problem]:

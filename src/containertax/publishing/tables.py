@@ -150,13 +150,6 @@ def interval_cell(est: str, low: str, high: str, one_line: int = ONE_LINE,
     return r"\begin{tabular}[t]{@{}r@{}}" + r"\\{}".join(lines) + r"\end{tabular}"
 
 
-def stacked(cell: str) -> str:
-    """A cell 'est [low, high]' made by another formatter (a phase's milliseconds), set as
-    interval_cell sets it."""
-    m = re.fullmatch(r"(.+?) \[(.+?), (.+)\]", cell)
-    return interval_cell(*m.groups()) if m else cell
-
-
 def unit_tex(unit: str) -> str:
     """A unit as LaTeX: µs and °C in Computer Modern's Type 1 math fonts (textcomp's
     would be bitmaps here), the rest escaped."""

@@ -5,7 +5,7 @@ The comparisons themselves are ordinary rows of comparisons.csv in the family `p
 (A/A pairs: `calibration-phases`), tested and corrected like every other family; this
 module adds what a phase needs besides a relative difference: the difference in seconds
 per block with its t interval (phases add up, ratios do not), with its verdict and its
-printing in milliseconds (triplet_ms: one printing for the table and the text). The stacked
+printing in milliseconds (ms_texts: one printing for the table and the text). The stacked
 figure, the paper's table and the values of its section "Where the time goes"
 (paper/phases.tex) are publishing/phases_paper.py's.
 """
@@ -49,18 +49,14 @@ def ms_texts(est: float, low: float, high: float) -> tuple[str, str, str]:
     values = [v * 1000 for v in (est, low, high)]
     width = values[2] - values[1]
     finite = [abs(v) for v in (values[0], width) if math.isfinite(v) and v != 0]
-    # an estimate near zero in a wide interval takes no more decimals than a thousandth
-    # of the width needs ('0 [-99900, +100100]', not '0.000000 [-99900.000000, ...')
-    least = max(min(finite), width / 1000 if finite and width > 0 else 0) if finite else 0
-    d = (int(min(MS_DECIMALS, max(0, 1 - math.floor(math.log10(least))))) if finite else 1)
+    d = 1
+    if finite:
+        # an estimate near zero in a wide interval takes no more decimals than a
+        # thousandth of the width needs ('0 [-99900, +100100]', not '0.000000 [...')
+        least = max(min(finite), width / 1000 if width > 0 else 0)
+        d = int(min(MS_DECIMALS, max(0, 1 - math.floor(math.log10(least)))))
     est_t, low_t, high_t = (seconds_text(v, d) for v in values)
     return est_t, low_t, high_t
-
-
-def triplet_ms(est: float, low: float, high: float) -> str:
-    """'est [low, high]' in milliseconds (ms_texts)."""
-    est_t, low_t, high_t = ms_texts(est, low, high)
-    return f"{est_t} [{low_t}, {high_t}]"
 
 
 def paired_seconds(runs: pd.DataFrame, metric: str, env: str, ref: str,
