@@ -28,4 +28,20 @@ for f in /etc/munge/munge.key /var/log/containertax-dockerd.log "$HOME/.cache/ma
     if [ -e "$g" ]; then rm -rf "$g" && say "removed $g"; fi
   done
 done
+# container settings written by hand (no Debian package owns them): a containers.conf that
+# names an OCI runtime hides what a new machine's Podman does (issue #43: crun refused a
+# hybrid cgroup host that a hand-set runtime had hidden)
+for f in /etc/containers/containers.conf /etc/containers/containers.conf.d/* \
+         "$HOME/.config/containers" /home/containertax/.config/containers; do
+  for g in $f; do
+    if [ -e "$g" ] && ! dpkg -S "$g" >/dev/null 2>&1; then rm -rf "$g" && say "removed $g"; fi
+  done
+done
+# what this host is, as Podman's OCI runtime sees it (runtimes/podman.py: cgroup_layout):
+# a new machine of this project's kind may be cgroup v2, v1 or hybrid
+if [ "$(stat -fc %T /sys/fs/cgroup)" = cgroup2fs ]; then layout=v2
+elif [ "$(stat -fc %T /sys/fs/cgroup/unified 2>/dev/null)" = cgroup2fs ]; then
+  layout="hybrid, unified controllers: [$(cat /sys/fs/cgroup/unified/cgroup.controllers)]"
+else layout=v1; fi
+say "this host's cgroups: $layout"
 say "done: no munged, SLURM or Docker daemon runs; /run/munge, /run/slurm, the munge key, Docker's images, TeX and matplotlib caches are gone"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets up everything the workflow needs on a Debian machine, as root; safe to run again.
-# System packages (Python, Docker Engine from Debian's docker.io, Podman and Charliecloud,
+# System packages (Python, Docker Engine from Debian's docker.io, Podman with runc (crun, its
+# default, refuses hybrid cgroup hosts: runtimes/podman.py) and slirp4netns, Charliecloud,
 # debootstrap, TeX Live), a running Docker Engine, the rootless Podman user, the project's
 # .venv, the demo image.
 set -euo pipefail
@@ -10,7 +11,7 @@ need=()
 # TeX Live (latexmk, recommended LaTeX and fonts) builds the paper; poppler-utils reads it back
 for pkg in python3 python3-venv python3-numpy debootstrap git util-linux \
            latexmk texlive-latex-recommended texlive-fonts-recommended poppler-utils \
-           podman uidmap charliecloud; do
+           podman uidmap slirp4netns runc charliecloud; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 # Docker Engine: Debian's docker.io, unless an engine (e.g. docker-ce) is already there

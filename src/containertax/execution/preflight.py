@@ -34,7 +34,8 @@ def shm_with_host_ipc(campaign: Campaign, env_id: str) -> list[str]:
 
 
 def runtime_problems(env_id: str, runtime: runtimes.Runtime, spec: dict[str, Any]) -> None:
-    """What the kind needs of the host (its declaration): root, its binaries."""
+    """What the kind needs of the host (its declaration): root, its binaries, and what its
+    `host_problems` finds missing."""
     name = runtime.label(spec)
     if runtime.needs_root and os.geteuid() != 0:
         raise PreflightError(
@@ -47,6 +48,9 @@ def runtime_problems(env_id: str, runtime: runtimes.Runtime, spec: dict[str, Any
             f"environment {env_id}: {name} needs {', '.join(missing)}, not found on this "
             "host. Fix: install it (scripts/setup.sh installs Debian's podman, charliecloud "
             "and util-linux; docs/environments.md), or remove the environment.")
+    lacking = runtime.host_problems(spec) if runtime.host_problems else []
+    if lacking:
+        raise PreflightError(f"environment {env_id}: " + " ".join(lacking))
 
 
 def page_cache_problems(campaign: Campaign) -> list[str]:

@@ -85,6 +85,10 @@ class Runtime:
     # preflight: root required, binaries required on the host
     needs_root: bool | None = None
     binaries: tuple[str, ...] | None = None
+    # what this host lacks for the kind beyond root and its binaries (Podman: an OCI runtime
+    # that accepts the host's cgroup layout), each a sentence with the fix; preflight refuses
+    # on any, and the tests that need the kind skip (or fail, where required) with them
+    host_problems: Callable[[Spec], list[str]] | None = None
     # the semantic checks of an environment's settings beyond the schema, each naming the key
     problems: Callable[[str, Spec], list[str]] | None = None
     # a runtime's refusal (its own error output) as a sentence naming the runtime and the fix

@@ -34,11 +34,16 @@ from containertax.runtimes.launch import (
 
 def rlimit_refusal(runtime: str, env_id: str, spec: Spec, message: str, source: str,
                    fix: str) -> str | None:
-    """'error setting rlimit type N' (runc) as a sentence naming the ulimits key."""
+    """'error setting rlimit type N' (runc) or "setrlimit `RLIMIT_NOFILE`: Operation not
+    permitted" (crun) as a sentence naming the ulimits key."""
     m = re.search(r"error setting rlimit type (\d+)", message)
-    if not m:
+    named = re.search(r"setrlimit `?RLIMIT_([A-Z]+)`?: Operation not permitted", message)
+    if m:
+        rtype = int(m.group(1))
+    elif named and hasattr(resource, f"RLIMIT_{named.group(1)}"):
+        rtype = getattr(resource, f"RLIMIT_{named.group(1)}")
+    else:
         return None
-    rtype = int(m.group(1))
     names = rlimit_names()
     name = names.get(rtype, f"type {rtype}")
     _, hard = resource.getrlimit(rtype) if rtype in names else (None, None)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import pwd
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,52 @@ from containertax.runtimes.command import CommandLauncher
 
 PODMAN_NPROC = 32768  # Podman 4.3 sets its own RLIMIT_NPROC to this before any container
 LIMITS = ("nofile", "nproc")
+
+
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+
+
+def cgroup_layout(mountinfo: str | None = None,
+                  root: Path = CGROUP_ROOT) -> tuple[str, tuple[str, ...]]:
+    """The host's cgroup layout as crun tells them apart: 'v2' (cgroup2 at the root), 'hybrid'
+    (cgroup v1 hierarchies and cgroup2 at root/unified) or 'v1', with the controllers that
+    the unified hierarchy holds (crun refuses a hybrid host where there are any)."""
+    if mountinfo is None:
+        mountinfo = Path("/proc/self/mountinfo").read_text()
+    fstypes = {}
+    for line in mountinfo.splitlines():
+        fields = line.split()
+        if "-" in fields:  # mountinfo(5): ... mount point (5th) ... - fstype source options
+            fstypes[fields[4]] = fields[fields.index("-") + 1]
+    if fstypes.get(str(root)) == "cgroup2":
+        return "v2", ()
+    unified = root / "unified"
+    if fstypes.get(str(unified)) != "cgroup2":
+        return "v1", ()
+    try:
+        controllers = tuple((unified / "cgroup.controllers").read_text().split())
+    except OSError:
+        controllers = ()
+    return "hybrid", controllers
+
+
+def oci_runtime(layout: tuple[str, tuple[str, ...]] | None = None) -> str | None:
+    """The OCI runtime every launch names: runc where crun refuses the host's layout (a
+    hybrid host with controllers in the unified hierarchy); None keeps Podman's default."""
+    kind, controllers = layout or cgroup_layout()
+    return "runc" if kind == "hybrid" and controllers else None
+
+
+def host_problems(spec: Spec, layout: tuple[str, tuple[str, ...]] | None = None) -> list[str]:
+    """What this host lacks for Podman beyond its binary, in words with the fix."""
+    layout = layout or cgroup_layout()
+    wanted = oci_runtime(layout)
+    if wanted and shutil.which(wanted) is None:
+        return [f"{words(spec)}: this host's cgroups are hybrid (cgroup v1 hierarchies, and "
+                f"the unified one at /sys/fs/cgroup/unified holds {' '.join(layout[1])}), which "
+                f"Podman's default OCI runtime crun refuses; {wanted} runs there and is not "
+                f"installed. Fix: apt-get install {wanted} (scripts/setup.sh installs it)."]
+    return []
 
 
 def rootless_user(spec: Spec) -> str | None:
@@ -68,7 +115,9 @@ def limits(spec: Spec) -> dict[str, tuple[int, int]]:
 
 def command(launch: CommandLaunch) -> list[str]:
     options = launch.spec.get("options") or {}
-    argv = ["podman", "run", "--rm", "--name", launch.labels["containertax.name"]]
+    runtime = oci_runtime()
+    argv = ["podman", *([f"--runtime={runtime}"] if runtime else []), "run", "--rm",
+            "--name", launch.labels["containertax.name"]]
     argv += [f"--label={k}={v}" for k, v in sorted(launch.labels.items())]
     for key in ("network", "ipc"):
         if key in options:
@@ -190,6 +239,10 @@ def explain(env_id: str, spec: Spec, message: str, source: str) -> str | None:
                 "container host may not). Fix, once for the host: mkdir -p /dev/mqueue && "
                 "mount -t mqueue mqueue /dev/mqueue; or remove "
                 f"environments.{env_id}.options.ipc from {source}.")
+    if "cgroups in hybrid mode not supported" in message:
+        return (f"environment {env_id}: {name}: crun refuses this host's hybrid cgroups. Fix: "
+                "apt-get install runc (scripts/setup.sh does); every launch then names it "
+                "(runtimes/podman.py, oci_runtime).")
     if "image not known" in message or "unable to find" in message.lower():
         return (f"environment {env_id}: {name} does not hold image '{spec.get('image')}'. "
                 "Fix: let the workflow hand it over (its provide rule runs podman pull "
@@ -246,4 +299,5 @@ RUNTIME = Runtime(
     cleanup_words="a container of a killed launcher (conmon keeps it) is removed before "
                   "the next run, by its labels",
     command=command, process_env=process_env, provide=provide, cleanup=cleanup,
-    refusal_codes=(125, 126, 127), host_user=rootless_user, limits=limits, warnings=warnings)
+    refusal_codes=(125, 126, 127), host_user=rootless_user, limits=limits, warnings=warnings,
+    host_problems=host_problems)
