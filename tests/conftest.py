@@ -36,6 +36,14 @@ needs_docker = pytest.mark.skipif(
 )
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests that run real campaigns (marked slow) first: pytest-xdist hands tests out in
+    collection order, and a long test started last keeps one worker busy after the others
+    are done (longest first is the classic makespan heuristic; the order is the same on
+    every worker, as xdist requires)."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 @pytest.fixture(autouse=True)
 def _status_page_only_where_tested(request: pytest.FixtureRequest,
                                    monkeypatch: pytest.MonkeyPatch) -> None:
