@@ -81,8 +81,8 @@ def listed_unanalysed(campaign: Campaign, runs: pd.DataFrame) -> list[tuple[str,
         if metric not in present:
             why = "no run recorded it"
             if metric == "max_rss_mib" and "max_rss_rusage_mib" in present:
-                why += (" (the runs predate the probes' VmHWM reading: their peak RSS is "
-                        "max_rss_rusage_mib, measured differently and never compared)")
+                why += (" (the runs predate the probes' VmHWM reading; their ru_maxrss "
+                        "value is kept apart and never compared)")
             out.append((metric, why))
         elif metric in reg and not reg[metric].comparable:
             out.append((metric, "it is measured differently across environments and never "
