@@ -93,7 +93,7 @@ def user_mounts(binds: list[str] | None) -> tuple[str, ...]:
         f":{t}:" in b or b.endswith(f":{t}") for t in map(str, HARNESS)))
 
 
-def namespaces_words(options: Spec, user: bool = False, cgroups: bool = True) -> str:
+def namespaces_words(options: Spec, user: bool = False) -> str:
     """A container's namespaces as its options left them: --ipc host and --network host
     share the host's; --network none leaves a namespace with only a loopback interface."""
     names = (["user"] if user else []) + ["mount", "PID"]
@@ -105,7 +105,7 @@ def namespaces_words(options: Spec, user: bool = False, cgroups: bool = True) ->
         names.append("loopback-only network")
     elif network != "host":
         names.append("network")
-    return f"namespaces ({', '.join(names)})" + (" and cgroups" if cgroups else "")
+    return f"namespaces ({', '.join(names)}) and cgroups"
 
 
 @dataclass(frozen=True)
