@@ -5,6 +5,7 @@ the paper names one; an edited kind rebuilds the paper (tests/test_analysis_reru
 from __future__ import annotations
 
 import dataclasses
+import shutil
 
 from containertax import runtimes
 from containertax.publishing import facts
@@ -96,3 +97,30 @@ def test_isolation_words_come_from_the_options_that_ran():
     assert docker.isolation == ("namespaces (mount, PID, IPC, UTS) and cgroups; no seccomp "
                                 "filter")
     assert docker.flags == ("--network host", "--security-opt seccomp=unconfined")
+
+
+def test_the_paper_rules_take_every_kind_module_as_input(tmp_path):
+    """Defect 3, in one dry run (tests/test_analysis_reruns.py edits a kind's module on a
+    built paper): the rules that print a kind's words (tables, numbers, pdf) list every
+    module of runtimes/ among their inputs, so an edited kind plans the paper again;
+    before, `snakemake -n` said nothing to do."""
+    import subprocess
+    import sys
+
+    shutil.copytree(REPO / "results" / "h100-matmul" / "raw",
+                    tmp_path / "results" / "h100-matmul" / "raw")
+    plan = subprocess.run(
+        [sys.executable, "-m", "snakemake", "paper", "-n", "--cores", "1", "--snakefile",
+         str(REPO / "Snakefile"), "--directory", str(tmp_path), "--configfile",
+         str(REPO / "config" / "h100-matmul.yaml")], capture_output=True, text=True,
+        timeout=600)
+    assert plan.returncode == 0, plan.stderr[-2000:]
+    inputs = {}
+    for rule, line in zip(plan.stdout.splitlines(), plan.stdout.splitlines()[1:],
+                          strict=False):
+        if rule.startswith(("rule ", "localrule ")) and line.strip().startswith("input:"):
+            inputs[rule.split()[-1].rstrip(":")] = line
+    kinds = sorted((REPO / "src" / "containertax" / "runtimes").glob("*.py"))
+    for rule in ("tables", "numbers", "pdf"):
+        missing = [p.name for p in kinds if str(p) not in inputs[rule]]
+        assert missing == [], f"rule {rule} does not depend on runtimes/{missing}"
