@@ -143,6 +143,15 @@ def test_charliecloud_runs_the_demo_workload(config_dict, results):
     assert resolved["env"]["PATH"] == resolved["image"]["config"]["env"].get(
         "PATH", resolved["env"]["PATH"])
     assert facts["checks"]["matmul"]["kind"] == "matmul"
+    # the environments table as the kind renders what ran (runtimes/charliecloud.py
+    # describe): ch-run's own flags, the harness's binds not among the host's folders
+    from containertax.publishing.facts import environment_row
+
+    row = environment_row({"environment": {"id": "ch", "kind": "charliecloud",
+                                           "spec": c.environment("ch").spec,
+                                           "resolved": resolved}, "telemetry": {}})
+    assert row["flags"] == "--no-passwd --unset-env=USER" and row["mounts"] == "none"
+    assert row["software"] == f"image directory converted from {DEMO_IMAGE}"
 
 
 @_skip_unless("podman")

@@ -322,13 +322,16 @@ def image_marker(wildcards):
 
 
 # Every analysis step depends on all analysis code (statistics/ and publishing/), the record
-# reader and its schema, the paths and the workloads' metric registry entries: with mtime
-# rerun triggers, editing any of it rebuilds the statistics, figures, tables and paper.
+# reader and its schema, the paths, the workloads' metric registry entries and the
+# environment kinds (runtimes/: the paper prints each kind's words, flags and isolation):
+# with mtime rerun triggers, editing any of it rebuilds the statistics, figures, tables
+# and paper.
 PKG = ct_packaged.package()  # the package's own folder, in a checkout or installed
 ANALYSIS_CODE = sorted(
     [str(p) for p in (PKG / "statistics").glob("*.py")]
     + [str(p) for p in (PKG / "publishing").glob("*.py")]
     + [str(p) for p in (PKG / "workloads").glob("*.py")]
+    + [str(p) for p in (PKG / "runtimes").glob("*.py")]
     + [
         str(PKG / "core" / "records.py"),
         str(PKG / "core" / "rawrecord.py"),

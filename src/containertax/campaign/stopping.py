@@ -117,7 +117,35 @@ def spending(kind: str, t: np.ndarray, alpha: float, gamma: float = -4.0) -> np.
     (alpha at t = 1). O'Brien-Fleming-type 2 - 2 Phi(z_{1-alpha/2} / sqrt t) spends almost
     nothing early; Pocock-type alpha log(1 + (e - 1) t) spends evenly; Hwang, Shih and
     DeCani (1990) alpha (1 - e^(-gamma t)) / (1 - e^(-gamma)) runs between them with gamma
-    (-4 about O'Brien-Fleming, 1 about Pocock; 0 spends in proportion to t)."""
+    (-4 about O'Brien-Fleming, 1 about Pocock; 0 spends in proportion to t).
+
+    Parameters
+    ----------
+    kind : {'obrien-fleming', 'pocock', 'hsd'}
+        The spending function.
+    t : array of float
+        Information fractions of the looks (blocks at the look / blocks at the last).
+    alpha : float
+        The study's two-sided level, all spent at t = 1.
+    gamma : float
+        The Hwang-Shih-DeCani parameter (kind 'hsd' only).
+
+    Returns
+    -------
+    array of float
+        The error spent up to each t (cumulative; its increments are the looks' levels).
+
+    Examples
+    --------
+    Two looks, half-way and at the end: O'Brien-Fleming keeps almost all of alpha for
+    the last look, Pocock spends more than half of it at the first.
+
+    >>> import numpy as np
+    >>> spending("obrien-fleming", np.array([0.5, 1.0]), 0.05).round(4)
+    array([0.0056, 0.05  ])
+    >>> spending("pocock", np.array([0.5, 1.0]), 0.05).round(4)
+    array([0.031, 0.05 ])
+    """
     import numpy as np
     from scipy import stats as sps
 
@@ -148,7 +176,41 @@ def exact_boundaries(at: tuple[int, ...], kind: str, alpha: float, gamma: float 
     boundary is the t quantile itself; a later boundary is the quantile of the paths not
     yet across that brings the crossings to alpha(t_k) (so Monte Carlo error does not add
     up over looks); an increment too small to simulate (< 50 paths) takes the t quantile.
-    Seeded and cached: the same design gives the same boundaries in every process."""
+    Seeded and cached: the same design gives the same boundaries in every process.
+
+    Parameters
+    ----------
+    at : tuple of int
+        Blocks at each look, increasing (the last is the maximum).
+    kind : str
+        The spending function (spending).
+    alpha : float
+        The study's two-sided level.
+    gamma : float
+        The Hwang-Shih-DeCani parameter (kind 'hsd').
+    reps : int
+        Simulated paths (EXACT_REPLICATES in a campaign: Monte Carlo SD 2.2e-4 of alpha).
+    seed : int
+        Seed of the paths (with `at`).
+
+    Returns
+    -------
+    tuple of two tuples of float
+        Per look, the nominal two-sided level of the paired t test (difference shown when
+        p < it; the repeated interval is at 1 - it) and the one-sided level of each TOST
+        side.
+
+    Examples
+    --------
+    Looks at 6 and 12 blocks, O'Brien-Fleming spending (20,000 paths, to be quick): the
+    first look is the spending function's own level; the last is below alpha, because
+    the first look already spent some of it, and above alpha minus that, because the two
+    looks' t statistics are correlated.
+
+    >>> two, one = exact_boundaries((6, 12), "obrien-fleming", 0.05, reps=20_000)
+    >>> [round(a, 4) for a in two]
+    [0.0056, 0.0466]
+    """
     import numpy as np
     from scipy import stats as sps
 
@@ -182,7 +244,23 @@ def exact_boundaries(at: tuple[int, ...], kind: str, alpha: float, gamma: float 
 
 def min_blocks_exact(alpha: float) -> int:
     """The fewest blocks at which an exact sign-flip or Wilcoxon signed-rank test (the
-    paper's secondary tests) can reach alpha: smallest attainable two-sided p 2^(1-n)."""
+    paper's secondary tests) can reach alpha: smallest attainable two-sided p 2^(1-n).
+
+    Parameters
+    ----------
+    alpha : float
+        The two-sided level to reach.
+
+    Returns
+    -------
+    int
+        The smallest n with 2^(1 - n) < alpha.
+
+    Examples
+    --------
+    >>> min_blocks_exact(0.05)
+    6
+    """
     n = 2
     while 2.0 ** (1 - n) >= alpha:
         n += 1

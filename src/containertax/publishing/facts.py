@@ -35,105 +35,25 @@ def why_not_estimable(r: pd.Series) -> str:
 
 # --- environments and workloads from the records ---------------------------------------
 
-_DOCKER_FLAGS = {"ipc_mode": "--ipc", "network_mode": "--network", "shm_size": "--shm-size",
-                 "privileged": "--privileged", "cpuset_cpus": "--cpuset-cpus",
-                 "runtime": "--runtime", "cap_add": "--cap-add", "security_opt": "--security-opt",
-                 "pid_mode": "--pid", "userns_mode": "--userns", "cgroupns": "--cgroupns",
-                 "mem_limit": "--memory", "nano_cpus": "--cpus", "init": "--init"}
-_HARNESS_TARGETS = ("/containertax/probe", "/containertax/work")
-
-
-def _flag(key: str, value: Any) -> list[str]:
-    if key in ("devices", "device_requests", "volumes", "environment"):
-        return []
-    if key == "ulimits":
-        return [f"--ulimit {u['Name']}={u['Soft']}" for u in value or []]
-    name = _DOCKER_FLAGS.get(key, "--" + key.replace("_", "-"))
-    if value is True:
-        return [name]
-    if isinstance(value, list):
-        return [f"{name} {v}" for v in value]
-    return [f"{name} {value}"]
-
-
-def _gpu_access(env: dict[str, Any], rec: dict[str, Any]) -> str:
-    resolved = env.get("resolved", {})
-    kwargs = resolved.get("create_kwargs", {})
-    if kwargs.get("device_requests"):
-        return "NVIDIA Container Toolkit (device request)"
-    nodes = [d.split(":")[0] for d in kwargs.get("devices", []) if "/dev/nvidia" in d]
-    if nodes:
-        names = sorted({Path(n).name for n in nodes})
-        return f"{len(nodes)} device nodes ({', '.join(names)})"
-    has_gpu = bool((rec.get("telemetry") or {}).get("gpu"))
-    launcher = runtimes.get(env["kind"]).launcher
-    if launcher == "process":
-        return "direct (host driver)" if has_gpu else "none (no GPU recorded)"
-    if launcher == "chroot":
-        libs = resolved.get("driver_libraries")
-        if libs:
-            return "host's /dev and driver libraries bound into the root"
-        return "host's /dev (shared)" if has_gpu else "none"
-    return "none"
-
-
 def environment_row(rec: dict[str, Any]) -> dict[str, str]:
-    """How one environment was set up, from a record's resolved settings."""
+    """How one environment was set up: its kind's own words for the record's settings
+    (Runtime.entry, runtimes/<kind>.py: software, mounts, GPU access, isolation, flags);
+    here only how the table words the mounts."""
     env = rec["environment"]
-    spec, resolved = env.get("spec", {}), env.get("resolved", {})
     kind = env["kind"]
-    runtime = runtimes.get(kind)  # its words, isolation and software (runtimes/<kind>.py)
-    image = (resolved.get("image") or {}).get("name") or spec.get("image")
-    software = str(runtime.software).format(image=image)
-    mounts = [v for v in resolved.get("volumes", []) or resolved.get("binds", []) or []
-              if not any(f":{t}:" in v or v.endswith(f":{t}") for t in _HARNESS_TARGETS)]
-    if runtime.launcher == "chroot":
-        mounts = [str(b) for b in resolved.get("binds", []) or []]
-    isolation = str(runtime.isolation)
-    kwargs = resolved.get("create_kwargs", {})
-    options = spec.get("options") or {}
-    if kwargs.get("ipc_mode") == "host" or options.get("ipc") == "host":
-        isolation = isolation.replace("IPC, ", "")
-    if kwargs.get("network_mode") == "host" or options.get("network") == "host":
-        isolation = isolation.replace(", network", "")
-    if "seccomp=unconfined" in (kwargs.get("security_opt") or []):  # options.seccomp
-        isolation += "; no seccomp filter"
-    flags = [f for k, v in kwargs.items() for f in _flag(k, v)]
-    flags += command_flags(resolved.get("command") or [],
-                           (resolved.get("image") or {}).get("runtime_ref"))
-    return {"environment": env["id"], "kind": kind, "software": software,
+    runtime = runtimes.get(kind)
+    entry = runtime.entry(env, gpu_recorded=bool((rec.get("telemetry") or {}).get("gpu")))
+    mounts = list(entry.mounts)
+    return {"environment": env["id"], "kind": kind, "software": entry.software,
             # the container runtime and its version (none for native and chroot)
             "runtime": runtime_words(env) if runtime.runtime else "",
             "mounts": ", ".join(map(_mount_words, mounts)) or "none",
             "read_only": all(m.endswith(":ro") for m in mounts) if mounts else False,
-            "gpu": _gpu_access(env, rec), "isolation": isolation,
-            "flags": " ".join(flags) or "none",
+            "gpu": entry.gpu, "isolation": entry.isolation,
+            "flags": " ".join(entry.flags) or "none",
             "host_dirs": ", ".join(sorted({m.split(":")[0] for m in mounts
                                            if m.split(":")[0] == m.split(":")[1]
                                            and not _harness_at_host_path(m)}))}
-
-
-# a command-line runtime's arguments that the table shows elsewhere (mounts, variables)
-# or that name the run rather than its set-up
-_NOT_FLAGS = ("--label", "--name", "--bind", "--env", "--cd", "--pwd", "--rm")
-
-
-def command_flags(command: list[str], image: str | None) -> list[str]:
-    """The set-up flags of a runtime's recorded command line (Podman's --network, --ulimit;
-    ch-run's --no-passwd): every --flag before the image but binds, variables, labels and
-    the run's name (the workload's own flags follow the image)."""
-    out, skip = [], False
-    for word in command:
-        if word == image:
-            break
-        if skip:
-            skip = False
-            continue
-        if word in ("-v", "-e", "--bind", "--env", "--pwd"):
-            skip = True
-        elif word.startswith("--") and word != "--" and not word.startswith(_NOT_FLAGS):
-            out.append(word.replace("=", " ", 1) if word.startswith("--ulimit") else word)
-    return out
 
 
 def runtime_words(env: dict[str, Any]) -> str:

@@ -519,19 +519,41 @@ def recorded_runtimes(root: Path) -> dict[str, set[str]]:
     return out
 
 
-def check_runtime_labels(text: str, recorded: dict[str, set[str]]) -> list[Problem]:
+def recorded_environments(root: Path) -> set[str]:
+    """The environment ids of a campaign's records (the words its tables print)."""
+    from containertax.statistics.aggregate import read_records
+
+    return {str(rec.environment["id"]) for _, rec in read_records(root)}
+
+
+# a version as the system table prints one ('20.10.24+dfsg1', '4.3.1', 'v0.8.0')
+_VERSION = r"v?[0-9][0-9A-Za-z.+~-]*"
+# one no measurement prints: at least three dot-separated parts
+_DOTTED = re.compile(r"v?\d+\.\d+\.\d+")
+
+
+def check_runtime_labels(text: str, recorded: dict[str, set[str]],
+                         environments: set[str] | frozenset[str] = frozenset()
+                         ) -> list[Problem]:
     """Every runtime the paper names with a version ran under that version (a Podman
-    version labelled 'Docker Engine' is caught), and every recorded one is named."""
+    version labelled 'Docker Engine' is caught), and every recorded one is named.
+    A runtime named like one of the campaign's environments (a kind 'bubblewrap' run as
+    environment 'bubblewrap') is followed in the tables by that environment's numbers
+    ('bubblewrap 0.52 [0.40, 0.61]'): there only a version no measurement prints (three
+    dotted parts) counts as the paper naming a version."""
     from containertax import runtimes
 
     flat = " ".join(text.split())
     out = []
-    for name in sorted({r.runtime for r in runtimes.REGISTRY.values() if r.runtime}):
+    for name in sorted({r.runtime for r in runtimes.REGISTRY.values() if r.runtime}
+                       | set(recorded)):
         # the versions printed after the name ('Docker Engine 20.10.24; 4.3.1': the system
         # table joins the values of one item with '; ')
         named = [v.strip().lstrip("v").rstrip(".,") for m in re.finditer(
-            rf"{re.escape(name)}\s+(v?[0-9][0-9A-Za-z.+~-]*(?:;\s*v?[0-9][0-9A-Za-z.+~-]*)*)",
-            flat) for v in m.group(1).split(";")]
+            rf"(?<![\w-]){re.escape(name)}\s+({_VERSION}(?:;\s*{_VERSION})*)", flat)
+            for v in m.group(1).split(";")]
+        if name in environments:
+            named = [v for v in named if _DOTTED.match(v)]
         for version in named:
             if not any(v.startswith(version) for v in recorded.get(name, set())):
                 ran = "; ".join(f"{n} {', '.join(sorted(v))}" for n, v in sorted(
@@ -685,7 +707,8 @@ def review(build_dir: Path, pdf: Path, names: list[str],
                                   main.read_text(errors="replace") if main.exists() else "")
     if campaign_root is not None:
         problems += check_campaign_claims(text, run_order(campaign_root))
-        problems += check_runtime_labels(pdf_text(pdf), recorded_runtimes(campaign_root))
+        problems += check_runtime_labels(pdf_text(pdf), recorded_runtimes(campaign_root),
+                                      recorded_environments(campaign_root))
         problems += check_printed_once(text, canonical_intervals(campaign_root / FINDINGS),
                                        margin_band(build_dir / "numbers.tex"))
     problems += check_fonts(pdf, min_pt)

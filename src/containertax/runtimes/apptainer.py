@@ -12,18 +12,37 @@ import json
 from pathlib import Path
 from typing import Any
 
-from containertax.runtimes.base import CommandLaunch, Runtime, Spec, run_quiet
+from containertax.runtimes.base import (
+    CommandLaunch,
+    Entry,
+    Ran,
+    Runtime,
+    Spec,
+    run_quiet,
+    user_mounts,
+)
 from containertax.runtimes.command import CommandLauncher
+
+# apptainer exec's set-up flags: no host home, /tmp or environment inside
+FLAGS = ("--containall", "--cleanenv", "--no-home")
 
 
 def command(launch: CommandLaunch) -> list[str]:
-    argv = ["apptainer", "exec", "--containall", "--cleanenv", "--no-home"]
+    argv = ["apptainer", "exec", *FLAGS]
     for b in launch.binds:
         argv += ["--bind", f"{b.host}:{b.inside}:{'ro' if b.read_only else 'rw'}"]
     for k, v in sorted(launch.env.items()):
         argv += ["--env", f"{k}={v}"]
     workdir = launch.labels.get("containertax.workdir") or "/"
     return [*argv, "--pwd", workdir, launch.image, *launch.argv]
+
+
+def describe(ran: Ran) -> Entry:
+    """The SIF image under --containall: the same namespaces and flags in every run."""
+    return Entry(software=f"SIF image built from {ran.image}",
+                 mounts=user_mounts(ran.resolved.get("binds")), gpu="none",
+                 isolation="mount namespace (--containall: also PID and IPC; host network; "
+                           "no cgroups)", flags=FLAGS)
 
 
 def process_env(spec: Spec, env: dict[str, str]) -> dict[str, str]:
@@ -56,9 +75,8 @@ def explain(env_id: str, spec: Spec, message: str, source: str) -> str | None:
 RUNTIME = Runtime(
     kind="apptainer", launcher="command", launcher_class=CommandLauncher,
     words=lambda spec: "Apptainer",
-    runtime="Apptainer", version_argv=("apptainer", "--version"),
-    isolation="mount namespace (--containall: also PID and IPC; host network; no cgroups)",
-    software="SIF image built from {image}", needs_image=True, image_step="provide",
+    runtime="Apptainer", version_argv=("apptainer", "--version"), describe=describe,
+    needs_image=True, image_step="provide",
     keys=frozenset({"mounts"}), needs_root=False, binaries=("apptainer",),
     problems=lambda env_id, spec: [], explain=explain,
     cleanup_words="nothing: apptainer exec's process dies with its launcher",

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from containertax.runtimes.launch import Launcher
+from containertax.runtimes.launch import INSIDE, Launcher
 
 Spec = dict[str, Any]
 
@@ -52,6 +52,63 @@ class CommandLaunch:
 
 
 @dataclass(frozen=True)
+class Ran:
+    """An environment as a record holds it (environment.spec and .resolved) and whether
+    the run saw a GPU (its telemetry): what a kind's `describe` renders its words from."""
+
+    spec: Spec
+    resolved: dict[str, Any]
+    gpu_recorded: bool = False
+
+    @property
+    def options(self) -> Spec:
+        return self.spec.get("options") or {}
+
+    @property
+    def image(self) -> str | None:
+        return (self.resolved.get("image") or {}).get("name") or self.spec.get("image")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One environment's set-up in its kind's own words, as the environments table prints
+    it (publishing decodes nothing): where its software came from, the host folders bound
+    ('host:inside:ro|rw'; the harness's probe and work folders left out), how it reached
+    the GPU, what was isolated from the host and the flags that set it up, each from the
+    options that ran."""
+
+    software: str
+    mounts: tuple[str, ...]
+    gpu: str
+    isolation: str
+    flags: tuple[str, ...]
+
+
+HARNESS = (INSIDE / "probe", INSIDE / "work")
+
+
+def user_mounts(binds: list[str] | None) -> tuple[str, ...]:
+    """'host:inside:mode' binds without the harness's own probe and work folders."""
+    return tuple(b for b in binds or [] if not any(
+        f":{t}:" in b or b.endswith(f":{t}") for t in map(str, HARNESS)))
+
+
+def namespaces_words(options: Spec, user: bool = False) -> str:
+    """A container's namespaces as its options left them: --ipc host and --network host
+    share the host's; --network none leaves a namespace with only a loopback interface."""
+    names = (["user"] if user else []) + ["mount", "PID"]
+    if options.get("ipc") != "host":
+        names.append("IPC")
+    names.append("UTS")
+    network = options.get("network")
+    if network == "none":
+        names.append("loopback-only network")
+    elif network != "host":
+        names.append("network")
+    return f"namespaces ({', '.join(names)}) and cgroups"
+
+
+@dataclass(frozen=True)
 class Runtime:
     """One environment kind's declaration. Fields left None are what the contract test
     names (DECLARED); `command` is required only of launcher "command"."""
@@ -69,10 +126,9 @@ class Runtime:
     # the runtime software the system table names, and the command that prints its version
     runtime: str | None = None
     version_argv: tuple[str, ...] | None = None
-    # what is isolated from the host, in the environments table's words
-    isolation: str | None = None
-    # where the software comes from, "{image}" filled in (the environments table)
-    software: str | None = None
+    # its environments-table entry (Entry: software, mounts, GPU access, isolation words
+    # and set-up flags) rendered from a record's settings, from the options that ran
+    describe: Callable[[Ran], Entry] | None = None
     # image: whether it needs one, and how it gets to the runtime: "none", "engine" (used
     # from the local Docker Engine), "rootfs" (the rootfs rule exports it), "provide" (the
     # provide rule hands it to the runtime: `provide`)
@@ -124,6 +180,11 @@ class Runtime:
     def label(self, spec: Spec) -> str:
         return self.words(spec) if self.words else self.kind
 
+    def entry(self, environment: dict[str, Any], gpu_recorded: bool = False) -> Entry:
+        """A record's environment (its spec and resolved settings) in this kind's words."""
+        return self.describe(Ran(environment.get("spec") or {},  # type: ignore[misc]
+                                 environment.get("resolved") or {}, gpu_recorded))
+
     def version(self) -> str | None:
         """The runtime's version as it reports it (None where it is absent)."""
         if not self.version_argv or shutil.which(self.version_argv[0]) is None:
@@ -139,8 +200,8 @@ class Runtime:
 
 
 # What every kind must declare (tests/test_runtime_contract.py).
-DECLARED = ("launcher", "launcher_class", "words", "runtime", "isolation", "software",
-            "needs_image", "image_step", "keys", "needs_root", "binaries", "problems", "explain",
+DECLARED = ("launcher", "launcher_class", "words", "runtime", "describe", "needs_image",
+            "image_step", "keys", "needs_root", "binaries", "problems", "explain",
             "cleanup_words")
 LAUNCHERS = ("process", "chroot", "docker", "command")
 IMAGE_STEPS = ("none", "engine", "rootfs", "provide")

@@ -14,19 +14,38 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from containertax.runtimes.base import CommandLaunch, Runtime, Spec, run_quiet
+from containertax.runtimes.base import (
+    CommandLaunch,
+    Entry,
+    Ran,
+    Runtime,
+    Spec,
+    run_quiet,
+    user_mounts,
+)
 from containertax.runtimes.command import CommandLauncher
 
 HARNESS = ("containertax/probe", "containertax/work", "containertax/cache")
+# ch-run's set-up flags: no /etc/passwd of the host's users inside; USER (which ch-run
+# itself requires, process_env) unset inside
+FLAGS = ("--no-passwd", "--unset-env=USER")
 
 
 def command(launch: CommandLaunch) -> list[str]:
-    argv = ["ch-run", "--no-passwd", "--unset-env=USER"]
+    argv = ["ch-run", *FLAGS]
     for b in launch.binds:
         argv.append(f"--bind={b.host}:{b.inside}")
     workdir = launch.labels.get("containertax.workdir") or "/"
     argv += [f"--cd={workdir}", launch.image, "--", *launch.argv]
     return argv
+
+
+def describe(ran: Ran) -> Entry:
+    """ch-run takes no options here: its namespaces and flags are the same in every run."""
+    return Entry(software=f"image directory converted from {ran.image}",
+                 mounts=user_mounts(ran.resolved.get("binds")), gpu="none",
+                 isolation="user and mount namespaces (host network, IPC and PIDs; no "
+                           "cgroups)", flags=FLAGS)
 
 
 def process_env(spec: Spec, env: dict[str, str]) -> dict[str, str]:
@@ -75,9 +94,8 @@ def explain(env_id: str, spec: Spec, message: str, source: str) -> str | None:
 RUNTIME = Runtime(
     kind="charliecloud", launcher="command", launcher_class=CommandLauncher,
     words=lambda spec: "Charliecloud",
-    runtime="Charliecloud", version_argv=("ch-run", "--version"),
-    isolation="user and mount namespaces (host network, IPC and PIDs; no cgroups)",
-    software="image directory converted from {image}", needs_image=True,
+    runtime="Charliecloud", version_argv=("ch-run", "--version"), describe=describe,
+    needs_image=True,
     image_step="provide", keys=frozenset({"mounts"}), needs_root=False,
     binaries=("ch-run", "ch-convert"), problems=lambda env_id, spec: [], explain=explain,
     cleanup_words="nothing: ch-run execs the process, which dies with its launcher",

@@ -15,7 +15,7 @@ from typing import Any
 
 from containertax.core import records
 from containertax.runtimes import passthrough
-from containertax.runtimes.base import Runtime, Spec
+from containertax.runtimes.base import Entry, Ran, Runtime, Spec
 from containertax.runtimes.docker import (
     cleanup_stale_containers,
     copy_is_current,
@@ -41,6 +41,18 @@ from containertax.runtimes.launch import (
 
 def explain(env_id: str, spec: Spec, message: str, source: str) -> str | None:
     return f"environment {env_id}: {message}"
+
+
+def describe(ran: Ran) -> Entry:
+    """The exported root filesystem; the GPU through the host's /dev (bound whole) and,
+    with `gpu`, the driver's libraries bound into the root."""
+    if ran.resolved.get("driver_libraries"):
+        gpu = "host's /dev and driver libraries bound into the root"
+    else:
+        gpu = "host's /dev (shared)" if ran.gpu_recorded else "none"
+    return Entry(software=f"root filesystem exported from {ran.image}",
+                 mounts=tuple(map(str, ran.resolved.get("binds") or [])), gpu=gpu,
+                 isolation="mount namespace and root directory", flags=())
 
 
 class ChrootLauncher(Launcher):
@@ -239,8 +251,7 @@ def export_rootfs(image: str, dest: Path) -> dict[str, Any]:
 RUNTIME = Runtime(
     kind="chroot", launcher="chroot", launcher_class=ChrootLauncher,
     words=lambda spec: "chroot (exported image)",
-    runtime="", isolation="mount namespace and root directory",
-    software="root filesystem exported from {image}", needs_image=True, image_step="rootfs",
+    runtime="", describe=describe, needs_image=True, image_step="rootfs",
     keys=frozenset({"gpu", "mounts"}), needs_root=True, binaries=("unshare",),
     problems=lambda env_id, spec: [], explain=explain,
     cleanup_words="nothing: the mount namespace goes with the process", image_env=True)

@@ -125,6 +125,7 @@ class CommandLauncher(Launcher):
                     "env": env_vars, "telemetry": telemetry_state(
                         {**image.get("config", {}).get("env", {}), **env_vars}),
                     "limits": {k: list(v) for k, v in limits.items()},
+                    "cpuset_cpus": launch.cpuset,  # the lane's cores, where it has some
                     "runtime": {"name": runtime.runtime, "words": runtime.label(spec),
                                 "version": runtime_version(self.env.kind, runtime)},
                     # a wrapper that sees the host's filesystem binds nothing

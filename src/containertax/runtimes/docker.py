@@ -14,7 +14,15 @@ from pathlib import Path
 from typing import Any
 
 from containertax.runtimes import hostcpus, passthrough
-from containertax.runtimes.base import Runtime, Spec, rlimit_names
+from containertax.runtimes.base import (
+    Entry,
+    Ran,
+    Runtime,
+    Spec,
+    namespaces_words,
+    rlimit_names,
+    user_mounts,
+)
 from containertax.runtimes.launch import (
     INSIDE,
     LABEL,
@@ -187,6 +195,59 @@ def docker_kwargs(options: dict[str, Any], launch: Launch | None = None) -> dict
         kw["cpuset_cpus"] = launch.cpuset
     return kw
 
+
+
+# the SDK's create() arguments (recorded as resolved.create_kwargs) by their docker CLI
+# flags, for the environments table; devices, volumes and variables it shows elsewhere
+_CLI_FLAGS = {"ipc_mode": "--ipc", "network_mode": "--network", "shm_size": "--shm-size",
+              "privileged": "--privileged", "cpuset_cpus": "--cpuset-cpus",
+              "runtime": "--runtime", "cap_add": "--cap-add", "security_opt": "--security-opt",
+              "pid_mode": "--pid", "userns_mode": "--userns", "cgroupns": "--cgroupns",
+              "mem_limit": "--memory", "nano_cpus": "--cpus", "init": "--init"}
+_NOT_FLAGS = ("devices", "device_requests", "volumes", "environment")
+
+
+def cli_flags(kwargs: dict[str, Any]) -> list[str]:
+    """A run's create() arguments as the docker CLI flags that would set them."""
+    out: list[str] = []
+    for key, value in kwargs.items():
+        if key in _NOT_FLAGS:
+            continue
+        if key == "ulimits":
+            out += [f"--ulimit {u['Name']}={u['Soft']}" for u in value or []]
+            continue
+        name = _CLI_FLAGS.get(key, "--" + key.replace("_", "-"))
+        if value is True:
+            out.append(name)
+        elif isinstance(value, list):
+            out += [f"{name} {v}" for v in value]
+        else:
+            out.append(f"{name} {value}")
+    return out
+
+
+def gpu_access(kwargs: dict[str, Any]) -> str:
+    """How the container reached the GPU: a device request (the NVIDIA Container Toolkit)
+    or the device nodes passed (options.nvidia_devices, options.devices)."""
+    if kwargs.get("device_requests"):
+        return "NVIDIA Container Toolkit (device request)"
+    nodes = [d.split(":")[0] for d in kwargs.get("devices", []) if "/dev/nvidia" in d]
+    if nodes:
+        names = sorted({Path(n).name for n in nodes})
+        return f"{len(nodes)} device nodes ({', '.join(names)})"
+    return "none"
+
+
+def describe(ran: Ran) -> Entry:
+    """The engine's image; flags, namespaces and GPU access from the create() arguments
+    the run recorded (what the engine was asked for, options applied)."""
+    kwargs = ran.resolved.get("create_kwargs") or {}
+    ran_with = {"ipc": kwargs.get("ipc_mode"), "network": kwargs.get("network_mode")}
+    isolation = namespaces_words({k: v for k, v in ran_with.items() if v is not None})
+    if "seccomp=unconfined" in (kwargs.get("security_opt") or []):  # options.seccomp
+        isolation += "; no seccomp filter"
+    return Entry(software=f"image {ran.image}", mounts=user_mounts(ran.resolved.get("volumes")),
+                 gpu=gpu_access(kwargs), isolation=isolation, flags=tuple(cli_flags(kwargs)))
 
 
 def _jsonable(kw: dict[str, Any]) -> dict[str, Any]:
@@ -413,9 +474,8 @@ def host_software_image(tag: str) -> str:
 RUNTIME = Runtime(
     kind="docker", launcher="docker", launcher_class=DockerLauncher,
     words=lambda spec: "Docker", runtime="Docker Engine",
-    version_argv=("docker", "version", "--format", "{{.Server.Version}}"),
-    isolation="namespaces (mount, PID, IPC, UTS, network) and cgroups",
-    software="image {image}", needs_image=True, image_step="engine",
+    version_argv=("docker", "version", "--format", "{{.Server.Version}}"), describe=describe,
+    needs_image=True, image_step="engine",
     options_schema="docker_options", keys=frozenset({"options", "mounts"}), needs_root=False,
     binaries=(), problems=lambda env_id, spec: [], explain=explain,
     cleanup_words="a container of a killed launcher is removed before the next run "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from containertax.runtimes.base import Runtime, Spec
+from containertax.runtimes.base import Entry, Ran, Runtime, Spec
 from containertax.runtimes.launch import (
     EnvironmentFailure,
     Launch,
@@ -25,6 +25,13 @@ def problems(env_id: str, spec: Spec) -> list[str]:
 def explain(env_id: str, spec: Spec, message: str, source: str) -> str | None:
     return (f"environment {env_id}: {message}; fix environments.{env_id}.python in {source} "
             "(or install it)")
+
+
+def describe(ran: Ran) -> Entry:
+    """The host's own software, filesystem and driver: nothing bound, nothing isolated."""
+    return Entry(software="the host's own", mounts=(),
+                 gpu="direct (host driver)" if ran.gpu_recorded else "none (no GPU recorded)",
+                 isolation="none (host process)", flags=())
 
 
 class NativeLauncher(Launcher):
@@ -52,7 +59,7 @@ class NativeLauncher(Launcher):
 
 RUNTIME = Runtime(
     kind="native", launcher="process", launcher_class=NativeLauncher,
-    words=lambda spec: "native (host process)", runtime="",
-    isolation="none (host process)", software="the host's own", needs_image=False,
+    words=lambda spec: "native (host process)", runtime="", describe=describe,
+    needs_image=False,
     image_step="none", keys=frozenset(), needs_root=False, binaries=(), problems=problems,
     explain=explain, cleanup_words="nothing: the process dies with its launcher")

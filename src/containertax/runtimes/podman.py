@@ -27,7 +27,17 @@ from pathlib import Path
 from typing import Any
 
 from containertax.runtimes import docker
-from containertax.runtimes.base import CommandLaunch, Runtime, Spec, limit_pairs, run_quiet
+from containertax.runtimes.base import (
+    CommandLaunch,
+    Entry,
+    Ran,
+    Runtime,
+    Spec,
+    limit_pairs,
+    namespaces_words,
+    run_quiet,
+    user_mounts,
+)
 from containertax.runtimes.command import CommandLauncher
 
 PODMAN_NPROC = 32768  # Podman 4.3 sets its own RLIMIT_NPROC to this before any container
@@ -113,23 +123,46 @@ def limits(spec: Spec) -> dict[str, tuple[int, int]]:
     return out
 
 
+def setup_flags(options: Spec, limits: dict[str, Any], cpuset: str | None) -> list[str]:
+    """The flags that set the container up, from its options, the limits passed and the
+    lane's cores: the command's (`command`) and the environments table's (`describe`)."""
+    argv = []
+    for key in ("network", "ipc"):
+        if key in options:
+            argv.append(f"--{key}={options[key]}")
+    if "shm_size" in options:
+        argv.append(f"--shm-size={options['shm_size']}")
+    ulimits = {**{k: f"{s}:{h}" for k, (s, h) in limits.items()},
+               **{k: (f"{v}:{v}" if isinstance(v, int) else v)
+                  for k, v in (options.get("ulimits") or {}).items()}}
+    argv += [f"--ulimit={k}={v}" for k, v in sorted(ulimits.items())]
+    if cpuset:
+        argv.append(f"--cpuset-cpus={cpuset}")
+    return argv
+
+
+def describe(ran: Ran) -> Entry:
+    """The image in Podman's store; its namespaces and flags from the options that ran
+    and the limits and cores the run recorded (resolved.limits, resolved.cpuset_cpus)."""
+    user = rootless_user(ran.spec)
+    isolation = namespaces_words(ran.options, user=bool(user))
+    if user:
+        isolation += f"; rootless, as host user {user}"
+    # the OCI runtime named where the host needed it (oci_runtime), as the command ran
+    runtime = [a for a in ran.resolved.get("command") or [] if a.startswith("--runtime=")]
+    flags = runtime[:1] + setup_flags(ran.options, ran.resolved.get("limits") or {},
+                                      ran.resolved.get("cpuset_cpus"))
+    return Entry(software=f"image {ran.image}", mounts=user_mounts(ran.resolved.get("binds")),
+                 gpu="none", isolation=isolation, flags=tuple(flags))
+
+
 def command(launch: CommandLaunch) -> list[str]:
     options = launch.spec.get("options") or {}
     runtime = oci_runtime()
     argv = ["podman", *([f"--runtime={runtime}"] if runtime else []), "run", "--rm",
             "--name", launch.labels["containertax.name"]]
     argv += [f"--label={k}={v}" for k, v in sorted(launch.labels.items())]
-    for key in ("network", "ipc"):
-        if key in options:
-            argv.append(f"--{key}={options[key]}")
-    if "shm_size" in options:
-        argv.append(f"--shm-size={options['shm_size']}")
-    ulimits = {**{k: f"{s}:{h}" for k, (s, h) in launch.limits.items()},
-               **{k: (f"{v}:{v}" if isinstance(v, int) else v)
-                  for k, v in (options.get("ulimits") or {}).items()}}
-    argv += [f"--ulimit={k}={v}" for k, v in sorted(ulimits.items())]
-    if launch.cpuset:
-        argv.append(f"--cpuset-cpus={launch.cpuset}")
+    argv += setup_flags(options, launch.limits, launch.cpuset)
     for b in launch.binds:
         argv += ["-v", f"{b.host}:{b.inside}:{'ro' if b.read_only else 'rw'}"]
     for k, v in sorted(launch.env.items()):
@@ -291,9 +324,8 @@ def problems(env_id: str, spec: Spec) -> list[str]:
 RUNTIME = Runtime(
     kind="podman", launcher="command", launcher_class=CommandLauncher,
     words=words, runtime="Podman",
-    version_argv=("podman", "--version"),
-    isolation="namespaces (mount, PID, IPC, UTS, network) and cgroups",
-    software="image {image}", needs_image=True, image_step="provide",
+    version_argv=("podman", "--version"), describe=describe,
+    needs_image=True, image_step="provide",
     options_schema="podman_options", keys=frozenset({"options", "mounts"}),
     needs_root=True, binaries=("podman",), problems=problems, explain=explain,
     cleanup_words="a container of a killed launcher (conmon keeps it) is removed before "

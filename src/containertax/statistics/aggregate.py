@@ -12,10 +12,12 @@ import pandas as pd
 
 from containertax.campaign.paths import CampaignPaths
 from containertax.core import records
+from containertax.core.errors import ContainertaxError
 from containertax.core.metric import Metric
 from containertax.core.rawrecord import RawRecord, read_record
 from containertax.statistics import clocks
 from containertax.workloads import timeline
+from containertax.workloads.metric_registry import REGISTRY
 
 COLUMNS = [
     "campaign", "model", "environment", "repetition", "block", "position", "sequence",
@@ -66,12 +68,30 @@ def metrics_of(rec: RawRecord) -> list[Metric]:
     return [m for m in rec.metrics if not m.name.startswith(timeline.PREFIX)] + found
 
 
+class MetricValueError(ContainertaxError, ValueError):
+    """A record's metric whose value its registry line refuses (a type or a sign)."""
+
+
+def checked(path: Path, metrics: list[Metric]) -> list[Metric]:
+    """Each registered metric's value type- and sign-checked (MetricInfo.value_problem):
+    a string or a negative time stops the analysis naming the record, metric and fix."""
+    for m in metrics:
+        info = REGISTRY.get(m.name)
+        problem = info.value_problem(m.value) if info else None
+        if problem:
+            raise MetricValueError(
+                f"{path}: metric {m.name} {problem}. The workload module that measured it "
+                "wrote a wrong value: fix its metrics() (workloads/), move this record out "
+                "of raw/ and run its cell again.")
+    return metrics
+
+
 def tidy(root: Path, skip: frozenset[Path] = frozenset()) -> pd.DataFrame:
     rows = []
     for path, rec in read_records(root, skip):
         cell = rec.cell
         window = clocks.of_record(path, rec)
-        for m in metrics_of(rec):
+        for m in checked(path, metrics_of(rec)):
             rows.append({
                 "campaign": rec.campaign,
                 "model": cell.model,

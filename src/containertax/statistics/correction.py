@@ -26,7 +26,34 @@ def _adjust(p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def correct(results: pd.DataFrame) -> pd.DataFrame:
     """Bonferroni and Benjamini-Hochberg within each family (column 'family'; one family
-    where there is no such column)."""
+    where there is no such column).
+
+    Parameters
+    ----------
+    results : DataFrame
+        One row per test, with its uncorrected ``p`` (NaN: no test, counted in no family)
+        and, optionally, its ``family``.
+
+    Returns
+    -------
+    DataFrame
+        A copy with ``p_bonferroni`` (family-wise error), ``p_bh`` (false discovery rate,
+        Benjamini-Hochberg) and ``family_size`` (the tests of the row's family).
+
+    Examples
+    --------
+    Three primary tests and one secondary: each family is corrected on its own.
+
+    >>> import pandas as pd
+    >>> tests = pd.DataFrame({"family": ["primary", "primary", "primary", "secondary"],
+    ...                       "p": [0.01, 0.04, 0.03, 0.2]})
+    >>> correct(tests)
+          family     p  p_bonferroni  p_bh  family_size
+    0    primary  0.01          0.03  0.03            3
+    1    primary  0.04          0.12  0.04            3
+    2    primary  0.03          0.09  0.04            3
+    3  secondary  0.20          0.20  0.20            1
+    """
     if results.empty:
         return results.assign(p_bonferroni=[], p_bh=[], family_size=[])
     out = results.copy()

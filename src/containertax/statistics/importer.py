@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import numpy as np
@@ -154,8 +154,10 @@ def _read_tidy(path: Path) -> tuple[pd.DataFrame, list[int]]:
 def check_against(frame: pd.DataFrame, path: Path, metrics: Iterable[str],
                   reference: str, lines: list[int] | None = None) -> None:
     """An import the analysis can use: every metric known (else nothing of it would be
-    analysed, silently), no run's metric twice (the quality step's duplicate check) and the
-    reference among the environments. lines: the file line of each row (read_tidy's)."""
+    analysed, silently), each value of the sign its registry line allows (metrics given as
+    the registry: MetricInfo.value_problem), no run's metric twice (the quality step's
+    duplicate check) and the reference among the environments. lines: the file line of
+    each row (read_tidy's)."""
 
     def row_of(_frame: pd.DataFrame, index: object) -> int:
         return _row(lines or [], index)
@@ -168,6 +170,19 @@ def check_against(frame: pd.DataFrame, path: Path, metrics: Iterable[str],
             f"{path}: row {row}: column 'metric' holds {unknown}, not in the metric registry; "
             "correct the names or define them under analysis.define_metrics "
             "(name -> {unit, direction, label}) in the campaign config.")
+    for metric, values in frame.groupby("metric")["value"]:
+        info = metrics.get(metric) if isinstance(metrics, Mapping) else None
+        # the values its sign excludes, found at once (an import may hold millions of rows),
+        # then worded by the registry line itself
+        low = {"nonnegative": values < 0, "positive": values <= 0}.get(
+            getattr(info, "sign", "any"))
+        if info is not None and low is not None and low.any():
+            first = low.idxmax()
+            raise ImportFailure(
+                f"{path}: row {row_of(frame, first)}: column 'value' of metric {metric} "
+                f"{info.value_problem(float(values[first]))}; correct the value (NaN for a "
+                "missing one), or define the metric under analysis.define_metrics if it is "
+                "another quantity.")
     from containertax.statistics.quality import duplicate_mask
 
     dup = duplicate_mask(frame)

@@ -69,6 +69,44 @@ def analysed_metrics(campaign: Campaign, runs: pd.DataFrame) -> list[str]:
     return named + [metric for metric in PHASES if metric in present and metric not in named]
 
 
+def listed_unanalysed(campaign: Campaign, runs: pd.DataFrame) -> list[tuple[str, str]]:
+    """The metrics analysis.metrics lists that analysed_metrics leaves out, each with why:
+    no run recorded it, or it is not comparable across environments. Never silence: the
+    quality step prints each as a note naming the key and the fix, and the paper's quality
+    section lists it (listed_unanalysed_findings)."""
+    reg = metric_registry(campaign)
+    present = set(runs["metric"]) if "metric" in runs else set()
+    out = []
+    for metric in campaign.analysis.get("metrics") or []:
+        if metric not in present:
+            why = "no run recorded it"
+            if metric == "max_rss_mib" and "max_rss_rusage_mib" in present:
+                why += (" (the runs predate the probes' VmHWM reading; their ru_maxrss "
+                        "value is kept apart and never compared)")
+            out.append((metric, why))
+        elif metric in reg and not reg[metric].comparable:
+            out.append((metric, "it is measured differently across environments and never "
+                                "compared"))
+    return out
+
+
+def listed_unanalysed_findings(campaign: Campaign, runs: pd.DataFrame) -> list[Any]:
+    """listed_unanalysed as quality findings (the paper's words, no config key) and as
+    notes on stderr and the step's log (the key, the config file and the fix)."""
+    import logging
+
+    out = []
+    for metric, why in listed_unanalysed(campaign, runs):
+        logging.getLogger("containertax").warning(
+            "note: key 'analysis.metrics' of %s lists %r, which is not analysed: %s. Fix: "
+            "remove it from analysis.metrics, or run a workload that measures it.",
+            campaign.source, metric, why)
+        out.append(quality.Finding("metric_not_analysed", "warning",
+                                   f"{metric} was to be analysed, but {why}: not analysed",
+                                   details={"metric": metric}))
+    return out
+
+
 def without_phases(metrics: list[str]) -> list[str]:
     """The metrics of the general tables: the phases have their own table and figure."""
     from containertax.workloads.timeline import METRICS as PHASES

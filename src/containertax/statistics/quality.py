@@ -250,7 +250,7 @@ def check(runs: pd.DataFrame, registry: dict[str, MetricInfo], *,
         if known is None:
             f.append(Finding("unregistered_metric", "info",
                              f"metric {metric} is not in the registry: not analysed; define it "
-                             "under analysis.metrics to analyse it", len(g)))
+                             "under analysis.define_metrics to analyse it", len(g)))
     sizes = runs.groupby(["model", "metric", "environment"]).size()
     for (model, metric), s in sizes.groupby(level=[0, 1]):
         counts = {k[2]: int(v) for k, v in s.items()}

@@ -66,7 +66,8 @@ def run_quality(campaign: Campaign, runs_csv: Path, out_dir: Path,
     calibration, aa_findings = quality.calibration(policy.aa_comparisons(campaign, kept),
                                                    campaign.analysis["alpha"],
                                                    policy.resolution(campaign))
-    findings = aa_findings + policy.session_findings(campaign) + findings  # design first
+    findings = (aa_findings + policy.session_findings(campaign)  # design first
+                + policy.listed_unanalysed_findings(campaign, table) + findings)
     out_dir.mkdir(parents=True, exist_ok=True)
     outputs = paths.quality_files(out_dir)
     records.atomic_write_text(outputs["annotated"], runs.to_csv(index=False))

@@ -43,6 +43,26 @@ class MetricInfo:
     restates: str | None = None
     # False: measured differently across environments or records; never compared
     comparable: bool = True
+    # the values it may take (pyperf's _metadata.py: each value type- and sign-checked
+    # where a record is read): "nonnegative" (a time, a size, a rate), "positive", "any"
+    sign: str = "nonnegative"
+
+    def value_problem(self, value: object) -> str | None:
+        """Why a value cannot be this metric's (None where it can): not a real number, or
+        of a sign it never takes. NaN passes: a missing value, which the quality step
+        flags and always excludes."""
+        import math
+        import numbers
+
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            return f"is {type(value).__name__} {value!r}, not a number"
+        if math.isnan(value) or self.sign == "any":
+            return None
+        if self.sign == "positive" and not value > 0:
+            return f"is {value!r}, but {self.name} is positive ({self.description})"
+        if self.sign == "nonnegative" and value < 0:
+            return f"is {value!r}, but {self.name} is never negative ({self.description})"
+        return None
 
 
 MEMORY_TOLERANCE = 0.10

@@ -69,7 +69,7 @@ _SHARED = [
                "this includes the GPU's allocations", "increasing", MEMORY_TOLERANCE),
     MetricInfo("host_mem_rise_gib", "GiB", "lower", "Host memory taken by the run",
                "peak in use during the run minus in use at its start", "increasing",
-               MEMORY_TOLERANCE),
+               MEMORY_TOLERANCE, sign="any"),  # others' memory may be freed meanwhile
     MetricInfo("gpu_mem_peak_gib", "GiB", "lower", "Peak GPU memory (NVML)",
                "peak device memory in use, all processes (10 Hz)", "increasing",
                MEMORY_TOLERANCE),
@@ -123,5 +123,6 @@ def registry(extra: dict[str, dict[str, Any]] | None = None) -> dict[str, Metric
             spec.get("description", ""),
             spec.get("size_trend"),
             spec.get("size_tolerance", 0.02),
+            sign="any",  # a metric the config defines says nothing of its sign
         )
     return reg
