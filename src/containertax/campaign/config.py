@@ -159,6 +159,10 @@ class Campaign:
         raw = {k: v for k, v in self.raw.items()
                if k not in ("based_on", "lanes", "extends_campaign", "results_dir_absolute",
                             "paper")}  # the paper's metadata: words, not measurement
+        envs = raw.get("environments")
+        if isinstance(envs, dict):  # a mount's declared reason: words, not measurement
+            raw["environments"] = {k: {x: y for x, y in v.items() if x != "mount_reasons"}
+                                   if isinstance(v, dict) else v for k, v in envs.items()}
         text = json.dumps(_without_new_defaults(raw), default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -404,7 +408,8 @@ def identity(campaign: Campaign) -> dict[str, Any]:
     may change; these may not, for a model or environment that has cells."""
     def env_settings(spec: dict[str, Any]) -> dict[str, Any]:
         derived = (spec.get("options_source") or {}).get("kind") == "derived"
-        drop = {"description", "options_source", "variant", *(("options",) if derived else ())}
+        drop = {"description", "options_source", "variant", "mount_reasons",
+                *(("options",) if derived else ())}
         return {k: v for k, v in spec.items() if k not in drop}
 
     if campaign.is_import:  # an import's identity is the table it analyses
