@@ -8,6 +8,7 @@ removes its gate token so that the next invocation gates the cell again.
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import logging
 import os
@@ -252,6 +253,9 @@ def _run_locked(campaign: Campaign, cell: Cell, paths: CellPaths, gate_path: Pat
         if done.exists():
             done.chmod(0o444)
     rawrecord.write_record(paths.raw, record)  # last: the commit point
+    # the record's content as written, in the run's ledger event: the analysis compares it
+    # (campaign/integrity.py), so a record edited afterwards is named, never analysed
+    info["ledger"]["record_sha256"] = hashlib.sha256(paths.raw.read_bytes()).hexdigest()
     shutil.rmtree(work, ignore_errors=True)
 
 
