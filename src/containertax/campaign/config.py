@@ -528,7 +528,8 @@ def check_owner(campaign: Campaign) -> None:
     refused, naming both files and the fix; one that adds models, environments or
     repetitions extends it. `extends_campaign: true` writes into it on purpose. A campaign
     with records but no pin (committed before pins existed, a fresh clone) is held to the
-    identity its records name (identity_from_records: the keys both name)."""
+    identity its records name (identity_from_records: the keys both name); records that
+    name none, to the config file they name."""
     pin = read_pin(campaign)
     if campaign.raw.get("extends_campaign"):
         return
@@ -549,6 +550,21 @@ def check_owner(campaign: Campaign) -> None:
                 "campaign': add models, environments or repetitions, change no pinned "
                 "setting); or set extends_campaign: true to write into it on purpose.")
         return
+    # records that say no identity (no workload or environment settings): held to the
+    # config file they name
+    first = next(iter(campaign.paths.raw_records()), None)
+    if first is None or campaign.is_import:
+        return
+    try:
+        owner = json.loads(first.read_text())["provenance"]["config_source"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return  # not a record this workflow wrote; the analysis will say so
+    mine = {Path(campaign.source).name, *(Path(b).name for b in campaign.raw.get("based_on", []))}
+    if Path(str(owner)).name not in mine:
+        raise ConfigError(
+            f"{campaign.source}: key 'campaign': '{campaign.name}' already holds records of "
+            f"another config ({owner}, e.g. {first}). Choose a new campaign name, or set "
+            "extends_campaign: true to add cells to that campaign on purpose.")
 
 
 def claim(campaign: Campaign, resolved: Path, now: str | None = None) -> None:

@@ -40,13 +40,13 @@ class Damaged:
     why: str
 
 
-CANONICAL = re.compile(r"rep([0-9]{3,})\.json", re.ASCII)
+CANONICAL = re.compile(r"rep([0-9]+)\.json", re.ASCII)
 
 
 def canonical_repetition(raw: Path) -> int | None:
     """The repetition a record's file name gives, None where the name is not a cell's
-    canonical one (repNNN.json in ASCII digits: int() would read rep٠٠١.json as
-    repetition 1 and fail on rep².json)."""
+    canonical one (repNNN.json in ASCII digits, of any width: rep01 and rep1 are older
+    records' names; int() would read rep٠٠١.json as repetition 1 and fail on rep².json)."""
     match = CANONICAL.fullmatch(raw.name)
     return int(match.group(1)) if match else None
 
