@@ -68,6 +68,8 @@ def validate_schema(data: dict[str, Any], source: str) -> dict[str, Any]:
         for err in errors:
             hint = err.schema.get("description", "") if isinstance(err.schema, dict) else ""
             fix = f" (the key: {hint})" if hint and err.absolute_path else ""
+            if not fix:  # a oneOf without a description: each alternative's complaint
+                fix = _accepted(err)
             lines.append(f"  {source}: key '{_key(err.absolute_path)}': {err.message}.{fix}")
         raise ConfigError(
             f"{source} does not match workflow/schemas/config.schema.yaml; correct these "
@@ -265,8 +267,22 @@ def _options_problems(env_id: str, options: dict[str, Any], definition: str) -> 
     for e in sorted(validator.iter_errors(options), key=lambda e: list(e.absolute_path)):
         where = _key(e.absolute_path) if e.absolute_path else ""
         out.append(f"key 'environments.{env_id}.options{'.' + where if where else ''}': "
-                   f"{e.message} (workflow/schemas/config.schema.yaml $defs/{definition}).")
+                   f"{e.message}{_accepted(e)} (workflow/schemas/config.schema.yaml "
+                   f"$defs/{definition}).")
     return out
+
+
+def _accepted(err: Any) -> str:
+    """What a value must be, for an error that does not say it ('not valid under any of
+    the given schemas' of a oneOf): the key's description, else each alternative's own
+    complaint."""
+    if err.validator not in ("oneOf", "anyOf"):
+        return ""
+    hint = err.schema.get("description", "") if isinstance(err.schema, dict) else ""
+    if hint:
+        return f"; accepted: {hint}"
+    forms = sorted({sub.message for sub in err.context or []})
+    return f"; accepted forms, each unmet: {'; '.join(forms)}" if forms else ""
 
 
 def _semantic_checks(data: dict[str, Any], source: str) -> None:
