@@ -113,3 +113,99 @@ def test_the_workflow_pins_and_refuses_the_other_config(tmp_path):
     text = out.stdout + out.stderr
     assert out.returncode != 0 and str(one) in text and "size: 256 pinned, 128 here" in text
     assert "Traceback" not in text, text[-3000:]
+
+
+# Issue #44: the pin atomic, recreated from the records, holding the measuring settings.
+
+def _plant_record(root: Path, campaign: config.Campaign, model: str, env: str) -> Path:
+    """A record as the run step writes its identity parts: workload kind and parameters,
+    the environment's settings, the config it ran under."""
+    raw = root / "raw" / model / env / "rep001.json"
+    raw.parent.mkdir(parents=True, exist_ok=True)
+    raw.write_text(json.dumps({
+        "cell": {"model": model, "environment": env, "repetition": 1},
+        "workload": {"kind": campaign.workload_kind(model),
+                     "params": campaign.workload_params(model)},
+        "environment": {"id": env, "spec": campaign.environment(env).spec},
+        "provenance": {"config_source": campaign.source,
+                       "config_hash": campaign.config_hash()}, "metrics": []}))
+    return raw
+
+
+def test_a_missing_pin_is_recreated_from_the_records(tmp_path, monkeypatch, capsys):
+    """Before: on a fresh clone (no pin in git) a second config of the same file name and
+    campaign, another matrix size, passed check and ran beside the first; the paper
+    pooled both."""
+    monkeypatch.chdir(tmp_path)
+    one, two = _two_configs(tmp_path)
+    first = config.load_file(one, tmp_path)
+    _plant_record(first.root, first, "n256", "native")
+    assert not first.paths.pin.exists()
+    assert cli.main(["check", str(two), "-d", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert "recreated from its raw records" in err and "size: 256 pinned, 128 here" in err
+    config.claim(first, first.paths.resolved, "2026-01-01T00:00:00+00:00")
+    pin = json.loads(first.paths.pin.read_text())
+    assert pin["recreated_from_records"] and pin["models"]["n256"]["size"] == 256
+    assert first.paths.resolved.exists()
+
+
+@pytest.mark.parametrize("key,value,shown", [
+    (("memory", "drop_page_cache"), "never", "memory:"),
+    (("telemetry", "hz"), 50, "telemetry:"),
+])
+def test_a_pinned_campaign_refuses_a_changed_measuring_setting(tmp_path, monkeypatch,
+                                                                capsys, key, value, shown):
+    monkeypatch.chdir(tmp_path)
+    cfg = demo_config()
+    one = _write(tmp_path / "one", cfg)
+    config.claim(config.load_file(one, tmp_path), tmp_path / "resolved.json")
+    cfg.setdefault(key[0], {})[key[1]] = value
+    changed = _write(tmp_path / "two", cfg)
+    assert cli.main(["check", str(changed), "-d", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert shown in err and f"'{key[1]}': {value!r}" in err and "pinned" in err, err
+
+
+def test_a_pin_from_before_the_settings_gains_them(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    one = _write(tmp_path / "one", demo_config())
+    campaign = config.load_file(one, tmp_path)
+    config.claim(campaign, tmp_path / "resolved.json")
+    pin = json.loads(campaign.paths.pin.read_text())
+    del pin["settings"]
+    campaign.paths.pin.write_text(json.dumps(pin))
+    config.claim(campaign, tmp_path / "resolved.json")
+    assert "settings" in json.loads(campaign.paths.pin.read_text())
+
+
+def test_two_configs_claiming_a_new_campaign_at_once_get_one_pin(tmp_path, monkeypatch):
+    """Before: in 3 of 5 trials the pin named one config while the other measured (pin
+    and resolved config were written before Snakemake's lock). Now the owner check, pin
+    and resolved config are one step under one lock: of configs racing from 8 processes,
+    the resolved config is the pinned one's, and every other is refused."""
+    import multiprocessing
+
+    monkeypatch.chdir(tmp_path)
+    paths = []
+    for i in range(8):
+        cfg = demo_config()
+        cfg["models"][0]["size"] = 64 + 8 * i
+        paths.append(str(_write(tmp_path / f"c{i}", cfg)))
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(8) as pool:
+        outcomes = pool.starmap(_claim_in_child, [(p, str(tmp_path)) for p in paths])
+    won = [p for p, ok in zip(paths, outcomes, strict=True) if ok]
+    pin = json.loads((tmp_path / "results" / "demo" / "campaign.pin.json").read_text())
+    resolved = json.loads((tmp_path / "results" / "demo" / "config.resolved.json")
+                          .read_text())
+    assert won == [pin["config_source"]] and resolved["source"] == won[0]
+
+
+def _claim_in_child(path: str, workdir: str) -> bool:
+    try:  # load_file checks the owner too: a pin written before it refuses there
+        campaign = config.load_file(path, Path(workdir))
+        config.claim(campaign, campaign.paths.resolved)
+    except config.ConfigError:
+        return False
+    return True

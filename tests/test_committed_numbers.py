@@ -65,7 +65,12 @@ not a mean pooled over models: h100-matmul 0.20 -> 0.19 to 0.21 s, h100 0.16 to 
 for the clock finding's shares: '13-18 %' reads '13 to 18 %' (a hyphen between numbers can
 break a line and read back as one number); and one new key, sani-startup-none (0 in all
 four: their containers start slower), so that a container starting no slower says 'none
-of their gap'; no other key changed."""
+of their gap'; no other key changed. Then for integrity (#44), all four regenerated: new
+keys has-declared-mounts and declared-mounts (their configs now declare the /etc mount
+with a reason), and on h100, h100-engine and h100-engine-gqa one more finding (the images
+warning: their Docker runs used 2, 4 and 4 image ids of containertax-hostsw:1, built anew
+on each lent machine), so findings +1, ql-count 2 -> 3 and a third ql/3/* item; a
+key-by-key comparison found no other key changed."""
 
 from __future__ import annotations
 

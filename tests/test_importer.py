@@ -84,7 +84,8 @@ def test_defined_metric_and_model_size_are_honoured(tmp_path):
     from containertax.statistics import policy, steps
 
     body = ("model,environment,repetition,metric,value,unit,model_size\n"
-            "a,native,1,tps,1,tok/s,7\nb,native,1,tps,1,tok/s,70\n")
+            "a,native,1,tps,1,tok/s,7\nb,native,1,tps,1,tok/s,70\n"
+            "a,docker,1,tps,1,tok/s,7\nb,docker,1,tps,1,tok/s,70\n")  # not the reference alone
     c = _campaign(tmp_path, body, define_metrics={"tps": {"unit": "tok/s"}})
     frame = steps.read_import(c)
     assert policy.model_sizes(c, frame) == {"a": 7.0, "b": 70.0}

@@ -158,3 +158,115 @@ def test_clock_skew_never_leaves_analysis_files_missing_behind_nothing_to_be_don
     for target in ("paper", "all"):
         plan = snakemake(tmp_path, cfg, "-n", target)
         assert "Nothing to be done" in plan.stdout + plan.stderr, target
+
+
+# Issue #44: what is analysed is what was measured. Before: a record value multiplied by
+# 1000 after its run entered the paper once runs.csv was rebuilt; raw/ folders linked to
+# another campaign's records were analysed as this one's (its cells never run); a record
+# named rep٠٠١.json (Arabic-Indic digits) was read as a second record of cell 1, and
+# rep².json ended in "ValueError: invalid literal for int()"; runs of one environment under
+# two image ids were pooled without a word.
+
+def _record(cell: Path, rep: int, value: float = 1.0) -> Path:
+    cell.mkdir(parents=True, exist_ok=True)
+    path = cell / f"rep{rep:03d}.json"
+    path.write_text(json.dumps({
+        "cell": {"model": cell.parent.name, "environment": cell.name, "repetition": rep},
+        "metrics": [{"name": "time_s", "value": value, "unit": "s"}]}))
+    return path
+
+
+def _ledgered(root: Path, raw: Path) -> None:
+    """The run's end event, as the run step writes it: with the record's sha256."""
+    import hashlib
+
+    from containertax.core import records as core_records
+
+    core_records.append_ledger(root, {
+        "step": "run", "event": "end", "status": "ok", "model": raw.parent.parent.name,
+        "environment": raw.parent.name, "repetition": int(raw.stem[3:]),
+        "record_sha256": hashlib.sha256(raw.read_bytes()).hexdigest()})
+
+
+def test_a_record_edited_after_its_run_is_named_and_never_analysed(tmp_path):
+    paths = CampaignPaths(tmp_path)
+    raw = _record(tmp_path / "raw" / "m" / "native", 1, value=1.25)
+    _ledgered(tmp_path, raw)
+    assert integrity.check_records(paths, [str(raw)], write_cache=True)[0] == []
+    integrity.verify_for_analysis(paths, [raw])  # as written: analysed
+    raw.write_text(raw.read_text().replace("1.25", "1250.0"))  # the planted hand edit
+    damaged, _ = integrity.check_records(paths, [str(raw)], write_cache=False)
+    assert len(damaged) == 1 and "edited after the run" in damaged[0].why
+    with pytest.raises(integrity.ForeignRecords, match="edited after the run"):
+        integrity.verify_for_analysis(paths, [raw])
+
+
+def test_records_reached_through_a_link_are_foreign(tmp_path):
+    other = _record(tmp_path / "other" / "raw" / "m" / "native", 1)
+    mine = tmp_path / "mine"
+    (mine / "raw").mkdir(parents=True)
+    (mine / "raw" / "m").symlink_to(other.parent.parent)  # the planted link
+    paths = CampaignPaths(mine)
+    present = paths.raw_records()
+    assert present == [mine / "raw" / "m" / "native" / "rep001.json"]
+    damaged, _ = integrity.check_records(paths, [str(p) for p in present], write_cache=False)
+    assert len(damaged) == 1 and "symbolic link" in damaged[0].why, damaged
+    with pytest.raises(integrity.ForeignRecords, match="symbolic link"):
+        integrity.verify_for_analysis(paths, present)
+
+
+@pytest.mark.parametrize("name", ["rep\u0660\u0660\u0661.json", "rep\u00b2.json"])
+def test_a_record_under_a_non_canonical_name_is_named_not_read(tmp_path, name):
+    cell = tmp_path / "raw" / "m" / "native"
+    good = _record(cell, 1)
+    (cell / name).write_text(good.read_text())
+    paths = CampaignPaths(tmp_path)
+    present = paths.raw_records()
+    assert cell / name in present
+    found = integrity.unscheduled_records(present, {("m", "native", 1)}, {})
+    assert [(u.path.name, "canonical name" in u.why) for u in found] == [(name, True)]
+    with pytest.raises(integrity.ForeignRecords, match="canonical name"):
+        integrity.verify_for_analysis(paths, present)
+
+
+def test_runs_of_one_environment_under_two_images_are_named():
+    import pandas as pd
+
+    from containertax.statistics import quality
+
+    runs = pd.DataFrame([
+        {"model": "m", "environment": env, "repetition": rep, "metric": "time_s",
+         "image_id": "" if env == "native" else f"sha256:{'a' if rep < 3 else 'b'}" * 2}
+        for env in ("native", "docker") for rep in (1, 2, 3)])
+    found = quality.images(runs)
+    assert len(found) == 1 and found[0].details["images"] == {
+        "docker": {"sha256:asha256:a": 2, "sha256:bsha256:b": 1}}
+    assert "docker: " in found[0].message and "more than one image" in found[0].message
+    assert quality.images(runs[runs["repetition"] < 3]) == []
+
+
+@slow
+def test_the_run_step_ledgers_the_record_hash_and_a_later_edit_stops_the_workflow(tmp_path):
+    """The planted edit of the issue: a value x1000 after the run, the file's mode and
+    time set back as they were; the next invocation names it, and the analysis does not
+    run on it."""
+    import hashlib
+
+    cfg = native_campaign(tmp_path, "edited", reps=2)
+    root = tmp_path / "results" / "edited"
+    out = snakemake(tmp_path, cfg, "cells")
+    assert out.returncode == 0, why(out)
+    record = records(root)[0]
+    ends = {(e["environment"], e["repetition"]): e["record_sha256"] for e in ledger(root)
+            if e["step"] == "run" and e["event"] == "end"}
+    assert ends[("native", 1)] == hashlib.sha256(record.read_bytes()).hexdigest()
+    assert record.name == "rep001.json" and len(ends) == 2
+    data = json.loads(record.read_text())
+    data["metrics"][0]["value"] *= 1000
+    st = record.stat()
+    record.chmod(0o644)
+    record.write_text(json.dumps(data, indent=2) + "\n")
+    record.chmod(0o444)
+    os.utime(record, ns=(st.st_atime_ns, st.st_mtime_ns))
+    out = snakemake(tmp_path, cfg, "cells", "-n")
+    assert out.returncode != 0 and "edited after the run" in out.stdout + out.stderr

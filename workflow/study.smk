@@ -63,7 +63,10 @@ rule campaign:
         env=ENV,
     shell:
         "{params.env} {params.py} -m snakemake {params.targets} --snakefile {params.snakefile:q} --cores 1 "
-        "--nolock --configfile {input.config:q} > {log:q} 2>&1 && "
+        "--nolock --configfile {input.config:q} > {log:q} 2>&1 || "
+        "{{ echo 'containertax: the workflow of campaign {wildcards.campaign} failed "
+        "(not run yet? then run it first, or set run_cells: true in the study config); the end "
+        "of its log {log}:' >&2; grep -v '^\s*$' {log:q} | tail -n 12 >&2; exit 1; }} && "
         "{params.py} -c 'import sys; from containertax.publishing import study as s; "
         "s.write_summary(s.load_file(sys.argv[1]), sys.argv[2], sys.argv[3])' "
         "{params.study:q} {wildcards.campaign} {output:q} >> {log:q} 2>&1"

@@ -503,7 +503,9 @@ def _check(path: str, directory: str | None = None) -> int:
         try:
             frame = importer.read_checked(campaign.import_path,
                                           registry(campaign.analysis.get("define_metrics")),
-                                          campaign.reference)
+                                          campaign.reference,
+                                          campaign.analysis.get("import_repeats", "error"),
+                                          campaign.analysis.get("import_duplicates", "error"))
         except importer.ImportFailure as exc:
             raise config.ConfigError(f"{path}: key 'analysis.import_csv': {exc}") from None
         print(f"{path}: ok: campaign {campaign.name} analyses {campaign.import_path} "

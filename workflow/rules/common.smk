@@ -98,10 +98,13 @@ def planning_only():
 # where the resolved_config rule stands for it on a fresh results folder.
 # The first invocation that runs jobs pins what the campaign's cells measure (check_owner
 # above refuses another config that measures a pinned model or environment differently).
+# Owner check, pin and resolved config under one lock (config.claim): of two configs
+# started at once on a new campaign, the second sees the first's pin and is refused.
 if not planning_only():
     try:
-        ct_config.write_resolved(CAMPAIGN, PATHS.resolved)
-        ct_config.pin_campaign(CAMPAIGN)
+        ct_config.claim(CAMPAIGN, PATHS.resolved)
+    except ct_config.ConfigError as exc:
+        raise WorkflowError(str(exc)) from None
     except OSError as exc:
         raise WorkflowError(f"{CONFIG_SOURCE}: results folder {ROOT}: {exc}") from None
 # The steps run from the Python that runs Snakemake, or under --sdm conda from the rules'

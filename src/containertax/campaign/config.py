@@ -159,6 +159,10 @@ class Campaign:
         raw = {k: v for k, v in self.raw.items()
                if k not in ("based_on", "lanes", "extends_campaign", "results_dir_absolute",
                             "paper")}  # the paper's metadata: words, not measurement
+        envs = raw.get("environments")
+        if isinstance(envs, dict):  # a mount's declared reason: words, not measurement
+            raw["environments"] = {k: {x: y for x, y in v.items() if x != "mount_reasons"}
+                                   if isinstance(v, dict) else v for k, v in envs.items()}
         text = json.dumps(_without_new_defaults(raw), default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -166,7 +170,8 @@ class Campaign:
 # Keys added to the schema after campaigns were committed: at their default they leave the
 # config hash as it was, so a committed campaign stays the campaign its records name.
 HASH_NEUTRAL_DEFAULTS = (("thermal", "cooldown"), ("thermal", "adaptive"),
-                         ("analysis", "resolution_pct"))
+                         ("analysis", "resolution_pct"), ("analysis", "import_repeats"),
+                         ("analysis", "import_duplicates"))
 # Keys whose default changed after campaigns were committed: at the new default they hash as
 # the old one did (the old value is no longer valid, so no config can mean both).
 # analysis.primary_test: 'auto' (a Shapiro-Wilk pretest choosing Welch or Mann-Whitney)
@@ -404,7 +409,8 @@ def identity(campaign: Campaign) -> dict[str, Any]:
     may change; these may not, for a model or environment that has cells."""
     def env_settings(spec: dict[str, Any]) -> dict[str, Any]:
         derived = (spec.get("options_source") or {}).get("kind") == "derived"
-        drop = {"description", "options_source", "variant", *(("options",) if derived else ())}
+        drop = {"description", "options_source", "variant", "mount_reasons",
+                *(("options",) if derived else ())}
         return {k: v for k, v in spec.items() if k not in drop}
 
     if campaign.is_import:  # an import's identity is the table it analyses
@@ -413,7 +419,58 @@ def identity(campaign: Campaign) -> dict[str, Any]:
     models = {m.id: {"kind": campaign.workload_kind(m.id),
                      **campaign.workload_params(m.id)} for m in campaign.models}
     envs = {e.id: env_settings(e.spec) for e in campaign.environments}
-    return json.loads(json.dumps({"models": models, "environments": envs}, default=str))
+    # what every cell's run does besides its workload and environment: dropping the page
+    # cache before it, sampling telemetry beside it
+    settings = {key: campaign.raw.get(key) for key in MEASURING_KEYS}
+    return json.loads(json.dumps({"models": models, "environments": envs,
+                                  "settings": settings}, default=str))
+
+
+# top-level config sections that change what a run measures (besides models, workload and
+# environments): pinned, so a config that changes them is refused (#44)
+MEASURING_KEYS = ("memory", "telemetry")
+
+
+# option names a record may hold under an older name (results/h100-warmup's compile_cache)
+RECORD_OPTION_RENAMES = {"compile_cache": "cache_mount"}
+
+
+def identity_from_records(campaign: Campaign) -> dict[str, Any] | None:
+    """The identity the campaign's records were measured under (each model's workload kind
+    and parameters, each environment's settings, as the first record of each says), for
+    a campaign whose pin is missing (a fresh clone: pins came after records were
+    committed); None without records this workflow wrote."""
+    models: dict[str, Any] = {}
+    envs: dict[str, Any] = {}
+    source = None
+    for path in campaign.paths.raw_records():
+        model, env = path.parent.parent.name, path.parent.name
+        if model in models and env in envs:
+            continue
+        try:
+            rec = json.loads(path.read_text())
+            work, spec = rec["workload"], rec["environment"]["spec"]
+            source = source or rec["provenance"]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # not a record this workflow wrote; the analysis says so
+        if isinstance(work, dict) and isinstance(work.get("params"), dict):
+            models.setdefault(model, {"kind": work.get("kind"), **work["params"]})
+        if isinstance(spec, dict):
+            drop = {"description", "options_source", "variant", "mount_reasons"}
+            if ((spec.get("options_source") or {}).get("kind")) == "derived":
+                drop.add("options")
+            settings = {k: v for k, v in spec.items() if k not in drop}
+            if isinstance(settings.get("options"), dict):  # options renamed since
+                settings["options"] = {RECORD_OPTION_RENAMES.get(k, k): v
+                                       for k, v in settings["options"].items()}
+            envs.setdefault(env, settings)
+    if not models and not envs:
+        return None
+    return json.loads(json.dumps({
+        "models": models, "environments": envs,
+        "config_source": (source or {}).get("config_source"),
+        "config_hash": (source or {}).get("config_hash"), "recreated_from_records": True},
+        default=str))
 
 
 def read_pin(campaign: Campaign) -> dict[str, Any] | None:
@@ -437,18 +494,27 @@ def read_pin(campaign: Campaign) -> dict[str, Any] | None:
 
 
 def _pin_conflicts(pin: dict[str, Any], mine: dict[str, Any]) -> list[str]:
-    """Each model or environment that both have, measured differently, with its keys."""
+    """Each model or environment that both have, measured differently, with its keys, and
+    each measuring setting (MEASURING_KEYS) the pin holds that differs. A pin recreated
+    from records compares the keys both name (a key its records lack came later)."""
     out = []
     before, now = pin.get("import"), mine.get("import")
     if (before or now) and before != now:
         out.append(f"the analysed table: {before} pinned, {now} here")
+    shared = bool(pin.get("recreated_from_records"))
+    for key, value in (pin.get("settings") or {}).items():
+        here = (mine.get("settings") or {}).get(key)
+        if key in (mine.get("settings") or {}) and value != here:
+            out.append(f"{key}: {value!r} pinned, {here!r} here")
     for section, word in (("models", "model"), ("environments", "environment")):
         for item, settings in mine[section].items():
             before = pin[section].get(item)
             if before is None or before == settings:
                 continue
-            keys = sorted(k for k in set(before) | set(settings)
-                          if before.get(k) != settings.get(k))
+            names = set(before) & set(settings) if shared else set(before) | set(settings)
+            keys = sorted(k for k in names if before.get(k) != settings.get(k))
+            if not keys:
+                continue
             shown = "; ".join(f"{k}: {before.get(k, '(unset)')!r} pinned, "
                               f"{settings.get(k, '(unset)')!r} here" for k in keys[:4])
             out.append(f"{word} {item}: {shown}{' ...' if len(keys) > 4 else ''}")
@@ -461,24 +527,31 @@ def check_owner(campaign: Campaign) -> None:
     measures a pinned model or environment differently (whatever its file is called) is
     refused, naming both files and the fix; one that adds models, environments or
     repetitions extends it. `extends_campaign: true` writes into it on purpose. A campaign
-    with records but no pin yet (committed before pins existed) is held to the config
-    file its records name."""
+    with records but no pin (committed before pins existed, a fresh clone) is held to the
+    identity its records name (identity_from_records: the keys both name); records that
+    name none, to the config file they name."""
     pin = read_pin(campaign)
     if campaign.raw.get("extends_campaign"):
         return
+    where = campaign.paths.pin
+    if pin is None and not campaign.is_import:
+        pin = identity_from_records(campaign)  # a fresh clone: the records say it
+        where = "recreated from its raw records"
     if pin is not None:
         conflicts = _pin_conflicts(pin, identity(campaign))
         if conflicts:
             raise ConfigError(
                 f"{campaign.source}: key 'campaign': campaign '{campaign.name}' is pinned to "
                 f"the config {pin.get('config_source')} (config hash "
-                f"{pin.get('config_hash')}, {campaign.paths.pin}), and this config "
+                f"{pin.get('config_hash')}, {where}), and this config "
                 f"measures differently: " + "; ".join(conflicts) + ". Its cells would mix "
                 "two measurements under one name. Fix: give this config a new campaign "
                 "name; or extend the campaign as config/README.md says ('Extending a "
                 "campaign': add models, environments or repetitions, change no pinned "
                 "setting); or set extends_campaign: true to write into it on purpose.")
         return
+    # records that say no identity (no workload or environment settings): held to the
+    # config file they name
     first = next(iter(campaign.paths.raw_records()), None)
     if first is None or campaign.is_import:
         return
@@ -494,16 +567,36 @@ def check_owner(campaign: Campaign) -> None:
             "extends_campaign: true to add cells to that campaign on purpose.")
 
 
+def claim(campaign: Campaign, resolved: Path, now: str | None = None) -> None:
+    """What an invocation that runs jobs does before anything else writes: under one lock
+    (paths.pin + .lock), check the campaign's owner, pin it and write the resolved config
+    the steps read. Two configs started at the same moment on a new campaign: the second
+    sees the first's pin and is refused before it writes anything (before, each wrote its
+    pin and resolved config before Snakemake's lock was taken, and one's jobs could
+    measure the other's config)."""
+    from containertax.core.records import locked
+
+    with locked(campaign.paths.pin.with_name(campaign.paths.pin.name + ".lock")):
+        check_owner(campaign)
+        pin_campaign(campaign, now)
+        write_resolved(campaign, resolved)
+
+
 def pin_campaign(campaign: Campaign, now: str | None = None) -> None:
-    """Pin the campaign's identity (the first invocation that runs jobs), and add the
-    models and environments an extension brings; a pinned entry is never changed (a
-    config with extends_campaign: true leaves it as it was). Atomic; written only when
-    its content changes."""
+    """Pin the campaign's identity (the first invocation that runs jobs; a campaign whose
+    pin is missing is pinned as its records say first), add the models and environments
+    an extension brings, and the measuring settings a pin from before them lacks; a pinned
+    entry is never changed (a config with extends_campaign: true leaves it as it was).
+    Atomic; written only when its content changes. Called under claim's lock."""
     from containertax.core.records import atomic_write_text, utc_now
 
     now = now or utc_now()
     pin = read_pin(campaign)
     mine = identity(campaign)
+    if pin is None and not campaign.is_import:
+        recreated = identity_from_records(campaign)
+        if recreated is not None:
+            pin = {"campaign": campaign.name, "utc": now, **recreated, "extended_by": []}
     if pin is None:
         pin = {"campaign": campaign.name, "config_source": campaign.source,
                "config_hash": campaign.config_hash(), "utc": now, **mine,
@@ -512,7 +605,14 @@ def pin_campaign(campaign: Campaign, now: str | None = None) -> None:
         return
     added = {section: sorted(set(mine[section]) - set(pin[section]))
              for section in ("models", "environments")}
+    missing_settings = "settings" not in pin and "settings" in mine \
+        and not campaign.raw.get("extends_campaign")
+    if missing_settings:
+        pin["settings"] = mine["settings"]
     if not any(added.values()):
+        if missing_settings or not campaign.paths.pin.exists():
+            atomic_write_text(campaign.paths.pin,
+                              json.dumps(pin, indent=1, default=str) + "\n")
         return
     for section in ("models", "environments"):
         for item, settings in mine[section].items():

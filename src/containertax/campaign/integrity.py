@@ -14,8 +14,10 @@ Standard library only: the Snakefile runs this when it plans the workflow.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 import shlex
 import tempfile
 import time
@@ -25,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from containertax.campaign.paths import DAMAGED, SUPERSEDED, SUPERSEDED_NOTE, CampaignPaths
+from containertax.core.errors import ContainertaxError
 
 FUTURE_S = 60.0  # a file time further ahead of this machine's clock is clock skew
 
@@ -37,11 +40,63 @@ class Damaged:
     why: str
 
 
-def _problem(raw: Path) -> str | None:
-    """Why this file is not a whole raw record of the cell its path names (None: it is).
-    The full schema check stays with the analysis (rawrecord.read_record)."""
+CANONICAL = re.compile(r"rep([0-9]+)\.json", re.ASCII)
+
+
+def canonical_repetition(raw: Path) -> int | None:
+    """The repetition a record's file name gives, None where the name is not a cell's
+    canonical one (repNNN.json in ASCII digits, of any width: rep01 and rep1 are older
+    records' names; int() would read rep٠٠١.json as repetition 1 and fail on rep².json)."""
+    match = CANONICAL.fullmatch(raw.name)
+    return int(match.group(1)) if match else None
+
+
+def reach_problem(raw: Path, raw_dir: Path) -> str | None:
+    """Why a record is not the campaign's own file (None: it is): reached through a
+    symbolic link (a raw/ folder linked to another campaign's records) or lying outside
+    the campaign's folder once links are followed."""
+    for path in (raw, raw.parent, raw.parent.parent, raw_dir):
+        if path.is_symlink():
+            return (f"reached through the symbolic link {path} -> {os.readlink(path)}: "
+                    "another campaign's records are never analysed as this one's; remove "
+                    "the link and run the cells here")
     try:
-        data = json.loads(raw.read_bytes())
+        raw.resolve().relative_to(raw_dir.resolve())
+    except ValueError:
+        return f"lies outside the campaign's folder ({raw.resolve()})"
+    return None
+
+
+def ledger_hashes(root: Path) -> dict[tuple[str, str, int], str]:
+    """(model, environment, repetition) -> the sha256 of the record its latest run wrote,
+    as the run step put it in the ledger (records written before it did have none)."""
+    from containertax.core import records
+
+    out = {}
+    for event in records.read_ledger(root, step="run", event="end"):
+        sha = event.get("record_sha256")
+        if isinstance(sha, str) and event.get("status") == "ok":
+            out[(str(event.get("model")), str(event.get("environment")),
+                 event.get("repetition"))] = sha
+    return out
+
+
+def _problem(raw: Path, raw_dir: Path | None = None,
+             hashes: dict[tuple[str, str, int], str] | None = None) -> str | None:
+    """Why this file is not a whole raw record of the cell its path names, as its run
+    wrote it (None: it is). The full schema check stays with the analysis
+    (rawrecord.read_record)."""
+    rep = canonical_repetition(raw)
+    if rep is None:
+        return (f"'{raw.name}' is not a record's canonical name (repNNN.json, ASCII "
+                "digits): not a file this workflow wrote")
+    if raw_dir is not None:
+        why = reach_problem(raw, raw_dir)
+        if why is not None:
+            return why
+    try:
+        content = raw.read_bytes()
+        data = json.loads(content)
     except (ValueError, UnicodeDecodeError) as exc:
         return f"not JSON ({exc})"
     if not isinstance(data, dict):
@@ -50,10 +105,16 @@ def _problem(raw: Path) -> str | None:
     if not isinstance(cell, dict) or not isinstance(data.get("metrics"), list):
         return "no 'cell' object or no 'metrics' list"
     expected = {"model": raw.parent.parent.name, "environment": raw.parent.name,
-                "repetition": int(raw.stem[3:])}
+                "repetition": rep}
     found = {k: cell.get(k) for k in expected}
     if found != expected:
         return f"key 'cell' is {found}, but its path is the cell {expected}"
+    want = (hashes or {}).get((expected["model"], expected["environment"], rep))
+    if want is not None:
+        have = hashlib.sha256(content).hexdigest()
+        if have != want:
+            return (f"its content (sha256 {have[:12]}) is not what its run wrote (sha256 "
+                    f"{want[:12]} in the ledger): edited after the run")
     return None
 
 
@@ -71,6 +132,7 @@ def check_records(paths: CampaignPaths, present: list[str],
     are in the future. With write_cache (jobs run; not while only planning) the records
     found whole are remembered."""
     cache = _load_cache(paths.verified)
+    hashes = ledger_hashes(paths.root)
     limit = time.time() + FUTURE_S
     damaged, future, whole = [], [], {}
     for name in present:
@@ -82,9 +144,10 @@ def check_records(paths: CampaignPaths, present: list[str],
             continue
         if st.st_mtime > limit:
             future.append(raw)
-        key = [st.st_size, st.st_mtime_ns, st.st_ino]
-        if cache.get(name) != key:
-            why = _problem(raw)
+        # ctime too: a record made writable (chmod) and edited, its mtime set back, moves it
+        key = [st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns]
+        if cache.get(name) != key or raw.is_symlink():
+            why = _problem(raw, paths.raw_dir, hashes)
             if why is not None:
                 damaged.append(Damaged(raw, why))
                 continue
@@ -116,8 +179,10 @@ def damaged_message(paths: CampaignPaths, damaged: list[Damaged]) -> str:
     (nothing is moved automatically: an intact copy may exist, in git or a backup)."""
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     aside = paths.aside(DAMAGED, stamp)
-    lines = [f"{len(damaged)} raw record(s) damaged (raw records are written whole and "
-             "never edited, so each was changed after its run: a disk fault or a hand edit):"]
+    lines = [f"{len(damaged)} raw record(s) damaged, edited, misnamed or foreign (raw records "
+             "are written whole under their cell's name and never edited, so each was "
+             "changed after its run, by a disk fault or by hand, or is not this campaign's "
+             "own):"]
     commands = []
     for d in damaged:
         cell = f"{d.path.parent.parent.name}/{d.path.parent.name}/{d.path.stem}"
@@ -218,8 +283,10 @@ class Unscheduled:
 
 
 def cell_of(raw: Path) -> tuple[str, str, int]:
-    """(model, environment, repetition) of a record, from its path."""
-    return raw.parent.parent.name, raw.parent.name, int(raw.stem[3:])
+    """(model, environment, repetition) of a record, from its path (a canonical name:
+    canonical_repetition; -1 for any other, which no schedule holds)."""
+    rep = canonical_repetition(raw)
+    return raw.parent.parent.name, raw.parent.name, -1 if rep is None else rep
 
 
 def unscheduled_records(present: list[Path], scheduled: set[tuple[str, str, int]],
@@ -229,7 +296,10 @@ def unscheduled_records(present: list[Path], scheduled: set[tuple[str, str, int]
     out = []
     for raw in present:
         model, env, rep = cell_of(raw)
-        if (model, env, rep) not in scheduled:
+        if canonical_repetition(raw) is None:
+            out.append(Unscheduled(raw, f"'{raw.name}' is not a record's canonical name "
+                                        "(repNNN.json, ASCII digits)"))
+        elif (model, env, rep) not in scheduled:
             out.append(Unscheduled(raw, f"cell {model}/{env}/rep{rep} is not in the "
                                         "campaign's schedule"))
         elif rep > stopped.get(model, rep):
@@ -274,3 +344,20 @@ def superseded_message(found: list[Superseded], moved_to: Path | None) -> str:
                        "again. E.g. " + ", ".join(str(s.path) for s in found[:3]))
     return head + (f"Moved aside to {moved_to} (with {SUPERSEDED_NOTE} naming each); "
                    "their cells are measured again.")
+
+
+class ForeignRecords(ContainertaxError, ValueError):
+    """Records the analysis must not read: edited, foreign or misnamed (the message names
+    each with the fix)."""
+
+
+def verify_for_analysis(paths: CampaignPaths, present: list[Path]) -> None:
+    """What is analysed is what was measured: every record has a canonical name, is the
+    campaign's own file (no symbolic link, inside its folder) and, where its run put the
+    record's sha256 in the ledger, still has that content. Raises ForeignRecords naming
+    each, with the fix (the workflow's plan names them the same way)."""
+    hashes = ledger_hashes(paths.root)
+    bad = [Damaged(raw, why) for raw in present
+           if (why := _problem(raw, paths.raw_dir, hashes)) is not None]
+    if bad:
+        raise ForeignRecords(damaged_message(paths, bad))

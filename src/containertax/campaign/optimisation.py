@@ -56,6 +56,14 @@ def judge(campaign: Campaign, comparisons: pd.DataFrame, metric: str) -> list[Ve
     rows = comparisons[(comparisons["metric"] == metric)
                        & (comparisons["reference"] == campaign.reference)]
     if rows.empty:
+        compared = sorted(set(comparisons.loc[comparisons["reference"] == campaign.reference,
+                                              "metric"].astype(str)))
+        if compared:  # the analysis ran, on other metrics (--metric's default is one)
+            raise OptimisationError(
+                f"no comparison of {metric} with {campaign.reference} in "
+                f"{campaign.paths.comparisons}: the analysis compared {compared}; pass "
+                f"--metric one of them (with a better direction), e.g. --metric "
+                f"{compared[0]}.")
         raise OptimisationError(f"no comparison of {metric} with {campaign.reference} in "
                                 f"{campaign.paths.comparisons}; run the "
                                 "campaign's analysis first (snakemake paper).")

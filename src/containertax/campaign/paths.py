@@ -230,6 +230,8 @@ class CampaignPaths:
         """Every raw record present, whatever its name's width."""
         return sorted(p for p in self.raw_dir.glob("*/*/rep*.json")
                       if p.name.count(".") == 1 and p.stem[3:].isdigit())
+        # (isdigit takes any script's digits: rep٠٠١.json and rep².json are listed, and
+        # integrity.canonical_repetition names them, never read as a cell's record)
 
     def aside(self, why: str, stamp: str) -> Path:
         """Where files of raw/ are moved aside (ASIDE), for one reason at one time."""

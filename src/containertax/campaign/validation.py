@@ -68,6 +68,8 @@ def validate_schema(data: dict[str, Any], source: str) -> dict[str, Any]:
         for err in errors:
             hint = err.schema.get("description", "") if isinstance(err.schema, dict) else ""
             fix = f" (the key: {hint})" if hint and err.absolute_path else ""
+            if not fix:  # a oneOf without a description: each alternative's complaint
+                fix = _accepted(err)
             lines.append(f"  {source}: key '{_key(err.absolute_path)}': {err.message}.{fix}")
         raise ConfigError(
             f"{source} does not match workflow/schemas/config.schema.yaml; correct these "
@@ -98,33 +100,136 @@ def _kind_problems(data: dict[str, Any]) -> list[str]:
             if kind is not None and kind not in workloads.REGISTRY]
 
 
+# Host paths whose mount gives the process under test the host (or the engine that starts
+# containers as root): refused, like the checkout and every results folder, unless the
+# environment declares the mount with a reason in mount_reasons (the paper prints it).
+SENSITIVE_HOST = {
+    "/etc": "the host's configuration (passwords, keys, the engine's settings)",
+    "/proc": "the host's processes", "/sys": "the host kernel's settings",
+    "/dev": "the host's devices", "/root": "root's home folder",
+    "/var/run/docker.sock": "the Docker socket (root on the host)",
+    "/run/docker.sock": "the Docker socket (root on the host)",
+    "/run/podman/podman.sock": "the Podman socket (root on the host)",
+    "/run/containerd/containerd.sock": "the containerd socket (root on the host)",
+}
+# the checkout whose code runs (src/containertax/campaign/ -> its root), where there is one
+CHECKOUT = next((p for p in Path(__file__).resolve().parents[2:4]
+                 if (p / "pyproject.toml").exists()), None)
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# a path or an image reference, never shell syntax: the probe's interpreter and the image
+# reach command lines (chroot, podman, ch-run) and the preflight
+PYTHON_PATH = re.compile(r"[A-Za-z0-9_./+-]+")
+IMAGE_REF = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/:@+-]*")
+
+
+def _overlaps(path: Path, other: Path) -> bool:
+    """path is other, lies inside it, or holds it."""
+    return path == other or other in path.parents or path in other.parents
+
+
+def _mount_danger(host: str, workdir: Path, results_dir: Path, campaign: Path
+                  ) -> tuple[str, bool] | None:
+    """What a mount of `host` would expose, and whether it holds the campaign's own raw
+    records; None: nothing this check knows of."""
+    path = Path(host).resolve()
+    plain = Path(host)
+    if path == Path("/"):
+        return "the host's root", True
+    if _overlaps(path, campaign):
+        return f"the campaign's own records ({campaign})", True
+    if _overlaps(path, results_dir):
+        return f"a results folder ({results_dir})", False
+    for checkout in (workdir, CHECKOUT):
+        if checkout is not None and _overlaps(path, checkout):
+            return f"the checkout ({checkout})", False
+    for danger, what in SENSITIVE_HOST.items():
+        if _overlaps(path, Path(danger)) or _overlaps(plain, Path(danger)):
+            return f"{what} ({danger})", False
+    if path.name.endswith(".sock"):
+        return "a socket (an engine's, root on the host)", False
+    return None
+
+
 def _mount_problems(data: dict[str, Any], source: str, workdir: Path) -> None:
-    """A bind mount of / or of a folder holding the campaign's results would let the
-    process under test read or change the host, or the campaign's own raw records (a
-    read-write mount of / did mount the host's root into the container): refused unless
-    the environment says mounts_above_results: true."""
-    results = (workdir / str(data["results_dir"]) / str(data["campaign"])).resolve()
+    """A bind mount of /, the Docker socket, /etc, /proc, /sys, /dev, /root, the checkout
+    or any results folder would let the process under test read or change the host, or
+    the records it is measured by (a read-write mount of / did mount the host's root into
+    the container): refused unless environments.<id>.mount_reasons declares the mount with
+    a reason, which the paper prints. A read-write mount of the campaign's own records is
+    refused even then: the container could rewrite the records it is measured by."""
+    workdir = workdir.resolve()
+    results_dir = (workdir / str(data["results_dir"])).resolve()
+    campaign = results_dir / str(data["campaign"])
     problems = []
     for env_id, env in (data.get("environments") or {}).items():
-        if env.get("mounts_above_results"):
-            continue
+        reasons = env.get("mount_reasons") or {}
+        if env.get("mounts_above_results") is not None:
+            problems.append(
+                f"{source}: key 'environments.{env_id}.mounts_above_results' is replaced by "
+                f"mount_reasons: give environments.{env_id}.mount_reasons a line "
+                "'HOST: why it is mounted' for each such mount (the paper prints it).")
+        hosts = []
         for j, spec in enumerate(env.get("mounts") or []):
-            host = str(spec).split(":")[0]
+            parts = str(spec).split(":")
+            host = parts[0]
+            hosts.append(host)
             if not host.startswith("/"):
                 continue  # a named volume; the format check names a malformed spec
-            path = Path(host).resolve()
-            if path == Path("/") or path == results or path in results.parents:
-                what = "the host's root" if path == Path("/") else \
-                    f"a folder holding the campaign's results ({results})"
+            danger = _mount_danger(host, workdir, results_dir, campaign)
+            if danger is None:
+                continue
+            what, own = danger
+            writable = len(parts) < 3 or parts[2] != "ro"
+            key = f"{source}: key 'environments.{env_id}.mounts[{j}]': '{spec}' mounts {what}"
+            if own and writable and host in reasons:
                 problems.append(
-                    f"{source}: key 'environments.{env_id}.mounts[{j}]': '{spec}' mounts "
-                    f"{what} into the container, where the process under test could read "
-                    "or change the host and the campaign's raw records. Mount only the "
-                    "folders it needs (e.g. /usr:/usr:ro), or set "
-                    f"environments.{env_id}.mounts_above_results: true to allow it on "
-                    "purpose.")
+                    f"{key} read-write: the process under test could rewrite the records "
+                    "it is measured by, whatever the reason. Mount it read-only "
+                    f"({host}:{parts[1] if len(parts) > 1 else host}:ro) or not at all.")
+            elif host not in reasons:
+                problems.append(
+                    f"{key} into the container, where the process under test could read "
+                    "or change the host or the campaign's raw records. Mount only the "
+                    "folders it needs (e.g. /usr:/usr:ro), or declare it on purpose with "
+                    f"environments.{env_id}.mount_reasons: {{'{host}': 'why it is "
+                    "mounted'}} (the paper prints the reason).")
+        for host in sorted(set(reasons) - set(hosts)):
+            problems.append(
+                f"{source}: key 'environments.{env_id}.mount_reasons.{host}': no mount of "
+                f"{host} in environments.{env_id}.mounts; remove the reason or add the mount.")
     if problems:
         raise ConfigError("\n".join(problems))
+
+
+def _variable_problems(env_id: str, env: dict[str, Any]) -> list[str]:
+    """Environment variables, the probe's interpreter and the image as the runtimes take
+    them: a name with '=', ';' or a NUL byte, a value with a NUL byte, or shell syntax in
+    `python` or `image` passed check and failed (or ran) later."""
+    problems = []
+    for name, value in (env.get("env") or {}).items():
+        if not ENV_NAME.fullmatch(str(name)):
+            problems.append(
+                f"key 'environments.{env_id}.env': variable name {str(name)!r} is not a "
+                "name a process can be given (letters, digits and _, not starting with a "
+                "digit; no '=', ';', spaces or NUL); rename it.")
+        if "\0" in str(value):
+            problems.append(
+                f"key 'environments.{env_id}.env.{name}': the value holds a NUL byte, "
+                "which no process environment can carry; remove it.")
+    python = env.get("python")
+    if python is not None and not PYTHON_PATH.fullmatch(str(python)):
+        problems.append(
+            f"key 'environments.{env_id}.python': {str(python)!r} is not a plain "
+            "interpreter path or name (letters, digits, '_', '.', '/', '+', '-'; no "
+            "spaces or shell syntax such as ';', '$', '|', '&', quotes); give the "
+            "interpreter's path, e.g. /usr/bin/python3.")
+    image = env.get("image")
+    if image is not None and not IMAGE_REF.fullmatch(str(image)):
+        problems.append(
+            f"key 'environments.{env_id}.image': {str(image)!r} is not an image reference "
+            "(name[:tag][@digest] or an id: letters, digits, '.', '_', '-', '/', ':', '@'; "
+            "no spaces or shell syntax); give the image's name or id.")
+    return problems
 
 
 def _environment_problems(env_id: str, env: dict[str, Any]) -> list[str]:
@@ -162,8 +267,22 @@ def _options_problems(env_id: str, options: dict[str, Any], definition: str) -> 
     for e in sorted(validator.iter_errors(options), key=lambda e: list(e.absolute_path)):
         where = _key(e.absolute_path) if e.absolute_path else ""
         out.append(f"key 'environments.{env_id}.options{'.' + where if where else ''}': "
-                   f"{e.message} (workflow/schemas/config.schema.yaml $defs/{definition}).")
+                   f"{e.message}{_accepted(e)} (workflow/schemas/config.schema.yaml "
+                   f"$defs/{definition}).")
     return out
+
+
+def _accepted(err: Any) -> str:
+    """What a value must be, for an error that does not say it ('not valid under any of
+    the given schemas' of a oneOf): the key's description, else each alternative's own
+    complaint."""
+    if err.validator not in ("oneOf", "anyOf"):
+        return ""
+    hint = err.schema.get("description", "") if isinstance(err.schema, dict) else ""
+    if hint:
+        return f"; accepted: {hint}"
+    forms = sorted({sub.message for sub in err.context or []})
+    return f"; accepted forms, each unmet: {'; '.join(forms)}" if forms else ""
 
 
 def _semantic_checks(data: dict[str, Any], source: str) -> None:
@@ -171,6 +290,7 @@ def _semantic_checks(data: dict[str, Any], source: str) -> None:
     envs = data.get("environments", {})
     for env_id, env in envs.items():
         problems += _environment_problems(env_id, env)
+        problems += _variable_problems(env_id, env)
         for j, spec in enumerate(env.get("mounts") or []):
             parts = str(spec).split(":")
             target = parts[1] if len(parts) in (2, 3) else ""

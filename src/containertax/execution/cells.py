@@ -8,6 +8,7 @@ removes its gate token so that the next invocation gates the cell again.
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import logging
 import os
@@ -36,6 +37,7 @@ from containertax.execution import (
 )
 from containertax.execution.gating import (
     RunFailed,
+    StorageFailure,
     find_cell,
     lane_gpu,
     lane_of,
@@ -180,6 +182,11 @@ def _run_locked(campaign: Campaign, cell: Cell, paths: CellPaths, gate_path: Pat
                                         **visible)
     outcome = launched.outcome
     memory["after_kib"] = hostmemory.meminfo()
+    full = disk_full_line(outcome.output)
+    if full is not None:  # one line, not the process's traceback twice around it
+        raise StorageFailure(f"{label} in environment {cell.environment}: {full}. The "
+                             "results folder is full: free space, then run snakemake again "
+                             f"(only the cells without a record run; work folder {work}).")
     log.info("process output:\n%s", outcome.output.rstrip())
     info["ledger"] = {**info.get("ledger", {}), "wall_s": round(outcome.wall_s, 4),
                       "page_cache_s": page_cache_s}
@@ -252,7 +259,21 @@ def _run_locked(campaign: Campaign, cell: Cell, paths: CellPaths, gate_path: Pat
         if done.exists():
             done.chmod(0o444)
     rawrecord.write_record(paths.raw, record)  # last: the commit point
+    # the record's content as written, in the run's ledger event: the analysis compares it
+    # (campaign/integrity.py), so a record edited afterwards is named, never analysed
+    info["ledger"]["record_sha256"] = hashlib.sha256(paths.raw.read_bytes()).hexdigest()
     shutil.rmtree(work, ignore_errors=True)
+
+
+DISK_FULL = ("No space left on device", "Disk quota exceeded")
+
+
+def disk_full_line(output: str) -> str | None:
+    """The line of a process's output that says its disk is full (the probe's own one
+    line, or the last line of a traceback), None where none does."""
+    lines = [line.strip() for line in output.splitlines()
+             if any(words in line for words in DISK_FULL)]
+    return lines[-1] if lines else None
 
 
 def _memory_metrics(memory: dict[str, Any], telemetry: dict[str, Any]) -> list[Metric]:

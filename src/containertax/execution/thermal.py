@@ -6,6 +6,7 @@ the same thermal state and records what it waited for, so the wait is visible.
 
 from __future__ import annotations
 
+import logging
 import statistics
 import time
 from collections.abc import Callable
@@ -152,6 +153,11 @@ def last_run_end(root: Path, ledger: str = LEDGER) -> datetime | None:
     return datetime.fromisoformat(max(ends)) if ends else None
 
 
+log = logging.getLogger("containertax")
+# a last run ending further ahead of now than this: the clock jumped (set back since)
+CLOCK_JUMP_S = 60.0
+
+
 @dataclass
 class GateSettings:
     threshold_c: float
@@ -186,11 +192,23 @@ def wait_gate(
     start = clock()
     trace: list[list[float | None]] = []
     below_since: float | None = None
+    # the time since the last run, from the wall clock once and then from the monotonic
+    # clock (a clock set during the wait cannot move it); a last run that ended in the
+    # future is a clock that ran ahead and was set right since: waited from now
+    since_at_start = (now() - last_end).total_seconds() if last_end else float("inf")
+    jumped = None
+    if since_at_start < -CLOCK_JUMP_S:
+        jumped = round(-since_at_start, 3)
+        log.warning("the ledger's last run ended %.0f s in the future (%s): this machine's "
+                    "clock ran ahead and was set back since; the gate waits "
+                    "thermal.min_interval_s = %s s from now instead", jumped,
+                    last_end.isoformat() if last_end else "", settings.min_interval_s)
+        since_at_start = 0.0
     while True:
         elapsed = clock() - start
         temp = sensor.temperature_c()
         trace.append([round(elapsed, 3), temp])
-        since = (now() - last_end).total_seconds() if last_end else float("inf")
+        since = since_at_start + elapsed
         below = temp is None or temp < settings.threshold_c
         below_since = (below_since if below_since is not None else elapsed) if below else None
         stable_for = 0.0 if below_since is None else elapsed - below_since
@@ -205,6 +223,7 @@ def wait_gate(
                 "stability_s": settings.stability_s,
                 "temperature_c": temp,
                 "since_last_run_s": None if last_end is None else round(since, 3),
+                **({"clock_jumped_s": jumped} if jumped is not None else {}),
                 "waited_s": round(elapsed, 3),
                 "waited_for_temperature": any(
                     t is not None and t >= settings.threshold_c for _, t in trace

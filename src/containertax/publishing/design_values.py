@@ -84,12 +84,24 @@ def design_values(campaign: Campaign, runs: pd.DataFrame) -> dict[str, Any]:
         "container-host-software": bool({"/usr", "/opt"} & set(host_dirs)),
         "container-host-dirs": texts.tex(tables.join_words(host_dirs)) if host_dirs else "--",
         "has-docker": bool(docker),
+        **declared_mount_values(campaign),
         "docker-device-nodes": any("device nodes" in env["gpu"] for env in docker),
         **page_cache_values(campaign, runs),
         **where_ran_values(campaign, runs),
         **cpuset_values(found),
         **memory_source_values(found, runs),
     }
+
+
+def declared_mount_values(campaign: Campaign) -> dict[str, Any]:
+    """The mounts a config declared on purpose (environments.<id>.mount_reasons: /etc, a
+    socket, a results folder ... which check refuses otherwise), each with its reason: the
+    reader learns what the process under test could reach."""
+    declared = [f"{env.id}: {host} ({reason})" for env in campaign.environments
+                if not env.spec.get("replica_of")
+                for host, reason in sorted((env.spec.get("mount_reasons") or {}).items())]
+    return {"has-declared-mounts": bool(declared),
+            "declared-mounts": texts.tex("; ".join(declared)) if declared else "--"}
 
 
 def outlier_values(runs: pd.DataFrame) -> dict[str, Any]:

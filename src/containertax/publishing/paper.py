@@ -20,6 +20,34 @@ class PaperError(ContainertaxError, RuntimeError):
 
 
 RERUNS = 3
+# LaTeX's and latexmk's state between passes: after a failed pass (a full disk, a killed
+# job) a cut main.aux made every later build fail ("File ended while scanning definition
+# of \LT@i") until it was moved by hand. Derived files only: cleared after a failure.
+LATEX_STATE = (".aux", ".fdb_latexmk", ".fls", ".toc", ".out", ".lof", ".lot", ".bbl",
+               ".blg", ".log")
+
+
+def clear_state(build_dir: Path, stem: str) -> list[str]:
+    """Remove the LaTeX state of `stem` in build_dir (after a failed build, so that the
+    next one starts clean); returns the names removed."""
+    removed = []
+    for suffix in LATEX_STATE:
+        path = build_dir / f"{stem}{suffix}"
+        if path.exists():
+            path.unlink()
+            removed.append(path.name)
+    return removed
+
+
+def failed(build_dir: Path, stem: str, returncode: int, stdout: str) -> PaperError:
+    """The error of a failed build (the log's tail), its LaTeX state cleared: the next
+    build recovers by itself once the cause is gone."""
+    log = build_dir / f"{stem}.log"
+    tail = log.read_text(errors="replace")[-3000:] if log.exists() else stdout[-3000:]
+    cleared = clear_state(build_dir, stem)
+    note = (f"\n(LaTeX's intermediate files {', '.join(cleared)} were removed, so the next "
+            "build starts clean once the cause above is fixed.)") if cleared else ""
+    return PaperError(f"latexmk failed in {build_dir} (status {returncode}):\n{tail}{note}")
 
 
 def build(source: Path, build_dir: Path, out: Path, names: list[str] | None = None,
@@ -48,8 +76,7 @@ def build(source: Path, build_dir: Path, out: Path, names: list[str] | None = No
             ["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "main.tex"],
             cwd=build_dir, capture_output=True, text=True, timeout=600)
     if proc.returncode != 0:
-        tail = log.read_text(errors="replace")[-3000:] if log.exists() else proc.stdout[-3000:]
-        raise PaperError(f"latexmk failed in {build_dir} (status {proc.returncode}):\n{tail}")
+        raise failed(build_dir, "main", proc.returncode, proc.stdout)
     problems = review.review(build_dir, build_dir / "main.pdf", names or [],
                              campaign_root=campaign_root)
     for p in problems:

@@ -635,7 +635,7 @@ def write(study: Study, summaries_dir: Path, out_dir: Path) -> pd.DataFrame:
 
 def build_pdf(source: Path, build_dir: Path, out: Path) -> None:
     """latexmk on paper/study.tex beside the generated parts."""
-    from containertax.publishing.paper import PaperError
+    from containertax.publishing.paper import PaperError, failed
 
     if shutil.which("latexmk") is None:
         raise PaperError("latexmk is missing: apt-get install latexmk texlive-latex-recommended.")
@@ -645,9 +645,7 @@ def build_pdf(source: Path, build_dir: Path, out: Path) -> None:
                            "study.tex"], cwd=build_dir, capture_output=True, text=True,
                           timeout=600)
     if proc.returncode != 0:
-        log = build_dir / "study.log"
-        tail = log.read_text(errors="replace")[-3000:] if log.exists() else proc.stdout[-3000:]
-        raise PaperError(f"latexmk failed in {build_dir} (status {proc.returncode}):\n{tail}")
+        raise failed(build_dir, "study", proc.returncode, proc.stdout)
     tmp = out.with_name(out.name + ".partial")
     shutil.copyfile(build_dir / "study.pdf", tmp)
     tmp.replace(out)

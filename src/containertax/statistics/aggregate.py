@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from containertax.campaign import integrity
 from containertax.campaign.paths import CampaignPaths
 from containertax.core import records
 from containertax.core.errors import ContainertaxError
@@ -23,7 +24,7 @@ COLUMNS = [
     "campaign", "model", "environment", "repetition", "block", "position", "sequence",
     "attempt", "started_utc", "host", "metric", "value", "unit", "gate_waited_s",
     "temperature_max_c", "throttled_s", "sensor", "config_hash", "machine", "page_cache",
-    "lane",
+    "lane", "image_id",
     "start_temperature_c", "since_last_run_s",
     *clocks.COLUMNS,  # clock events inside the measured window (statistics/clocks.py)
 ]
@@ -36,6 +37,13 @@ def machine_of(rec: RawRecord) -> str:
     return str(gpu.get("uuid") or rec.hostname)
 
 
+def image_of(rec: RawRecord) -> str:
+    """The id of the image a run used ('' for native): the same tag may name another image
+    later in a campaign (a rebuild on a fresh machine), so each run says which it ran."""
+    image = ((rec.environment or {}).get("resolved") or {}).get("image")
+    return str(image.get("id") or "") if isinstance(image, dict) else ""
+
+
 def page_cache_of(rec: RawRecord) -> str:
     """'dropped' or 'kept' before the run; '' where the record predates the memory state."""
     drop = (rec.memory or {}).get("drop")
@@ -46,8 +54,10 @@ def read_records(root: Path, skip: frozenset[Path] = frozenset()
                  ) -> list[tuple[Path, RawRecord]]:
     """Every raw record of a campaign but those in `skip` (outside its schedule:
     integrity.unscheduled_records), validated (containertax.core.rawrecord)."""
-    return [(path, read_record(path)) for path in CampaignPaths(root).raw_records()
-            if path not in skip]
+    paths = CampaignPaths(root)
+    present = [path for path in paths.raw_records() if path not in skip]
+    integrity.verify_for_analysis(paths, present)  # edited, foreign or misnamed: named
+    return [(path, read_record(path)) for path in present]
 
 
 def metric_name(rec: RawRecord, name: str) -> str:
@@ -114,6 +124,7 @@ def tidy(root: Path, skip: frozenset[Path] = frozenset()) -> pd.DataFrame:
                 "machine": machine_of(rec),
                 "page_cache": page_cache_of(rec),
                 "lane": (rec.lane or {}).get("id", ""),  # '' before lanes existed
+                "image_id": image_of(rec),
                 # the chip's state when the run began: the gate's last reading and the
                 # time since the previous run ended (quality.thermal_dependence)
                 "start_temperature_c": rec.gate.get("temperature_c"),

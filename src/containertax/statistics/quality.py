@@ -291,6 +291,7 @@ def check(runs: pd.DataFrame, registry: dict[str, MetricInfo], *,
     f += [Finding("throttled_window", "warning", c["message"], c["runs"], c)
           for c in clocks.findings(runs)]
     f += machines(runs)
+    f += images(runs)
     f += lanes_with_few_blocks(runs)
     f += drift(runs, alpha)
     f += thermal_dependence(runs, set(registry), alpha)
@@ -321,6 +322,39 @@ def machines(runs: pd.DataFrame) -> list[Finding]:
                          len(blocks),
                          {"blocks": blocks[:20]}))
     return f
+
+
+def images_per_environment(frame: pd.DataFrame) -> dict[str, dict[str, int]]:
+    """environment -> {image id: runs} for each environment whose runs used more than one
+    image (named by the quality step, never silently pooled)."""
+    if "image_id" not in frame or frame.empty:
+        return {}
+    runs = frame.drop_duplicates(["model", "environment", "repetition"])
+    runs = runs[runs["image_id"].fillna("").astype(str) != ""]
+    counts = runs.groupby("environment")["image_id"].value_counts()
+    out: dict[str, dict[str, int]] = {}
+    for (env, image), n in counts.items():
+        out.setdefault(str(env), {})[str(image)] = int(n)
+    return {env: ids for env, ids in out.items() if len(ids) > 1}
+
+
+def images(runs: pd.DataFrame) -> list[Finding]:
+    """An environment whose runs used more than one image id (the same tag rebuilt or
+    pointed at another image mid-campaign): named with each id's runs, so that the reader
+    knows the runs are pooled across images (runs.csv's image_id tells them apart)."""
+    found = images_per_environment(runs)
+    if not found:
+        return []
+    listed = "; ".join(f"{env}: " + ", ".join(f"{image.removeprefix('sha256:')[:12]} "
+                                                f"({n} run{'' if n == 1 else 's'})"
+                                                for image, n in sorted(ids.items()))
+                       for env, ids in sorted(found.items()))
+    return [Finding("images", "warning",
+                    f"runs of one environment used more than one image ({listed}): the "
+                    "image tag named another image during the campaign; the runs are "
+                    "pooled, so check that the images hold the same software, or give "
+                    "each image its own environment", sum(map(len, found.values())),
+                    {"images": found})]
 
 
 def lanes_with_few_blocks(runs: pd.DataFrame, minimum: int = 2) -> list[Finding]:

@@ -40,7 +40,9 @@ def read_table(path: Path | None) -> pd.DataFrame | None:
 def read_import(campaign: Campaign) -> pd.DataFrame:
     """The imported table, checked against the campaign's metrics and reference."""
     return importer.read_checked(campaign.import_path, policy.metric_registry(campaign),
-                                 campaign.reference)
+                                 campaign.reference,
+                                 campaign.analysis.get("import_repeats", "error"),
+                                 campaign.analysis.get("import_duplicates", "error"))
 
 
 def run_quality(campaign: Campaign, runs_csv: Path, out_dir: Path,

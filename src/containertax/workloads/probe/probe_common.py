@@ -4,6 +4,8 @@ Probes run with the probe folder first on sys.path, in whatever interpreter the 
 has: standard library only here.
 """
 
+import contextlib
+import errno
 import json
 import os
 import platform
@@ -128,12 +130,23 @@ def max_rss_kib(children: bool = False) -> tuple[int, str]:
 
 
 def write_atomic(path: str, data: dict) -> None:
+    """The result, whole or not at all; a full disk is one line on stderr and exit status
+    28 (ENOSPC), not a traceback that the run step's message would repeat."""
     tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "w") as fh:
-        json.dump(data, fh, indent=1)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w") as fh:
+            json.dump(data, fh, indent=1)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        sys.stderr.write(f"containertax probe: cannot write {path}: {exc.strerror} "
+                         "(disk full)\n")
+        raise SystemExit(errno.ENOSPC) from None
 
 
 def finish(path: str, result: dict, children: bool = False) -> int:
