@@ -159,8 +159,43 @@ class Campaign:
         raw = {k: v for k, v in self.raw.items()
                if k not in ("based_on", "lanes", "extends_campaign", "results_dir_absolute",
                             "paper")}  # the paper's metadata: words, not measurement
+        if "environments" in raw:
+            raw["environments"] = self._hashed_environments(raw["environments"])
         text = json.dumps(_without_new_defaults(raw), default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    def _hashed_environments(self, envs: dict[str, Any]) -> dict[str, Any]:
+        """Environments as the hash sees them: without `differences` (words: why a
+        difference is part of the factor, not what runs), and with the compile cache's path
+        in the hash where its default changed (issue #40): /containertax/cache, the old
+        default, hashes as the key's absence did; the new default, the host's own path,
+        hashes as a marker, so a campaign run under it is never taken for one run before."""
+        compiles = any(workloads.uses_compile_cache(self.workload_kind(m.id),
+                                                    self.workload_params(m.id))
+                       for m in self.models)
+        out = {}
+        for env_id, spec in envs.items():
+            spec = {k: v for k, v in spec.items() if k != "differences"}
+            options = dict(spec.get("options") or {})
+            if options.get("cache_mount") == "inside":
+                del options["cache_mount"]
+                spec["options"] = options
+            elif compiles and "cache_mount" not in options and _cache_moved(spec):
+                spec["cache_at_host_path"] = True
+            out[env_id] = spec
+        return out
+
+
+def _cache_moved(spec: dict[str, Any]) -> bool:
+    """Whether issue #40 moved this environment's compile cache (to its host path): every
+    kind but those that always saw the host's filesystem (a host process, host_paths)."""
+    from containertax import runtimes
+
+    kind = spec.get("kind")
+    if kind not in runtimes.REGISTRY:
+        return False
+    runtime = runtimes.get(str(kind))
+    return not (runtime.launcher == "process" or runtime.host_paths)
 
 
 # Keys added to the schema after campaigns were committed: at their default they leave the

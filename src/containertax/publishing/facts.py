@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from containertax import runtimes
+from containertax.campaign.parity import declared_words
 from containertax.campaign.paths import COMPILE_CACHE
 from containertax.statistics import decisions
 from containertax.workloads.metric_registry import MetricInfo
@@ -102,6 +103,8 @@ def environment_row(rec: dict[str, Any]) -> dict[str, str]:
     flags += command_flags(resolved.get("command") or [],
                            (resolved.get("image") or {}).get("runtime_ref"))
     return {"environment": env["id"], "kind": kind, "software": software,
+            # what its config declares as part of the factor (campaign/parity.py)
+            "declared": declared_words(spec),
             # the container runtime and its version (none for native and chroot)
             "runtime": runtime_words(env) if runtime.runtime else "",
             "mounts": ", ".join(map(_mount_words, mounts)) or "none",

@@ -42,9 +42,6 @@ class CommandLauncher(Launcher):
             return probe_dir, work_dir
         return super().inside(probe_dir, work_dir)
 
-    def cache_inside(self, cache_dir: Path) -> Path:
-        return cache_dir if self.runtime.host_paths else super().cache_inside(cache_dir)
-
     def image(self) -> dict[str, Any]:
         """What the provide rule handed to the runtime: name, id, where, its ENV (a kind
         that takes no image: nothing)."""
@@ -97,6 +94,8 @@ class CommandLauncher(Launcher):
         for mount in spec.get("mounts", []):
             host, target, ro = parse_mount(mount, self.env.id)
             binds.append(Bind(host, target, ro))
+        if runtime.makes_bind_targets:  # ch-run binds only onto folders of the image
+            make_bind_targets(Path(image["runtime_ref"]), binds)
         env_vars = self.environment_vars(launch)
         name = f"containertax-{os.getpid()}-{time.time_ns()}"
         labels = {**owner_labels(self.campaign.name, self.campaign.root),
@@ -131,6 +130,14 @@ class CommandLauncher(Launcher):
                     "binds": [] if runtime.host_paths else [
                         f"{b.host}:{b.inside}:{'ro' if b.read_only else 'rw'}" for b in binds]}
         return Outcome(rc, t_in, t_out, wall, out, resolved, to)
+
+
+def make_bind_targets(image_dir: Path, binds: list[Bind]) -> None:
+    """Each bind's target as a folder of the image directory (Charliecloud): the compile
+    cache is bound at its host path, which differs by campaign, so the provide rule cannot
+    make it ahead."""
+    for b in binds:
+        (image_dir / b.inside.relative_to("/")).mkdir(parents=True, exist_ok=True)
 
 
 _VERSIONS: dict[str, str | None] = {}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from containertax.runtimes.base import Runtime, Spec
+from containertax.runtimes.base import HOST_CONTEXT, Runtime, Spec
 from containertax.runtimes.launch import (
     EnvironmentFailure,
     Launch,
@@ -55,4 +55,5 @@ RUNTIME = Runtime(
     words=lambda spec: "native (host process)", runtime="",
     isolation="none (host process)", software="the host's own", needs_image=False,
     image_step="none", keys=frozenset(), needs_root=False, binaries=(), problems=problems,
-    explain=explain, cleanup_words="nothing: the process dies with its launcher")
+    explain=explain, cleanup_words="nothing: the process dies with its launcher",
+    context=HOST_CONTEXT)
