@@ -211,3 +211,32 @@ def test_the_environments_table_prints_the_declared_differences():
            "declared": "compile cache path: the old path, on purpose"}
     text = tables.environments_table([row])
     assert "Declared differences: compile cache path: the old path, on purpose." in text
+
+
+def test_a_command_kind_records_the_launch_marks_of_every_kind(tmp_path, monkeypatch):
+    """Podman, Charliecloud and Apptainer runs had no launcher marks, so their 'where the
+    time goes' table was empty. Through the command launcher (Apptainer's test double, no
+    container: real Podman does not run on this cgroup v1 host) the run now has launch,
+    started and exited, and with the probe's own mark taken inside, phases that add up to
+    its wall time on one clock."""
+    from containertax.workloads import timeline
+
+    monkeypatch.setenv("PATH", f"{DOUBLES}:{os.environ['PATH']}")
+    monkeypatch.setenv("APPTAINER_DOUBLE_LOG", str(tmp_path / "log"))
+    marker = tmp_path / "provided.json"
+    marker.write_text(json.dumps({"name": "img", "id": "sha256:t", "runtime_ref": "x.sif",
+                                  "config": {"env": {}, "working_dir": "/"}}))
+    app = _launcher("apptainer")
+    app.marker = lambda: marker  # type: ignore[method-assign]
+    work = tmp_path / "work"
+    work.mkdir()
+    out = app.run(runtimes.launch.Launch(
+        argv=[sys.executable, "-c", "import time; print(time.monotonic())"],
+        probe_dir=tmp_path, work_dir=work, timeout_s=30))
+    assert out.returncode == 0, out.output
+    assert {"launch", "started", "exited"} <= set(out.marks)
+    enter = float(out.output.split()[-1])
+    run = timeline.build(out.marks, {"timeline": {"marks": {"enter": enter}}}, out.wall_s)
+    assert run is not None and set(run["phases_s"]) == {
+        "phase_start_s", "phase_interpreter_s", "phase_exit_s"}
+    assert timeline.problems(run, 1e-6) == []

@@ -109,9 +109,14 @@ class CommandLauncher(Launcher):
         # the runtime's binary as preflight found it, on the launcher's own PATH
         command[0] = shutil.which(command[0]) or command[0]
         process_env = runtime.process_env(spec, env_vars)  # type: ignore[misc]
+        # the timeline's launcher marks, as every kind takes them (workloads/timeline.py):
+        # launch, started (the runtime's CLI exec'd; its container set-up falls in the
+        # interpreter phase, as the chroot's mounts do), exited, output_closed
+        marks: dict[str, float] = {}
         try:
             rc, t_in, t_out, wall, out, to = run_process(command, process_env,
-                                                          launch.timeout_s, launch.cpuset)
+                                                          launch.timeout_s, launch.cpuset,
+                                                          marks)
         finally:
             if runtime.cleanup is not None:  # a container its client left (a timeout)
                 with contextlib.suppress(OSError, ValueError):
@@ -129,7 +134,7 @@ class CommandLauncher(Launcher):
                     # a wrapper that sees the host's filesystem binds nothing
                     "binds": [] if runtime.host_paths else [
                         f"{b.host}:{b.inside}:{'ro' if b.read_only else 'rw'}" for b in binds]}
-        return Outcome(rc, t_in, t_out, wall, out, resolved, to)
+        return Outcome(rc, t_in, t_out, wall, out, resolved, to, marks=marks)
 
 
 def make_bind_targets(image_dir: Path, binds: list[Bind]) -> None:
