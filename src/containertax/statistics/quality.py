@@ -222,8 +222,9 @@ def _runs_words(counts: dict[str, int]) -> str:
 
 def check(runs: pd.DataFrame, registry: dict[str, MetricInfo], *,
           expected_reps: int | None = None, model_sizes: dict[str, float] | None = None,
-          alpha: float = 0.05) -> list[Finding]:
-    """All checks over an annotated table (see annotate)."""
+          alpha: float = 0.05, roofline: dict[str, Any] | None = None) -> list[Finding]:
+    """All checks over an annotated table (see annotate); `roofline`: analysis.roofline,
+    the memory-bandwidth bound of decode rates (statistics/roofline.py)."""
     f: list[Finding] = []
     dup = runs[runs["flag_duplicate"]]
     if len(dup):
@@ -297,6 +298,10 @@ def check(runs: pd.DataFrame, registry: dict[str, MetricInfo], *,
     f += order_effects(runs, set(registry), alpha)
     if model_sizes:
         f += implausible(runs, registry, model_sizes)
+    if roofline:
+        from containertax.statistics import roofline as bound  # it imports Finding from here
+
+        f += bound.findings(runs, roofline)
     return f
 
 
