@@ -219,7 +219,17 @@ def summary(campaign: Campaign) -> list[str]:
     return lines
 
 
+def key_words(key: str) -> str:
+    """A context key as the paper names it: 'ulimit:stack' -> 'the stack limit',
+    'path:/data' -> 'the path of /data', 'env:HF_HOME' -> 'the variable HF_HOME'."""
+    kind, _, name = key.partition(":")
+    if name:
+        return {"ulimit": f"the {name} limit", "path": f"the path of {name}",
+                "env": f"the variable {name}"}.get(kind, key)
+    return WORDS.get(key, key)
+
+
 def declared_words(spec: dict[str, Any]) -> str:
     """The config's declared differences as the environments table prints them."""
     said = spec.get("differences") or {}
-    return "; ".join(f"{WORDS.get(k, k)}: {v}" for k, v in sorted(said.items()))
+    return "; ".join(f"{key_words(k)}: {v}" for k, v in sorted(said.items()))
