@@ -281,6 +281,48 @@ def test_autotune_census_tells_a_hit_a_stale_entry_and_a_missing_file(llm, monke
     del keep
 
 
+def test_autotune_census_survives_a_dead_weakref_and_finds_torch_2_11_names(
+        llm, monkeypatch, tmp_path):
+    """Planted: a weakref proxy whose referent is gone among gc's objects (isinstance on it
+    raised ReferenceError in every compiled run on torch 2.11), and .best_config files named
+    as torch 2.11 names them (AutotuneCache.create's local cache: sha256 of the first key
+    and torch_key(); torch/_inductor/runtime/autotune_cache.py _setup_local_cache), which
+    the first hash alone never found ("exists" False for all 17 kernels on the H100)."""
+    import hashlib
+    import weakref
+
+    heuristics, cache = fake_inductor_runtime(monkeypatch)
+    torch_key = b"torch-2.11-test-double"
+
+    def create(meta, filename, configs_hash):
+        key = hashlib.sha256(cache._prepare_key(filename).encode() + torch_key).hexdigest()
+        made = types.SimpleNamespace(local_cache=(object(), f"{os.path.dirname(filename)}/"
+                                                  f"{key}.best_config"))
+        return made if meta.get("autotune_local_cache") else None
+
+    monkeypatch.setattr(cache, "create", staticmethod(create), raising=False)
+    kernels = tmp_path / "cd"
+    kernels.mkdir()
+    hit = str(kernels / "hit.py")
+    name = create({"autotune_local_cache": True}, hit, "")
+    Path(name.local_cache[1]).write_text(json.dumps({"configs_hash": "h", "num_warps": 4}))
+    keep = [heuristics.CachingAutotuner(hit, ["c1"], {"autotune_cache_state": "hit"})]
+
+    class Gone:
+        pass
+
+    gone = Gone()
+    dead = weakref.proxy(gone)
+    del gone
+    with pytest.raises(ReferenceError):
+        isinstance(dead, heuristics.CachingAutotuner)
+    census = llm.autotune_census()
+    assert census["kernels"] == 1
+    assert census["counts"]["exists=True"] == 1
+    assert census["sample"][0]["best_config"] == name.local_cache[1]
+    del keep, dead
+
+
 def test_autotune_census_is_none_without_triton_kernels(llm, monkeypatch):
     monkeypatch.delitem(sys.modules, "torch._inductor.runtime.triton_heuristics",
                         raising=False)

@@ -18,6 +18,12 @@ from containertax.campaign import config as config_mod
 from tests.conftest import REPO, demo_config
 
 
+def _moved(mounts):
+    """The declared differences of mounts at another path than their host folder's."""
+    return {f"path:{m.split(':')[0]}": "on purpose" for m in mounts
+            if m.split(':')[0] != m.split(':')[1]}
+
+
 def _check(tmp_path, mounts=None, reasons=None, **env):
     cfg = demo_config()
     docker = cfg["environments"]["docker"]
@@ -25,6 +31,8 @@ def _check(tmp_path, mounts=None, reasons=None, **env):
         docker["mounts"] = mounts
     if reasons is not None:
         docker["mount_reasons"] = reasons
+        # a host folder at another path is a difference to declare too (campaign/parity.py)
+        docker["differences"].update(_moved(mounts or []))
     docker.update(env)
     path = tmp_path / "case.yaml"
     path.write_text(yaml.safe_dump(cfg, sort_keys=False))
@@ -60,7 +68,9 @@ def test_dangerous_mounts_are_refused(tmp_path, capsys, spec, what):
 
 
 def test_narrow_mounts_pass_and_a_declared_reason_allows_on_purpose(tmp_path, capsys):
-    assert _check(tmp_path, ["/usr:/usr:ro", "/opt/x:/x:ro"]) == 0
+    assert _check(tmp_path, ["/usr:/usr:ro", "/opt/x:/opt/x:ro"]) == 0
+    # at another path, a host folder is a difference the environment declares (#40)
+    assert _check(tmp_path, ["/opt/x:/x:ro"], {}) == 0
     why = "the host's software reads its linker cache there"
     assert _check(tmp_path, ["/etc:/etc:ro"], {"/etc": why}) == 0
     assert _check(tmp_path, ["/:/host:ro"], {"/": "reads the host on purpose"}) == 0

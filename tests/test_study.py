@@ -25,7 +25,8 @@ from containertax.publishing import study as ct_study
 
 REPO = Path(__file__).resolve().parents[1]
 H100 = ["h100-matmul", "h100-engine-balanced", "h100"]
-SPARK = {"dgx-spark-2a": "phase-2a.yaml", "dgx-spark-2b": "phase-2b.yaml",
+SPARK = {"dgx-spark-2a": "phase-2a.yaml", "dgx-spark-2f": "phase-2f.yaml",
+         "dgx-spark-2b": "phase-2b.yaml",
          "dgx-spark-2c": "phase-2c.yaml", "dgx-spark": "phase-2d.yaml"}
 
 
@@ -236,13 +237,13 @@ def test_bare_snakemake_plans_the_whole_spark_study(tmp_path):
     assert out.returncode == 0, out.stderr[-3000:]
     said = out.stdout + out.stderr
     planned = dict(re.findall(r"campaign (\S+) \(config/phase-2\w\.yaml\): .* = (\d+) cells", said))
-    assert planned == {"dgx-spark-2a": "60", "dgx-spark-2b": "300", "dgx-spark-2c": "90",
-                       "dgx-spark": "900"}, said[-3000:]
+    assert planned == {"dgx-spark-2a": "60", "dgx-spark-2f": "160", "dgx-spark-2b": "300",
+                       "dgx-spark-2c": "90", "dgx-spark": "900"}, said[-3000:]
     waits = re.findall(r"campaign (\S+) .*after dgx-spark-2b's analysis derives", said)
     assert waits == ["dgx-spark-2c", "dgx-spark"]
     stats = dict(re.findall(r"^(campaign|derive_options|study_tables|study_pdf)\s+(\d+)$",
                             said, re.M))
-    assert stats == {"campaign": "4", "derive_options": "1", "study_tables": "1",
+    assert stats == {"campaign": "5", "derive_options": "1", "study_tables": "1",
                      "study_pdf": "1"}, said[-3000:]
     # the same Snakefile with --configfile runs one campaign (the demo plans its cells)
     demo = subprocess.run(

@@ -514,6 +514,11 @@ def _check(path: str, directory: str | None = None) -> int:
     underived = config.underived(campaign)
     if underived:
         raise config.ConfigError("\n".join(underived))
+    from containertax.campaign import parity
+
+    refused = parity.problems(campaign)
+    if refused:
+        raise config.ConfigError("\n".join(refused))
     cells = schedule.plan(campaign)
     if campaign.raw.get("stopping"):  # every look written: whole, and of this rule
         from containertax.campaign import looks
@@ -522,6 +527,10 @@ def _check(path: str, directory: str | None = None) -> int:
     print(f"{path}: ok: campaign {campaign.name}, {len(cells)} cells "
           f"({len(campaign.models)} models x {len(campaign.environments)} environments x "
           f"{campaign.repetitions} repetitions), results in {campaign.root}")
+    differs = parity.summary(campaign)
+    if differs:
+        print(f"run context against {campaign.reference} (campaign/parity.py):")
+        print("\n".join(differs))
     if campaign.raw.get("stopping"):
         print(stopping.summary(campaign.raw, len(cells)))
     now = campaign.derived_options_sha256()

@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
+
+RECORD = re.compile(r"rep\d+\.json")  # a run's record; not rep001.cooldown.json and kin
 
 
 def census_of(record: dict) -> dict | None:
@@ -23,14 +26,19 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("campaign", type=Path)
     args = p.parse_args(argv)
-    records = sorted((args.campaign / "raw").glob("*/*/rep*.json"))
+    records = sorted(p for p in (args.campaign / "raw").glob("*/*/rep*.json")
+                     if RECORD.fullmatch(p.name))
     if not records:
         print(f"{args.campaign}/raw: no records", file=sys.stderr)
         return 1
     for path in records:
         rec = json.loads(path.read_text())
+        cell = rec.get("cell") or {}
+        if "environment" not in cell:  # not a run's record
+            print(f"{path}: no cell, skipped")
+            continue
         c = census_of(rec)
-        where = f"{rec['cell']['environment']} rep{rec['cell']['repetition']:03d}"
+        where = f"{cell['environment']} rep{cell['repetition']:03d}"
         if c is None:
             print(f"{where}: no census")
             continue

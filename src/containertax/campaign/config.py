@@ -160,11 +160,48 @@ class Campaign:
                if k not in ("based_on", "lanes", "extends_campaign", "results_dir_absolute",
                             "paper")}  # the paper's metadata: words, not measurement
         envs = raw.get("environments")
-        if isinstance(envs, dict):  # a mount's declared reason: words, not measurement
-            raw["environments"] = {k: {x: y for x, y in v.items() if x != "mount_reasons"}
-                                   if isinstance(v, dict) else v for k, v in envs.items()}
+        if isinstance(envs, dict):
+            raw["environments"] = self._hashed_environments(envs)
         text = json.dumps(_without_new_defaults(raw), default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    def _hashed_environments(self, envs: dict[str, Any]) -> dict[str, Any]:
+        """Environments as the hash sees them: without `differences` and `mount_reasons`
+        (words: why a difference is part of the factor, why a mount is there; not what
+        runs), and with the compile cache's path
+        in the hash where its default changed (issue #40): /containertax/cache, the old
+        default, hashes as the key's absence did; the new default, the host's own path,
+        hashes as a marker, so a campaign run under it is never taken for one run before."""
+        compiles = any(workloads.uses_compile_cache(self.workload_kind(m.id),
+                                                    self.workload_params(m.id))
+                       for m in self.models)
+        out = {}
+        for env_id, spec in envs.items():
+            if not isinstance(spec, dict):
+                out[env_id] = spec
+                continue
+            spec = {k: v for k, v in spec.items()
+                    if k not in ("differences", "mount_reasons")}
+            options = dict(spec.get("options") or {})
+            if options.get("cache_mount") == "inside":
+                del options["cache_mount"]
+                spec["options"] = options
+            elif compiles and "cache_mount" not in options and _cache_moved(spec):
+                spec["cache_at_host_path"] = True
+            out[env_id] = spec
+        return out
+
+
+def _cache_moved(spec: dict[str, Any]) -> bool:
+    """Whether issue #40 moved this environment's compile cache (to its host path): every
+    kind but those that always saw the host's filesystem (a host process, host_paths)."""
+    from containertax import runtimes
+
+    kind = spec.get("kind")
+    if kind not in runtimes.REGISTRY:
+        return False
+    runtime = runtimes.get(str(kind))
+    return not (runtime.launcher == "process" or runtime.host_paths)
 
 
 # Keys added to the schema after campaigns were committed: at their default they leave the
@@ -407,12 +444,6 @@ def identity(campaign: Campaign) -> dict[str, Any]:
     campaign derives: a change of those supersedes records, campaign/integrity.py). The
     campaign's other settings (repetitions, analysis, stopping, schedule, thermal gate)
     may change; these may not, for a model or environment that has cells."""
-    def env_settings(spec: dict[str, Any]) -> dict[str, Any]:
-        derived = (spec.get("options_source") or {}).get("kind") == "derived"
-        drop = {"description", "options_source", "variant", "mount_reasons",
-                *(("options",) if derived else ())}
-        return {k: v for k, v in spec.items() if k not in drop}
-
     if campaign.is_import:  # an import's identity is the table it analyses
         return {"models": {}, "environments": {},
                 "import": {"import_csv": str(campaign.analysis["import_csv"])}}
@@ -424,6 +455,21 @@ def identity(campaign: Campaign) -> dict[str, Any]:
     settings = {key: campaign.raw.get(key) for key in MEASURING_KEYS}
     return json.loads(json.dumps({"models": models, "environments": envs,
                                   "settings": settings}, default=str))
+
+
+def env_settings(spec: dict[str, Any]) -> dict[str, Any]:
+    """An environment's settings as the pin holds them: without its words (description,
+    mount_reasons, differences: outside the config hash too), without options another
+    campaign derives, and with `cache_mount: inside` as its absence (the path every
+    campaign had before issue #40, which the hash, too, reads as the key's absence)."""
+    derived = (spec.get("options_source") or {}).get("kind") == "derived"
+    drop = {"description", "options_source", "variant", "mount_reasons", "differences",
+            *(("options",) if derived else ())}
+    out = {k: v for k, v in spec.items() if k not in drop}
+    options = out.get("options")
+    if isinstance(options, dict) and options.get("cache_mount") == "inside":
+        out["options"] = {k: v for k, v in options.items() if k != "cache_mount"}
+    return out
 
 
 # top-level config sections that change what a run measures (besides models, workload and
@@ -456,14 +502,11 @@ def identity_from_records(campaign: Campaign) -> dict[str, Any] | None:
         if isinstance(work, dict) and isinstance(work.get("params"), dict):
             models.setdefault(model, {"kind": work.get("kind"), **work["params"]})
         if isinstance(spec, dict):
-            drop = {"description", "options_source", "variant", "mount_reasons"}
-            if ((spec.get("options_source") or {}).get("kind")) == "derived":
-                drop.add("options")
-            settings = {k: v for k, v in spec.items() if k not in drop}
+            settings = dict(spec)
             if isinstance(settings.get("options"), dict):  # options renamed since
                 settings["options"] = {RECORD_OPTION_RENAMES.get(k, k): v
                                        for k, v in settings["options"].items()}
-            envs.setdefault(env, settings)
+            envs.setdefault(env, env_settings(settings))
     if not models and not envs:
         return None
     return json.loads(json.dumps({

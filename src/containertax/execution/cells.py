@@ -53,6 +53,15 @@ from containertax.workloads.base import HostFacts
 log = logging.getLogger("containertax")
 
 
+def page_cache_mode(campaign: Any, params: dict[str, Any]) -> str:
+    """memory.drop_page_cache, or a model's own arm (models[].page_cache, issue #40):
+    dropped = required (a cold arm that did not drop would measure the other arm), inherited
+    = never."""
+    arm = params.get("page_cache")
+    return {"dropped": "required", "inherited": "never"}.get(
+        str(arm), campaign.raw["memory"]["drop_page_cache"])
+
+
 def gpu_for(sensor: thermal.Sensor) -> NvmlGpu | None:
     """Full GPU telemetry wherever the thermal sensor is the GPU's own."""
     if isinstance(sensor, thermal.NvmlSensor):
@@ -169,7 +178,7 @@ def _run_locked(campaign: Campaign, cell: Cell, paths: CellPaths, gate_path: Pat
                                         "cpuset": lane.cpuset}
     t_drop = time.monotonic()
     try:
-        memory = hostmemory.before_run(campaign.raw["memory"]["drop_page_cache"])
+        memory = hostmemory.before_run(page_cache_mode(campaign, params))
     except hostmemory.PageCacheError as exc:
         raise RunFailed(str(exc)) from None
     page_cache_s = round(time.monotonic() - t_drop, 4)  # deliberate: sync + drop

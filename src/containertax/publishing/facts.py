@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from containertax import runtimes
+from containertax.campaign.parity import declared_words
 from containertax.campaign.paths import COMPILE_CACHE
 from containertax.statistics import decisions
 from containertax.workloads.metric_registry import MetricInfo
@@ -45,6 +46,8 @@ def environment_row(rec: dict[str, Any]) -> dict[str, str]:
     entry = runtime.entry(env, gpu_recorded=bool((rec.get("telemetry") or {}).get("gpu")))
     mounts = list(entry.mounts)
     return {"environment": env["id"], "kind": kind, "software": entry.software,
+            # what its config declares as part of the factor (campaign/parity.py)
+            "declared": declared_words(env.get("spec") or {}),
             # the container runtime and its version (none for native and chroot)
             "runtime": runtime_words(env) if runtime.runtime else "",
             "mounts": ", ".join(map(_mount_words, mounts)) or "none",

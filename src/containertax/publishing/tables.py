@@ -407,8 +407,13 @@ def environments_table(envs: list[dict[str, str]]) -> str:
                 f"{{{int(bool(env['read_only']))}}}{{{tex(env['gpu'])}}}{{{flags}}}"
                 f"{{{tex(env['isolation'])}}}")
 
+    def declared(env: dict[str, str]) -> str:
+        said = env.get("declared")
+        return f"\\newline Declared differences: {tex(said)}." if said else ""
+
     rows = [[tex(env["environment"]) + (f"\\newline {tex(env['runtime'])}"
-                                        if env.get("runtime") else ""), setup(env)]
+                                        if env.get("runtime") else ""),
+             setup(env) + declared(env)]
             for env in envs]
     return booktabs(
         ["Env.", "Set-up as recorded"], rows, r"L{0.16\linewidth}L{0.78\linewidth}",

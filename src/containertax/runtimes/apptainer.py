@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from containertax.runtimes.base import (
+    HOST_CONTEXT,
     CommandLaunch,
     Entry,
     Ran,
@@ -81,4 +82,6 @@ RUNTIME = Runtime(
     problems=lambda env_id, spec: [], explain=explain,
     cleanup_words="nothing: apptainer exec's process dies with its launcher",
     command=command, process_env=process_env, provide=provide, refusal_codes=(255,),
-    image_env=False)
+    image_env=False,
+    context={**HOST_CONTEXT, "ipc": "private (--containall)",
+             "shm": "private (--containall)"})

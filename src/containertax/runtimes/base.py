@@ -174,6 +174,13 @@ class Runtime:
     # the process sees the host's filesystem (a wrapper such as systemd-run or numactl, no
     # binds): the probe, work and cache folders keep their host paths
     host_paths: bool = False
+    # the run context the kind itself gives a process, in words (campaign/parity.py):
+    # ipc, shm, network, seccomp, user, ulimits, cgroup; a difference between two kinds'
+    # defaults is part of the factor under test, one a config option makes is declared
+    context: dict[str, str] | None = None
+    # the runtime binds only onto folders the image already has (ch-run): the command
+    # launcher makes each bind's target in the image directory before the run
+    makes_bind_targets: bool = False
     # preflight's warnings of an environment's settings (a limit above the host's, ...)
     warnings: Callable[[str, Spec], list[str]] | None = None
 
@@ -202,7 +209,7 @@ class Runtime:
 # What every kind must declare (tests/test_runtime_contract.py).
 DECLARED = ("launcher", "launcher_class", "words", "runtime", "describe", "needs_image",
             "image_step", "keys", "needs_root", "binaries", "problems", "explain",
-            "cleanup_words")
+            "cleanup_words", "context")
 LAUNCHERS = ("process", "chroot", "docker", "command")
 IMAGE_STEPS = ("none", "engine", "rootfs", "provide")
 KEYS = frozenset({"options", "gpu", "mounts"})
@@ -239,6 +246,12 @@ def contract_problems(r: Runtime) -> list[str]:
     if r.words is not None and (not r.words({}) or r.words({}) == r.kind):
         out.append(f"environment kind {r.kind!r}: words must be words, not the raw id")
     return out
+
+
+# a host process's context (native, chroot, and runtimes that leave these to the host)
+HOST_CONTEXT = {"ipc": "host", "shm": "the host's /dev/shm", "network": "host",
+                "seccomp": "none", "user": "the launcher's", "ulimits": "the launcher's",
+                "cgroup": "the launcher's"}
 
 
 def limit_pairs(names: tuple[str, ...]) -> dict[str, tuple[int, int]]:

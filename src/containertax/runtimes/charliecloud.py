@@ -1,9 +1,10 @@
 """charliecloud: `ch-run` of an image directory (Debian's charliecloud): unprivileged user
 and mount namespaces, no daemon, no cgroups, the host's network, IPC and PID namespace. The
 provide rule converts the Docker Engine's image into a directory with `ch-convert -i docker`
-(under the campaign's images/ folder) and adds the folders the probe, work and cache binds
-need (ch-run mounts the image read-only and binds only onto existing folders; its binds are
-read-write: Charliecloud 0.31 has no read-only bind). Like the chroot, the process starts
+(under the campaign's images/ folder) and adds the folders the probe and work binds need;
+the compile cache's folder, bound at its host path, is made by the launcher (ch-run mounts
+the image read-only and binds only onto existing folders; its binds are read-write:
+Charliecloud 0.31 has no read-only bind). Like the chroot, the process starts
 from the image's ENV and the project's variables (ch-run passes its environment through);
 the image's WORKDIR is its initial folder."""
 
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from containertax.runtimes.base import (
+    HOST_CONTEXT,
     CommandLaunch,
     Entry,
     Ran,
@@ -25,7 +27,7 @@ from containertax.runtimes.base import (
 )
 from containertax.runtimes.command import CommandLauncher
 
-HARNESS = ("containertax/probe", "containertax/work", "containertax/cache")
+HARNESS = ("containertax/probe", "containertax/work")  # the cache: at its host path
 # ch-run's set-up flags: no /etc/passwd of the host's users inside; USER (which ch-run
 # itself requires, process_env) unset inside
 FLAGS = ("--no-passwd", "--unset-env=USER")
@@ -100,4 +102,5 @@ RUNTIME = Runtime(
     binaries=("ch-run", "ch-convert"), problems=lambda env_id, spec: [], explain=explain,
     cleanup_words="nothing: ch-run execs the process, which dies with its launcher",
     command=command, process_env=process_env, provide=provide, refusal_codes=(1,),
-    image_env=True)
+    image_env=True, makes_bind_targets=True,
+    context={**HOST_CONTEXT, "user": "the launcher's, mapped in a user namespace"})

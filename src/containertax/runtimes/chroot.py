@@ -15,7 +15,7 @@ from typing import Any
 
 from containertax.core import records
 from containertax.runtimes import passthrough
-from containertax.runtimes.base import Entry, Ran, Runtime, Spec
+from containertax.runtimes.base import HOST_CONTEXT, Entry, Ran, Runtime, Spec
 from containertax.runtimes.docker import (
     cleanup_stale_containers,
     copy_is_current,
@@ -131,7 +131,7 @@ class ChrootLauncher(Launcher):
             (launch.work_dir, INSIDE / "work", False),
         ]
         if launch.cache_dir is not None:
-            binds.append((launch.cache_dir, INSIDE / "cache", False))
+            binds.append((launch.cache_dir, self.cache_inside(launch.cache_dir), False))
         for spec in self.env.spec.get("mounts", []):
             host, target, ro = parse_mount(spec, self.env.id)
             binds.append((host, self.inside_rootfs(target, spec), ro))
@@ -254,4 +254,5 @@ RUNTIME = Runtime(
     runtime="", describe=describe, needs_image=True, image_step="rootfs",
     keys=frozenset({"gpu", "mounts"}), needs_root=True, binaries=("unshare",),
     problems=lambda env_id, spec: [], explain=explain,
-    cleanup_words="nothing: the mount namespace goes with the process", image_env=True)
+    cleanup_words="nothing: the mount namespace goes with the process", image_env=True,
+    context=HOST_CONTEXT)

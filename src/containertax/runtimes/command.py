@@ -42,9 +42,6 @@ class CommandLauncher(Launcher):
             return probe_dir, work_dir
         return super().inside(probe_dir, work_dir)
 
-    def cache_inside(self, cache_dir: Path) -> Path:
-        return cache_dir if self.runtime.host_paths else super().cache_inside(cache_dir)
-
     def image(self) -> dict[str, Any]:
         """What the provide rule handed to the runtime: name, id, where, its ENV (a kind
         that takes no image: nothing)."""
@@ -97,6 +94,8 @@ class CommandLauncher(Launcher):
         for mount in spec.get("mounts", []):
             host, target, ro = parse_mount(mount, self.env.id)
             binds.append(Bind(host, target, ro))
+        if runtime.makes_bind_targets:  # ch-run binds only onto folders of the image
+            make_bind_targets(Path(image["runtime_ref"]), binds)
         env_vars = self.environment_vars(launch)
         name = f"containertax-{os.getpid()}-{time.time_ns()}"
         labels = {**owner_labels(self.campaign.name, self.campaign.root),
@@ -110,9 +109,14 @@ class CommandLauncher(Launcher):
         # the runtime's binary as preflight found it, on the launcher's own PATH
         command[0] = shutil.which(command[0]) or command[0]
         process_env = runtime.process_env(spec, env_vars)  # type: ignore[misc]
+        # the timeline's launcher marks, as every kind takes them (workloads/timeline.py):
+        # launch, started (the runtime's CLI exec'd; its container set-up falls in the
+        # interpreter phase, as the chroot's mounts do), exited, output_closed
+        marks: dict[str, float] = {}
         try:
             rc, t_in, t_out, wall, out, to = run_process(command, process_env,
-                                                          launch.timeout_s, launch.cpuset)
+                                                          launch.timeout_s, launch.cpuset,
+                                                          marks)
         finally:
             if runtime.cleanup is not None:  # a container its client left (a timeout)
                 with contextlib.suppress(OSError, ValueError):
@@ -131,7 +135,15 @@ class CommandLauncher(Launcher):
                     # a wrapper that sees the host's filesystem binds nothing
                     "binds": [] if runtime.host_paths else [
                         f"{b.host}:{b.inside}:{'ro' if b.read_only else 'rw'}" for b in binds]}
-        return Outcome(rc, t_in, t_out, wall, out, resolved, to)
+        return Outcome(rc, t_in, t_out, wall, out, resolved, to, marks=marks)
+
+
+def make_bind_targets(image_dir: Path, binds: list[Bind]) -> None:
+    """Each bind's target as a folder of the image directory (Charliecloud): the compile
+    cache is bound at its host path, which differs by campaign, so the provide rule cannot
+    make it ahead."""
+    for b in binds:
+        (image_dir / b.inside.relative_to("/")).mkdir(parents=True, exist_ok=True)
 
 
 _VERSIONS: dict[str, str | None] = {}

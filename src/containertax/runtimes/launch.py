@@ -71,7 +71,8 @@ class Launch:
     gpu: str | None = None
     gpu_minor: int | None = None
     cpuset: str | None = None
-    # the campaign's compile cache, read-write, at cache_inside() in every environment
+    # the campaign's compile cache, read-write, at cache_inside() (its host path) in every
+    # environment
     cache_dir: Path | None = None
 
 
@@ -128,8 +129,12 @@ class Launcher:
         return INSIDE / "probe", INSIDE / "work"
 
     def cache_inside(self, cache_dir: Path) -> Path:
-        """Where the campaign's compile cache (Launch.cache_dir) appears."""
-        return INSIDE / "cache"
+        """Where the campaign's compile cache (Launch.cache_dir) appears: at its own host
+        path in every kind (parity by construction). Inductor keys a kernel's autotuned
+        .best_config by the folder of the kernel's file, so a cache bound elsewhere (the
+        old /containertax/cache) missed what native had tuned (issue #40); Docker's
+        options.cache_mount: inside keeps that old path as a declared factor."""
+        return cache_dir
 
     def environment_vars(self, launch: Launch) -> dict[str, str]:
         return {**BASE_ENV, **launch.env, **self.env.spec.get("env", {}),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from containertax.runtimes.base import Entry, Ran, Runtime, Spec
+from containertax.runtimes.base import HOST_CONTEXT, Entry, Ran, Runtime, Spec
 from containertax.runtimes.launch import (
     EnvironmentFailure,
     Launch,
@@ -62,4 +62,5 @@ RUNTIME = Runtime(
     words=lambda spec: "native (host process)", runtime="", describe=describe,
     needs_image=False,
     image_step="none", keys=frozenset(), needs_root=False, binaries=(), problems=problems,
-    explain=explain, cleanup_words="nothing: the process dies with its launcher")
+    explain=explain, cleanup_words="nothing: the process dies with its launcher",
+    context=HOST_CONTEXT)

@@ -332,4 +332,8 @@ RUNTIME = Runtime(
                   "the next run, by its labels",
     command=command, process_env=process_env, provide=provide, cleanup=cleanup,
     refusal_codes=(125, 126, 127), host_user=rootless_user, limits=limits, warnings=warnings,
-    host_problems=host_problems)
+    host_problems=host_problems,
+    context={"ipc": "private", "shm": "private, 64m", "network": "bridge",
+             "seccomp": "Podman's default filter", "user": "root in the container",
+             "ulimits": "the launcher's (nproc at most 32768)",
+             "cgroup": "a container cgroup"})

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from typing import Any
 
 import numpy as np
@@ -18,19 +18,12 @@ from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
 
 from containertax.statistics import clocks
+from containertax.statistics import roofline as bound
+from containertax.statistics.finding import Finding
 from containertax.statistics.texts import interval_texts
 from containertax.workloads.metric_registry import MetricInfo
 
 KEY = ["model", "environment", "repetition", "metric"]
-
-
-@dataclass
-class Finding:
-    check: str
-    severity: str  # 'error' (analysis cannot be trusted), 'warning', 'info'
-    message: str
-    rows: int = 0
-    details: dict[str, Any] = field(default_factory=dict)
 
 
 # The outlier rule (issue #23). Each value's residual is its distance from the median of
@@ -222,8 +215,9 @@ def _runs_words(counts: dict[str, int]) -> str:
 
 def check(runs: pd.DataFrame, registry: dict[str, MetricInfo], *,
           expected_reps: int | None = None, model_sizes: dict[str, float] | None = None,
-          alpha: float = 0.05) -> list[Finding]:
-    """All checks over an annotated table (see annotate)."""
+          alpha: float = 0.05, roofline: dict[str, Any] | None = None) -> list[Finding]:
+    """All checks over an annotated table (see annotate); `roofline`: analysis.roofline,
+    the memory-bandwidth bound of decode rates (statistics/roofline.py)."""
     f: list[Finding] = []
     dup = runs[runs["flag_duplicate"]]
     if len(dup):
@@ -298,6 +292,8 @@ def check(runs: pd.DataFrame, registry: dict[str, MetricInfo], *,
     f += order_effects(runs, set(registry), alpha)
     if model_sizes:
         f += implausible(runs, registry, model_sizes)
+    if roofline:
+        f += bound.findings(runs, roofline)
     return f
 
 

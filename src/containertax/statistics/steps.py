@@ -58,7 +58,8 @@ def run_quality(campaign: Campaign, runs_csv: Path, out_dir: Path,
         expected = sequential.rule_of(campaign).min_blocks
     findings = quality.check(runs, policy.metric_registry(campaign), expected_reps=expected,
                              model_sizes=policy.model_sizes(campaign, table),
-                             alpha=campaign.analysis["alpha"])
+                             alpha=campaign.analysis["alpha"],
+                             roofline=campaign.analysis.get("roofline"))
     rules = campaign.analysis["exclude"]
     kept, dropped = quality.exclude(runs, rules)
     policy.refuse_duplicates(kept, runs_csv, campaign)

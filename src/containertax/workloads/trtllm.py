@@ -57,7 +57,14 @@ DEFAULTS: dict[str, Any] = {
     "output_len": 128, "concurrency": None, "max_batch_size": None, "max_num_tokens": None,
     "warmup": 2, "streaming": True, "kv_cache_free_gpu_mem_fraction": None,
     "extra_llm_api_options": None, "seed": 0, "tp": 1, "vocab_size": None,
+    # the pinned-KV arm (issue #40): a fixed KV cache of this many tokens, TensorRT-LLM's
+    # KvCacheConfig.max_tokens (llm-api reference, KvCacheConfig), written by the probe into
+    # an --extra_llm_api_options file in its work folder. TensorRT-LLM takes the smaller of
+    # max_tokens and free_gpu_memory_fraction x free memory, so the arm is pinned only
+    # where max_tokens is the smaller: the record's kv_cache_tokens shows whether it was
+    "kv_cache_max_tokens": None,
 }
+KV_PINNED_FILE = "kv-cache-pinned.yaml"  # in the probe's work folder
 KV_LINE = re.compile(r"Allocated ([0-9.]+) GiB for max tokens in paged KV cache \((\d+)\)")
 VERSION_LINE = re.compile(r"TensorRT[- ]LLM [Vv]ersion:\s*(\S+)")
 # the lines of a long trtllm-bench log the host parses: the probe keeps every one of them
@@ -162,6 +169,8 @@ def bench_segments(p: dict[str, Any], dataset: str, report: str, requests: str,
         sub += ["--kv_cache_free_gpu_mem_fraction", str(p["kv_cache_free_gpu_mem_fraction"])]
     if p.get("extra_llm_api_options"):
         sub += ["--extra_llm_api_options", str(p["extra_llm_api_options"])]
+    elif p.get("kv_cache_max_tokens") is not None:
+        sub += ["--extra_llm_api_options", str(Path(report).parent / KV_PINNED_FILE)]
     return [top, sub]
 
 
@@ -423,6 +432,8 @@ def argv(p: dict[str, Any], python: str, probe: Path, out: Path, check: bool) ->
     expect = {k: p[k] for k in ("input_len", "output_len", "num_requests")}
     cmd = [python, str(probe / "trtllm.py"), "--out", str(out), "--dataset", dataset,
            "--bench", json.dumps(bench), "--expect", json.dumps(expect)]
+    if p.get("kv_cache_max_tokens") is not None:
+        cmd += ["--kv-max-tokens", str(int(p["kv_cache_max_tokens"]))]
     return [*cmd, "--check", "--dataset-dir", str(p["dataset_dir"])] if check else cmd
 
 
@@ -460,6 +471,16 @@ def problems(params: dict[str, Any], where: Where) -> list[str]:
              "at the same path in every environment, where the workflow writes each model's "
              "dataset once, before any run)."
              for key in ("model", "dataset_dir") if not isinstance(params.get(key), str)]
+    pinned = params.get("kv_cache_max_tokens")
+    if pinned is not None and (not isinstance(pinned, int) or isinstance(pinned, bool)
+                               or pinned < 1):
+        found.append(f"{where.source}: key 'models[{where.index}].kv_cache_max_tokens' (model "
+                     f"{where.model}) must be a whole number of tokens >= 1, got {pinned!r}.")
+    if pinned is not None and params.get("extra_llm_api_options"):
+        found.append(f"{where.source}: model {where.model} (models[{where.index}]) sets both "
+                     "'kv_cache_max_tokens' and 'extra_llm_api_options'; the pinned-KV arm "
+                     "writes its own options file. Fix: put kv_cache_config.max_tokens in "
+                     "that file, or drop one of the two keys.")
     name = str(params.get("model", ""))
     if name.startswith(("/", "./", "../", "~")):
         found.append(f"{where.source}: key 'models[{where.index}].model' (model {where.model}) "

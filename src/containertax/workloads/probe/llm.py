@@ -348,8 +348,8 @@ def autotune_census(limit: int = 24) -> dict | None:
     """Which of this process's Triton kernels took its launch configuration from Inductor's
     autotuning cache and which benchmarked its configurations (issue #32: every Docker run
     benchmarked, no native one). Per kernel: its source file, the .best_config it looks for
-    beside that file (AutotuneCache's key: sha256 of the file's base name and the cache key
-    tag), whether that file exists here, the configs_hash stored in it against the hash of
+    beside that file (as the running release names it: best_config_path),
+    whether that file exists here, the configs_hash stored in it against the hash of
     the kernel's own configurations, and what the kernel noted of its lookup
     (autotune_cache_info). Taken after the measured window, so no measured phase pays for
     it; None where Inductor never loaded a Triton kernel (a CPU run, plain decoding)."""
@@ -361,12 +361,11 @@ def autotune_census(limit: int = 24) -> dict | None:
     import importlib
 
     try:
-        prepare_key = importlib.import_module(
-            "torch._inductor.runtime.autotune_cache").AutotuneCache._prepare_key
+        autotune_cache = importlib.import_module("torch._inductor.runtime.autotune_cache")
     except Exception:  # noqa: BLE001 - a release without it: the files are not looked up
-        prepare_key = None
-    rows = [_kernel_row(k, prepare_key, getattr(heuristics, "hash_configs", None))
-            for k in gc.get_objects() if isinstance(k, tuner)]
+        autotune_cache = None
+    rows = [_kernel_row(k, autotune_cache, getattr(heuristics, "hash_configs", None))
+            for k in gc.get_objects() if _is_a(k, tuner)]
     rows.sort(key=lambda r: (r["state"] or "", r["file"] or ""))
     count: dict[str, int] = {}
     for r in rows:
@@ -383,7 +382,51 @@ def autotune_census(limit: int = 24) -> dict | None:
             "sample": rows[:limit]}
 
 
-def _kernel_row(kernel, prepare_key, hash_configs) -> dict:
+def _is_a(obj, cls) -> bool:
+    """isinstance without touching the object: gc.get_objects() holds weakref proxies
+    whose referent is gone, and isinstance reads their __class__, raising ReferenceError
+    (every compiled run crashed so on torch 2.11, issue #40); type() reads no attribute."""
+    try:
+        return issubclass(type(obj), cls)
+    except Exception:  # noqa: BLE001 - an object this code did not foresee: not a kernel
+        return False
+
+
+def best_config_path(autotune_cache, filename: str) -> str | None:
+    """The .best_config a kernel's file looks up, as the running release names it: asked of
+    its own AutotuneCache.create (local cache only: no remote lookup is set up without
+    is_fbcode or autotune_remote_cache), so the name follows the release: torch 2.11
+    hashes the sha256 of '<basename>:<cache_key_tag>' again with torch_key() (torch's
+    [Note: torch_key in autotune cache key]); earlier releases used the first hash alone.
+    Where create() is missing or fails, the name is built both ways and the one that
+    exists (else the release's own convention) returned."""
+    if autotune_cache is None:
+        return None
+    cls = getattr(autotune_cache, "AutotuneCache", None)
+    try:
+        made = cls.create({"autotune_local_cache": True, "autotune_remote_cache": False},
+                          filename, "")
+        return str(made.local_cache[1])
+    except Exception:  # noqa: BLE001 - a release without create(): built below
+        pass
+    try:
+        key = cls._prepare_key(filename)
+    except Exception:  # noqa: BLE001
+        return None
+    folder = os.path.dirname(filename)
+    legacy = f"{folder}/{key}.best_config"
+    try:
+        import hashlib
+        import importlib
+
+        torch_key = importlib.import_module("torch._inductor.codecache").torch_key
+        current = f"{folder}/{hashlib.sha256(key.encode() + torch_key()).hexdigest()}.best_config"
+    except Exception:  # noqa: BLE001 - a release before torch_key: the first hash alone
+        return legacy
+    return legacy if os.path.exists(legacy) and not os.path.exists(current) else current
+
+
+def _kernel_row(kernel, autotune_cache, hash_configs) -> dict:
     configs = list(getattr(kernel, "configs", None) or [])
     info = dict(getattr(kernel, "autotune_cache_info", None) or {})
     filename = getattr(kernel, "filename", None)
@@ -396,11 +439,8 @@ def _kernel_row(kernel, prepare_key, hash_configs) -> dict:
     # a kernel that found its configuration keeps only that one: nothing to compare
     with contextlib.suppress(Exception):
         row["hash"] = hash_configs(configs) if hash_configs and len(configs) > 1 else None
-    if filename and prepare_key is not None:
-        try:
-            path = f"{os.path.dirname(filename)}/{prepare_key(filename)}.best_config"
-        except Exception:  # noqa: BLE001
-            return row
+    path = best_config_path(autotune_cache, filename) if filename else None
+    if path is not None:
         row.update({"best_config": path, "exists": os.path.exists(path)})
         if row["exists"]:
             try:

@@ -269,8 +269,13 @@ def main(argv=None):
     p.add_argument("--check", action="store_true")
     p.add_argument("--check-models", default="[]", help="JSON list of the models to check")
     p.add_argument("--dataset-dir", help="the shared dataset folder (checked readable)")
+    p.add_argument("--kv-max-tokens", type=int, help="the pinned-KV arm: write "
+                   "kv_cache_config.max_tokens into the options file the command names")
     args = p.parse_args(argv)
     work = os.path.dirname(args.out)
+    if args.kv_max_tokens is not None:  # TensorRT-LLM's KvCacheConfig.max_tokens
+        with open(os.path.join(work, "kv-cache-pinned.yaml"), "w") as fh:
+            fh.write(f"kv_cache_config:\n  max_tokens: {args.kv_max_tokens}\n")
     log_path = os.path.join(work, "trtllm-bench.log")
     found = version()
     result = header("trtllm", T_ENTER, 0.0, {"tensorrt_llm": found})
