@@ -94,14 +94,48 @@ class ChrootLauncher(Launcher):
 
     def gpu_lines(self, libraries: dict[str, str]) -> list[str]:
         """The host driver's libraries under their sonames in a tmpfs (gone with the mount
-        namespace); /dev, bound whole, already holds the device nodes."""
+        namespace), and the image's dynamic-linker cache refreshed to include them, as the
+        NVIDIA Container Toolkit's update-ldcache hook does: the image's own ldconfig
+        writes a cache into that tmpfs, bound over the image's /etc/ld.so.cache for this
+        namespace only (the exported root filesystem is not changed). /dev, bound whole,
+        holds the device nodes: nvidia-uvm is created first where it is missing (it is made
+        on the first CUDA call as root, and may be absent after a reboot), as the toolkit's
+        nvidia-container-cli does with nvidia-modprobe."""
         d = shlex.quote(str(passthrough.DRIVER_DIR))
-        lines = [f'mkdir -p "$R"{d}', f'mount -t tmpfs -o size=1m,mode=755 tmpfs "$R"{d}']
+        cache = shlex.quote(f"{passthrough.DRIVER_DIR}/ld.so.cache")
+        lines = ["[ -e /dev/nvidia-uvm ] || ! command -v nvidia-modprobe >/dev/null || "
+                 "nvidia-modprobe -u -c=0 || true",
+                 f'mkdir -p "$R"{d}', f'mount -t tmpfs -o size=16m,mode=755 tmpfs "$R"{d}']
         for soname, path in sorted(libraries.items()):
             t = shlex.quote(f"{passthrough.DRIVER_DIR}/{soname}")
             lines += [f'touch "$R"{t}', f'mount --bind {shlex.quote(path)} "$R"{t}',
                       f'mount -o remount,bind,ro "$R"{t}']
+        lines += ['if [ -f "$R/etc/ld.so.cache" ] && [ -x "$R/sbin/ldconfig" ]; then',
+                  f'  {self.chroot_binary()} "$R" /sbin/ldconfig -C {cache} {d} >/dev/null 2>&1 '
+                  f'&& mount --bind "$R"{cache} "$R/etc/ld.so.cache"',
+                  "fi"]
         return lines
+
+    @staticmethod
+    def chroot_binary() -> str:
+        return shutil.which("chroot", path=DOCKER_DEFAULT_ENV["PATH"]) or "chroot"
+
+    def limits(self) -> dict[str, tuple[int, int]]:
+        """options.ulimits as (soft, hard), -1 for unlimited: docker's names and values."""
+        out = {}
+        for name, value in ((self.env.spec.get("options") or {}).get("ulimits") or {}).items():
+            soft, hard = ((int(value), int(value)) if isinstance(value, int)
+                          else tuple(int(v) for v in str(value).split(":")))
+            out[name] = (soft, hard)
+        return out
+
+    def limit_lines(self) -> list[str]:
+        """options.ulimits applied to the shell that execs the chroot (util-linux prlimit,
+        bytes as Docker's --ulimit takes them): the process inherits them."""
+        def word(v: int) -> str:
+            return "unlimited" if v == -1 else str(v)
+        flags = [f"--{name}={word(s)}:{word(h)}" for name, (s, h) in sorted(self.limits().items())]
+        return [f"prlimit --pid $$ {' '.join(flags)}"] if flags else []
 
     def script(self, launch: Launch, libraries: dict[str, str] | None = None) -> str:
         root = shlex.quote(str(self.rootfs()))
@@ -131,6 +165,7 @@ class ChrootLauncher(Launcher):
                 lines.append(f'mount -o remount,bind,ro "$R"{t}')
         if libraries:
             lines += self.gpu_lines(libraries)
+        lines += self.limit_lines()
         workdir = shlex.quote(self.image().get("config", {}).get("working_dir", "/"))
         # the image's ENTRYPOINT runs around the workload, as Docker runs it: NVIDIA's images
         # set up their environment there (nvidia_entrypoint.sh sources entrypoint.d/*.sh,
@@ -139,7 +174,7 @@ class ChrootLauncher(Launcher):
         entry = " ".join(shlex.quote(w) for w in self.entrypoint())
         # the image's WORKDIR, as Docker starts the container there
         path = shlex.quote(self.environment_vars(launch)["PATH"])
-        chroot = shutil.which("chroot", path=DOCKER_DEFAULT_ENV["PATH"]) or "chroot"
+        chroot = self.chroot_binary()
         enter = "'cd \"$0\" && unset OLDPWD PWD && exec \"$@\"'"
         lines.append(f'exec env PATH={path} {chroot} "$R" /bin/sh -c {enter} {workdir} '
                      f'{entry + " " if entry else ""}"$@"')
@@ -183,6 +218,7 @@ class ChrootLauncher(Launcher):
         resolved = {"argv": launch.argv, "rootfs": str(self.rootfs()), "wrapper": argv[:5],
                     "driver_libraries": libraries, "image": self.image(),
                     "entrypoint": self.entrypoint(), "env": env_vars,
+                    "ulimits": {k: list(v) for k, v in self.limits().items()},
                     "telemetry": telemetry_state(env_vars)}
         return Outcome(rc, t_in, t_out, wall, out, resolved, to, marks=marks)
 
@@ -241,6 +277,7 @@ RUNTIME = Runtime(
     words=lambda spec: "chroot (exported image)",
     runtime="", isolation="mount namespace and root directory",
     software="root filesystem exported from {image}", needs_image=True, image_step="rootfs",
-    keys=frozenset({"gpu", "mounts"}), needs_root=True, binaries=("unshare",),
+    options_schema="chroot_options", keys=frozenset({"gpu", "mounts", "options"}),
+    needs_root=True, binaries=("unshare", "prlimit"),
     problems=lambda env_id, spec: [], explain=explain,
     cleanup_words="nothing: the mount namespace goes with the process", image_env=True)
