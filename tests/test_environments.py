@@ -498,3 +498,20 @@ def test_chroot_linker_cache_finds_the_injected_driver_libraries(config_dict, tm
     assert "libz.so.1" in out.output and "/usr/local/containertax-driver/libz.so.1" \
         in out.output
     assert (chroot.rootfs() / "etc" / "ld.so.cache").read_bytes() == before
+
+
+@needs_docker
+@pytest.mark.docker
+def test_campaigns_of_a_results_folder_share_one_exported_root_filesystem(tmp_path):
+    """The second campaign's export of the same image is hard links to the first's: one
+    copy of the bytes on disk for the study (its marker says which export it shares)."""
+    slug = "demo"
+    first = tmp_path / "results" / "dgx-spark-2a" / "rootfs" / slug
+    second = tmp_path / "results" / "dgx-spark-2b" / "rootfs" / slug
+    a = chroot_kind.export_rootfs(DEMO_IMAGE, first)
+    b = chroot_kind.export_rootfs(DEMO_IMAGE, second)
+    assert "shared_from" not in a and b["shared_from"] == str(first)
+    assert b["id"] == a["id"] and b["config"] == a["config"]
+    sh_a, sh_b = (first / "bin" / "sh").resolve(), (second / "bin" / "sh").resolve()
+    assert sh_a.stat().st_ino == sh_b.stat().st_ino  # the same file, not a copy
+    assert sorted(p.name for p in second.iterdir()) == sorted(p.name for p in first.iterdir())

@@ -406,8 +406,9 @@ def disk_row(host: Host, campaigns: list[Campaign], rootfs: int, fetch: int) -> 
     free = (host.free_bytes or _free)(where)
     need = rootfs + fetch
     found = (f"{free / 1e9:.0f} GB free at {where}; needed {need / 1e9:.0f} GB: exported "
-             f"root filesystem(s) {rootfs / 1e9:.0f} GB (the image's size, once per campaign "
-             f"with a chroot: {copies}), checkpoints still to fetch "
+             f"root filesystem {rootfs / 1e9:.0f} GB (the image's size, {copies} cop"
+             f"{'y' if copies == 1 else 'ies'}: every campaign of the results folder "
+             "hard-links one export), checkpoints still to fetch "
              f"{fetch / 1e9:.0f} GB (estimates)")
     if free < need:
         return Row("disk", FAIL, found, "free space, or set results_dir / model_path on a "
@@ -458,9 +459,10 @@ def diagnose(config_path: Path, host: Host | None = None) -> list[Row]:
 
 
 def rootfs_copies(campaigns: list[Campaign]) -> int:
-    """How many exported root filesystems the campaigns hold of an image: the rootfs rule
-    exports one per campaign that has a chroot environment (campaign/paths.py ROOTFS)."""
-    roots = {c.paths.rootfs_dir for c in campaigns
+    """How many copies of an image's exported root filesystem the campaigns hold on disk:
+    one per results folder, since a campaign hard-links the export of another campaign of
+    the same folder (runtimes/chroot.py export_rootfs)."""
+    roots = {c.root.parent for c in campaigns
              if any(runtimes.get(e.kind).image_step == "rootfs" for e in c.environments)}
     return max(1, len(roots))
 

@@ -224,9 +224,30 @@ class ChrootLauncher(Launcher):
 
 
 
+def sibling_export(dest: Path, image_id: str) -> Path | None:
+    """An export of the same image (by id) by another campaign of the same results folder
+    (<results_dir>/<other campaign>/rootfs/<image>): the study's campaigns share its bytes."""
+    for marker in sorted(dest.parent.parent.parent.glob(f"*/{dest.parent.name}/"
+                                                        f"{dest.name}.image.json")):
+        other = marker.with_name(dest.name)
+        if other == dest or not (other / "bin").exists():
+            continue
+        try:
+            import json
+
+            if json.loads(marker.read_text()).get("id") == image_id:
+                return other
+        except (OSError, ValueError):
+            continue
+    return None
+
+
 def export_rootfs(image: str, dest: Path) -> dict[str, Any]:
     """Export an image's root filesystem into dest (via a temporary folder and a rename),
-    so that chroot runs the same bytes the container does."""
+    so that chroot runs the same bytes the container does. Where another campaign of the
+    same results folder has exported the same image (by id), its tree is hard-linked
+    instead (`cp -al`: one copy of the bytes on disk for every campaign of a study, in
+    seconds); a file changed in place by a run would change in both."""
     import json
 
     import docker
@@ -241,6 +262,19 @@ def export_rootfs(image: str, dest: Path) -> dict[str, Any]:
             "it), or correct the chroot environment's image in the config.") from None
     tmp = dest.parent / f".{dest.name}.partial"
     if tmp.exists():
+        shutil.rmtree(tmp)
+    shared = sibling_export(dest, img.id)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    if shared is not None and subprocess.run(
+            ["cp", "-al", str(shared), str(tmp)], capture_output=True).returncode == 0:
+        facts = {"name": image, "id": img.id, "exported_unix": time.time(),
+                 "config": image_config(img.attrs), "shared_from": str(shared)}
+        if dest.exists():
+            shutil.rmtree(dest)
+        tmp.rename(dest)
+        (dest.parent / f"{dest.name}.image.json").write_text(json.dumps(facts, indent=2) + "\n")
+        return facts
+    if tmp.exists():  # a hard link across file systems failed part-way
         shutil.rmtree(tmp)
     tmp.mkdir(parents=True)
     root = dest.parent.parent  # <results_dir>/<campaign>/rootfs/<image>
