@@ -16,7 +16,7 @@ import yaml
 
 from containertax.execution import doctor
 from containertax.workloads import checkpoints
-from tests.conftest import REPO
+from tests.conftest import DEMO_IMAGE, REPO, needs_docker
 from tests.test_trtllm import standin_env, tiny_checkpoint
 
 VERSION = "1.3.0rc13"
@@ -251,9 +251,9 @@ def test_the_study_counts_every_phase_and_its_downloads(tmp_path):
     assert rows["projected wall time"].found.startswith("1350 runs: at least 112 h ")
     mixtral = rows["checkpoint mixtral-8x7b"]
     assert "hf_ptq.py --pyt_ckpt_path mistralai/Mixtral-8x7B-Instruct-v0.1 --qformat fp8" \
-        in mixtral.fix and "Gated: accept the licence at https://huggingface.co/mistralai/" \
+        in mixtral.fix and "gated: accept the licence at https://huggingface.co/mistralai/" \
         in mixtral.fix
-    assert "Gated" not in rows["checkpoint qwen2-1.5b"].fix
+    assert "gated" not in rows["checkpoint qwen2-1.5b"].fix
     assert "--exclude 'original/*'" in rows["checkpoint llama-3-8b"].fix
 
 
@@ -278,3 +278,14 @@ def test_image_output_is_read_back():
 def test_no_nvml_on_a_cpu_campaign_is_only_a_warning(tmp_path):
     rows = doctor.nvml_rows(SimpleNamespace(nvml=FakeNvml(gpu=False)), gpu=False)
     assert rows[0].status == doctor.WARN
+
+
+@needs_docker
+@pytest.mark.docker
+def test_the_image_is_asked_in_one_throwaway_container():
+    """The real path: one container of the image prints the version line and each --help
+    asked (the demo image has no TensorRT-LLM: no version; its sh answers the 'help')."""
+    facts = doctor._image_facts(DEMO_IMAGE, [("sh", "-c", "echo '  --model TEXT'")])
+    assert facts.present and facts.size_bytes > 0 and facts.version is None
+    assert facts.helps == {("sh", "-c", "echo '  --model TEXT'"): "  --model TEXT\n"}
+    assert not doctor._image_facts("containertax-absent:none", []).present

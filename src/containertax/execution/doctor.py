@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import platform
 import re
+import shlex
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -93,8 +94,8 @@ def _image_facts(image: str, helps: list[tuple[str, ...]]) -> ImageFacts:
     script = ["python3 -c \"import importlib.metadata as m; print('" + HELP_MARK
               + "version', m.version('tensorrt_llm'))\" 2>&1"]
     for argv in helps:
-        quoted = " ".join("'" + a.replace("'", "'\\''") + "'" for a in argv)
-        script.append(f"echo '{HELP_MARK}{json.dumps(list(argv))}'; {quoted} 2>&1")
+        mark = shlex.quote(HELP_MARK + json.dumps(list(argv)))
+        script.append(f"echo {mark}; {' '.join(shlex.quote(a) for a in argv)} 2>&1")
     try:
         out = client.containers.run(img.id, ["sh", "-c", "; ".join(script)], remove=True,
                                     entrypoint=[], network_mode="none")
@@ -157,8 +158,8 @@ def nvml_rows(host: Host, gpu: bool) -> list[Row]:
     except Exception as exc:  # noqa: BLE001 - no library, no driver, no device
         status = FAIL if gpu else WARN
         return [Row("driver and CUDA (NVML)", status, f"no GPU through NVML ({exc})",
-                    "install the NVIDIA driver (DGX OS ships it; `nvidia-smi` must list the "
-                    "GPU), then `sudo reboot`")]
+                    "install the NVIDIA driver (DGX OS ships it; nvidia-smi must list the "
+                    "GPU), then sudo reboot")]
     ident, sample = g.identity(), g.sample()
     rows = [Row("driver and CUDA (NVML)", OK, f"{ident['name']}, driver {ident['driver']}, "
                 f"CUDA {ident['cuda_driver']}")]
@@ -301,8 +302,8 @@ def checkpoint_rows(campaign: Campaign) -> tuple[list[Row], int]:
         cfg = Path(path, "config.json")
         if not cfg.is_file():
             to_fetch += source.download_bytes
-            gated = (f" Gated: accept the licence at {source.licence} and `.venv/bin/hf "
-                     "auth login` first." if source.licence else "")
+            gated = (f"  # gated: accept the licence at {source.licence}, then .venv/bin/hf "
+                     "auth login" if source.licence else "")
             rows.append(Row(name, FAIL, f"no config.json at {path}",
                             source.command + gated))
             continue
@@ -401,11 +402,14 @@ def time_row(campaigns: list[Campaign]) -> Row:
 
 
 def disk_row(host: Host, campaigns: list[Campaign], rootfs: int, fetch: int) -> Row:
+    """Free space where the exported root filesystem and the checkpoints go (one disk
+    assumed: the results folder's; the checkpoints' folder is said where it differs)."""
     copies = rootfs_copies(campaigns)
     where = campaigns[0].root.parent
     free = (host.free_bytes or _free)(where)
     need = rootfs + fetch
-    found = (f"{free / 1e9:.0f} GB free at {where}; needed {need / 1e9:.0f} GB: exported "
+    unknown = " (an image not pulled yet: its size not counted)" if not rootfs else ""
+    found = (f"{free / 1e9:.0f} GB free at {where}{unknown}; needed {need / 1e9:.0f} GB: exported "
              f"root filesystem {rootfs / 1e9:.0f} GB (the image's size, {copies} cop"
              f"{'y' if copies == 1 else 'ies'}: every campaign of the results folder "
              "hard-links one export), checkpoints still to fetch "
@@ -496,7 +500,8 @@ def render(rows: list[Row]) -> str:
     """The table, one row per check (Markdown), and the verdict."""
     lines = ["| check | status | found | fix |", "|---|---|---|---|"]
     for r in rows:
-        cells_ = [r.check, r.status, r.found, f"`{r.fix}`" if r.fix else ""]
+        cells_ = [r.check, r.status, r.found, f"`{r.fix}`" if r.fix and "`" not in r.fix
+                  else r.fix]
         lines.append("| " + " | ".join(c.replace("|", "/").replace("\n", " ")
                                        for c in cells_) + " |")
     bad = [r.check for r in rows if r.status == FAIL]
