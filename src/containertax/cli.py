@@ -246,7 +246,7 @@ def _doctor(a: argparse.Namespace) -> int:
 
 
 def _rehearse(a: argparse.Namespace) -> int:
-    from containertax.campaign import rehearsal
+    from containertax.campaign import configfile, rehearsal
     from containertax.execution import doctor
 
     if not a.skip_doctor:
@@ -255,6 +255,15 @@ def _rehearse(a: argparse.Namespace) -> int:
         if code:
             print("rehearse: fix what the readiness check names first (or --skip-doctor)")
             return code
+    study = configfile.study_campaigns(Path(a.config))
+    if study:  # a study: rehearse its widest campaign, time every campaign from it
+        campaigns = [config.load_file(p) for p in study]
+        widest = max(range(len(study)), key=lambda i: (len(campaigns[i].models),
+                                                       len(campaigns[i].environments)))
+        result = rehearsal.run(study[widest], a.requests, snakemake_args=a.snakemake)
+        print(rehearsal.render(result))
+        print("\n" + rehearsal.render_study(rehearsal.study_estimate(result, campaigns)))
+        return 0 if result["go"] else 2
     result = rehearsal.run(Path(a.config), a.requests, snakemake_args=a.snakemake)
     print(rehearsal.render(result))
     return 0 if result["go"] else 2
