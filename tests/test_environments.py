@@ -431,7 +431,7 @@ def test_chroot_script_applies_the_containers_limits_and_ld_cache(config_dict, t
     assert ("prlimit --pid $$ --memlock=unlimited:unlimited --nofile=1024:4096 "
             "--stack=67108864:67108864") in script
     assert "nvidia-modprobe -u -c=0" in script
-    assert ('/sbin/ldconfig -C /usr/local/containertax-driver/ld.so.cache '
+    assert ('/sbin/ldconfig -X -C /usr/local/containertax-driver/ld.so.cache '
             '/usr/local/containertax-driver') in script
     assert 'mount --bind "$R"/usr/local/containertax-driver/ld.so.cache "$R/etc/ld.so.cache"' \
         in script

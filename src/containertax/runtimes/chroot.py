@@ -111,8 +111,10 @@ class ChrootLauncher(Launcher):
             lines += [f'touch "$R"{t}', f'mount --bind {shlex.quote(path)} "$R"{t}',
                       f'mount -o remount,bind,ro "$R"{t}']
         lines += ['if [ -f "$R/etc/ld.so.cache" ] && [ -x "$R/sbin/ldconfig" ]; then',
-                  f'  {self.chroot_binary()} "$R" /sbin/ldconfig -C {cache} {d} >/dev/null 2>&1 '
-                  f'&& mount --bind "$R"{cache} "$R/etc/ld.so.cache"',
+                  f'  {self.chroot_binary()} "$R" /sbin/ldconfig -X -C {cache} {d} >/dev/null 2>&1 '
+                  f'&& mount --bind "$R"{cache} "$R/etc/ld.so.cache" || true',
+                  # the bind keeps the cache; the driver folder holds only the libraries
+                  f'  rm -f "$R"{cache}',
                   "fi"]
         return lines
 
