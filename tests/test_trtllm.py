@@ -426,3 +426,20 @@ def test_a_missing_required_flag_is_not_omitted():
              for argv, flags in trtllm.help_commands(segs).items()}
     assert trtllm.flag_verdict(d, helps, segs) == (["--request_json"], ["--no-telemetry"])
     assert "--no-telemetry" not in trtllm.flatten(trtllm.omit_flags(segs, ["--no-telemetry"]))
+
+
+def test_a_run_takes_the_omitted_flags_from_its_environments_preflight(tmp_path):
+    """execution/preflight.run_argv: the run step reads what preflight found in the same
+    environment (nothing where the record or the finding is absent)."""
+    from containertax.campaign import config
+    from containertax.core import records
+    from containertax.execution import preflight
+    from tests.test_doctor import spark_config
+
+    c = config.load_file(spark_config(tmp_path))
+    assert preflight.run_argv(c, "chroot", "trtllm") == []  # no preflight record yet
+    records.write_json(c.paths.preflight("chroot"),
+                       {"checks": {"trtllm": {"omitted_flags": ["--no-telemetry"]}}})
+    records.write_json(c.paths.preflight("docker_baseline"), {"checks": {"trtllm": {}}})
+    assert preflight.run_argv(c, "chroot", "trtllm") == ["--omit-flags", '["--no-telemetry"]']
+    assert preflight.run_argv(c, "docker_baseline", "trtllm") == []
