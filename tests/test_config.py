@@ -45,7 +45,7 @@ def test_model_params_override_workload_defaults(config_dict):
         (lambda c: c["models"].append({"id": "n256", "size": 8}), ["duplicate id", "n256"]),
         (lambda c: c.update(reference_environment="vm"), ["reference_environment", "'vm'"]),
         (lambda c: c["environments"]["native"].update(options={"ipc": "host"}),
-         ["environments.native.options", "only for kind docker"]),
+         ["environments.native.options", "only for kind chroot or docker or podman"]),
         (lambda c: c["models"][0].pop("size"), ["models[0].size", "positive integer"]),
         (lambda c: c["environments"]["docker"]["options"].update(shm_size="lots"),
          ["environments.docker.options.shm_size", "does not match"]),

@@ -416,3 +416,102 @@ def test_a_failing_probe_is_reported_without_traceback_naming_the_key(config_dic
 ])
 def test_probe_error_keeps_what_it_said_and_drops_the_traceback(output, said):
     assert preflight.probe_error(output) == said
+
+
+def test_chroot_script_applies_the_containers_limits_and_ld_cache(config_dict, tmp_path):
+    """The chroot gets options.ulimits as Docker's --ulimit (prlimit on the shell that execs
+    it), and with the GPU: nvidia-uvm made where missing and the image's linker cache
+    refreshed for the injected driver libraries in the namespace only."""
+    spec = {"kind": "chroot", "image": DEMO_IMAGE, "gpu": True,
+            "options": {"ulimits": {"memlock": -1, "stack": 67108864, "nofile": "1024:4096"}}}
+    config_dict["reference_environment"] = "chroot"
+    c = _campaign(config_dict, tmp_path, chroot=spec)
+    launcher = environments.launcher(c, "chroot")
+    script = launcher.script(_launch(tmp_path, ["true"]), {"libcuda.so.1": "/usr/lib/x.so"})
+    assert ("prlimit --pid $$ --memlock=unlimited:unlimited --nofile=1024:4096 "
+            "--stack=67108864:67108864") in script
+    assert "nvidia-modprobe -u -c=0" in script
+    assert ('/sbin/ldconfig -X -C /usr/local/containertax-driver/ld.so.cache '
+            '/usr/local/containertax-driver') in script
+    assert 'mount --bind "$R"/usr/local/containertax-driver/ld.so.cache "$R/etc/ld.so.cache"' \
+        in script
+    assert script.index("prlimit") < script.index("exec env")
+
+
+@needs_docker
+@pytest.mark.docker
+def test_chroot_limits_equal_the_containers(config_dict, tmp_path):
+    """A real chroot and a real container of the same image with the same options.ulimits
+    (the Spark config's memlock and stack, and a nofile pair): /proc/self/limits agree.
+    memlock is the Spark's -1 where this host lets root raise it, else its hard limit (a
+    host without CAP_SYS_RESOURCE refuses both alike)."""
+    import os
+
+    if os.geteuid() != 0:
+        pytest.skip("the chroot needs root")
+    hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)[1]
+    memlock = -1 if hard == resource.RLIM_INFINITY else hard
+    ulimits = {"memlock": memlock, "stack": 67108864, "nofile": "1024:4096"}
+    config_dict["reference_environment"] = "chroot"
+    c = _campaign(config_dict, tmp_path,
+                  chroot={"kind": "chroot", "image": DEMO_IMAGE, "options": {"ulimits": ulimits}},
+                  docker={"kind": "docker", "image": DEMO_IMAGE, "options": {"ulimits": ulimits}})
+    chroot = environments.launcher(c, "chroot")
+    chroot_kind.export_rootfs(DEMO_IMAGE, chroot.rootfs())
+    show = ["sh", "-c", "grep -E '^Max (locked memory|stack size|open files)' /proc/self/limits"]
+    seen = {}
+    for name in ("chroot", "docker"):
+        out = environments.launcher(c, name).run(_launch(tmp_path, show))
+        assert out.returncode == 0, out.output
+        seen[name] = [ln.split() for ln in out.output.strip().splitlines()[-3:]]
+    assert seen["chroot"] == seen["docker"]
+    limits = {" ".join(row[1:3]): row[3:5] for row in seen["chroot"]}
+    shown = "unlimited" if memlock == -1 else str(memlock)
+    assert limits == {"locked memory": [shown, shown],
+                      "stack size": ["67108864", "67108864"], "open files": ["1024", "4096"]}
+
+
+@needs_docker
+@pytest.mark.docker
+def test_chroot_linker_cache_finds_the_injected_driver_libraries(config_dict, tmp_path,
+                                                                 monkeypatch):
+    """The image's ldconfig, run for the bound driver folder, puts the injected library in
+    the linker cache the process sees (as the toolkit's update-ldcache hook); the exported
+    root filesystem's own cache is untouched. A host library stands in for libcuda."""
+    import os
+
+    if os.geteuid() != 0:
+        pytest.skip("the chroot needs root")
+    lib = Path("/usr/lib/x86_64-linux-gnu/libz.so.1")
+    if not lib.exists():
+        pytest.skip("no host libz to stand in for a driver library")
+    monkeypatch.setattr(chroot_kind, "driver_libraries", lambda env: {
+        "libz.so.1": str(lib.resolve())})
+    config_dict["reference_environment"] = "chroot"
+    c = _campaign(config_dict, tmp_path, chroot={"kind": "chroot", "image": DEMO_IMAGE,
+                                                  "gpu": True})
+    chroot = environments.launcher(c, "chroot")
+    chroot_kind.export_rootfs(DEMO_IMAGE, chroot.rootfs())
+    before = (chroot.rootfs() / "etc" / "ld.so.cache").read_bytes()
+    out = chroot.run(_launch(tmp_path, ["sh", "-c", "ldconfig -p | grep containertax"]))
+    assert out.returncode == 0, out.output
+    assert "libz.so.1" in out.output and "/usr/local/containertax-driver/libz.so.1" \
+        in out.output
+    assert (chroot.rootfs() / "etc" / "ld.so.cache").read_bytes() == before
+
+
+@needs_docker
+@pytest.mark.docker
+def test_campaigns_of_a_results_folder_share_one_exported_root_filesystem(tmp_path):
+    """The second campaign's export of the same image is hard links to the first's: one
+    copy of the bytes on disk for the study (its marker says which export it shares)."""
+    slug = "demo"
+    first = tmp_path / "results" / "dgx-spark-2a" / "rootfs" / slug
+    second = tmp_path / "results" / "dgx-spark-2b" / "rootfs" / slug
+    a = chroot_kind.export_rootfs(DEMO_IMAGE, first)
+    b = chroot_kind.export_rootfs(DEMO_IMAGE, second)
+    assert "shared_from" not in a and b["shared_from"] == str(first)
+    assert b["id"] == a["id"] and b["config"] == a["config"]
+    sh_a, sh_b = (first / "bin" / "sh").resolve(), (second / "bin" / "sh").resolve()
+    assert sh_a.stat().st_ino == sh_b.stat().st_ino  # the same file, not a copy
+    assert sorted(p.name for p in second.iterdir()) == sorted(p.name for p in first.iterdir())

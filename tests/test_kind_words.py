@@ -99,6 +99,18 @@ def test_isolation_words_come_from_the_options_that_ran():
     assert docker.flags == ("--network host", "--security-opt seccomp=unconfined")
 
 
+def test_the_chroot_says_the_limits_it_ran_under():
+    """The chroot applies options.ulimits with prlimit (issue #45); its entry printed no
+    flags, so the environments table said the chroot ran under none. The flags are
+    prlimit's, the words the chroot's shell ran; a record without limits prints none."""
+    chroot = runtimes.get("chroot")
+    limited = chroot.entry({"spec": {}, "resolved": {
+        "ulimits": {"stack": [67108864, 67108864], "memlock": [-1, -1]}}})
+    assert limited.flags == ("prlimit --memlock=unlimited:unlimited "
+                             "--stack=67108864:67108864",)
+    assert chroot.entry({"spec": {}, "resolved": {}}).flags == ()
+
+
 def test_the_paper_rules_take_every_kind_module_as_input(tmp_path):
     """Defect 3, in one dry run (tests/test_analysis_reruns.py edits a kind's module on a
     built paper): the rules that print a kind's words (tables, numbers, pdf) list every

@@ -170,3 +170,30 @@ def test_rehearsal_names_each_missing_piece_with_its_fix(tmp_path):
     assert rows[("awq", "native")].startswith("preflight failed: model awq: quantisation")
     assert "compute capability 12.1" in rows[("awq", "native")]
     assert rows[("good", "native")].startswith("preflight failed: blocked by another model")
+
+
+def test_the_study_is_timed_from_one_rehearsal():
+    """Every campaign of the Spark study from a rehearsal's per-model runs and per-cell
+    waits: 2A's 60 runs of three models, each 100 s at most, plus per cell the 300 s
+    cooldown and minimum interval, 20 s gate and 5 s workflow; a model the rehearsal did
+    not time counts at its timeout, and says so."""
+    from containertax.campaign import configfile
+
+    paths = configfile.study_campaigns(REPO / "config" / "study-spark.yaml")
+    campaigns = [config.load_file(p) for p in paths]
+    rows = [{"model": m, "environment": e, "projected_s": s}
+            for m, e, s in [("qwen2-1.5b", "chroot", 90.0), ("qwen2-1.5b", "docker_baseline",
+                                                              100.0),
+                            ("llama-3-8b", "chroot", 100.0),
+                            ("llama-3.3-70b-nvfp4", "chroot", 100.0)]]
+    result = {"rows": rows, "estimate": {"cooldown_s_per_cell": 300, "gate_s_per_cell": 20,
+                                         "harness_s_per_cell": 5}}
+    est = {r["campaign"]: r for r in rehearsal.study_estimate(result, campaigns)}
+    assert est["dgx-spark-2a"] == {"campaign": "dgx-spark-2a", "cells": 60, "run_s": 6000.0,
+                                   "wait_s": 60 * 325.0, "wall_s": 6000.0 + 60 * 325.0,
+                                   "from_timeout": []}
+    assert est["dgx-spark-2b"]["cells"] == 300 and est["dgx-spark"]["cells"] == 900
+    assert est["dgx-spark-2f"]["cells"] == 160  # issue #40's falsifiers: 2 x 4 arms x 2 x 10
+    assert "mixtral-8x7b" in est["dgx-spark"]["from_timeout"]
+    text = rehearsal.render_study(list(est.values()))
+    assert "Study: 1510 runs" in text and "at timeout: " in text

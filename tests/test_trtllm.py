@@ -383,3 +383,63 @@ def test_trtllm_campaign_end_to_end_with_the_standin(tmp_path):
     memory_tex = (root / "paper" / "tables" / "memory.tex").read_text()
     assert "KV-cache size" in memory_tex and "26.9" in memory_tex
     assert (root / "paper" / "paper.pdf").stat().st_size > 10000
+
+
+def test_a_release_without_no_telemetry_runs_without_it(tmp_path):
+    """Planted: a 1.3 release candidate from before TensorRT-LLM PR #12384, whose --help
+    lacks --no-telemetry and which refuses it. Preflight passes and records the flag as
+    omitted; the run, given preflight's finding (Workload.run_argv), leaves it out and
+    succeeds; without it, the same run fails as the real tool would."""
+    ckpt = tiny_checkpoint(tmp_path / "models")
+    p = {"model": "Qwen/Qwen2-1.5B", "model_path": str(ckpt),
+         "dataset_dir": str(tmp_path / "ds"), "num_requests": 20}
+    env = standin_env(tmp_path, "1.3.0rc5", STANDIN_TRTLLM_WITHOUT="--no-telemetry")
+    model = {"id": "a", "model": "x", "model_path": str(ckpt)}
+    (tmp_path / "ds").mkdir()
+    out, result = probe(tmp_path, [model], env, **{k: v for k, v in p.items()
+                                                    if k != "model_path"})
+    assert out.returncode == 0, out.stderr
+    check = json.loads(result.read_text())
+    assert check["omitted_flags"] == ["--no-telemetry"]
+    assert trtllm.run_argv(check) == ["--omit-flags", '["--no-telemetry"]']
+    trtllm.write_dataset({**trtllm.DEFAULTS, **p}, Path(trtllm.dataset_path(
+        {**trtllm.DEFAULTS, **p})))
+    argv, _ = workloads.build("trtllm", p, sys.executable, workloads.PROBE_DIR,
+                              tmp_path / "run.json")
+    refused = subprocess.run(argv, capture_output=True, text=True, env=env)
+    assert refused.returncode != 0 and "No such option: --no-telemetry" in refused.stderr
+    ran = subprocess.run(argv + trtllm.run_argv(check), capture_output=True, text=True,
+                         env=env)
+    assert ran.returncode == 0, ran.stderr
+    got = json.loads((tmp_path / "run.json").read_text())
+    assert "--no-telemetry" not in got["bench_argv"] and got["omitted_flags"] == [
+        "--no-telemetry"]
+    assert workloads.detail("trtllm", got)["omitted_flags"] == ["--no-telemetry"]
+
+
+def test_a_missing_required_flag_is_not_omitted():
+    """Only a dialect's optional flags are left out: a missing --request_json stays a
+    failure (host-side verdict, as doctor uses it)."""
+    d = trtllm.dialect_for("1.3.0rc5")
+    segs = trtllm.bench_segments({"model": "m", "dataset_dir": "/d"}, "/d/x", "/r", "/q", d)
+    helps = {argv: " ".join(f for f in flags if f not in ("--no-telemetry", "--request_json"))
+             for argv, flags in trtllm.help_commands(segs).items()}
+    assert trtllm.flag_verdict(d, helps, segs) == (["--request_json"], ["--no-telemetry"])
+    assert "--no-telemetry" not in trtllm.flatten(trtllm.omit_flags(segs, ["--no-telemetry"]))
+
+
+def test_a_run_takes_the_omitted_flags_from_its_environments_preflight(tmp_path):
+    """execution/preflight.run_argv: the run step reads what preflight found in the same
+    environment (nothing where the record or the finding is absent)."""
+    from containertax.campaign import config
+    from containertax.core import records
+    from containertax.execution import preflight
+    from tests.test_doctor import spark_config
+
+    c = config.load_file(spark_config(tmp_path))
+    assert preflight.run_argv(c, "chroot", "trtllm") == []  # no preflight record yet
+    records.write_json(c.paths.preflight("chroot"),
+                       {"checks": {"trtllm": {"omitted_flags": ["--no-telemetry"]}}})
+    records.write_json(c.paths.preflight("docker_baseline"), {"checks": {"trtllm": {}}})
+    assert preflight.run_argv(c, "chroot", "trtllm") == ["--omit-flags", '["--no-telemetry"]']
+    assert preflight.run_argv(c, "docker_baseline", "trtllm") == []

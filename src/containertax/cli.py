@@ -237,9 +237,33 @@ def _best_options(a: argparse.Namespace) -> int:
     return 0
 
 
-def _rehearse(a: argparse.Namespace) -> int:
-    from containertax.campaign import rehearsal
+def _doctor(a: argparse.Namespace) -> int:
+    from containertax.execution import doctor
 
+    table, code = doctor.doctor(Path(a.config))
+    print(table)
+    return code
+
+
+def _rehearse(a: argparse.Namespace) -> int:
+    from containertax.campaign import configfile, rehearsal
+    from containertax.execution import doctor
+
+    if not a.skip_doctor:
+        table, code = doctor.doctor(Path(a.config))
+        print(table)
+        if code:
+            print("rehearse: fix what the readiness check names first (or --skip-doctor)")
+            return code
+    study = configfile.study_campaigns(Path(a.config))
+    if study:  # a study: rehearse its widest campaign, time every campaign from it
+        campaigns = [config.load_file(p) for p in study]
+        widest = max(range(len(study)), key=lambda i: (len(campaigns[i].models),
+                                                       len(campaigns[i].environments)))
+        result = rehearsal.run(study[widest], a.requests, snakemake_args=a.snakemake)
+        print(rehearsal.render(result))
+        print("\n" + rehearsal.render_study(rehearsal.study_estimate(result, campaigns)))
+        return 0 if result["go"] else 2
     result = rehearsal.run(Path(a.config), a.requests, snakemake_args=a.snakemake)
     print(rehearsal.render(result))
     return 0 if result["go"] else 2
@@ -377,8 +401,14 @@ def _rehearse_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("config", help="the campaign's config file (e.g. config/config.yaml)")
     p.add_argument("--requests", type=int, help="requests (repeats) per run; default per "
                    "workload: trtllm 32, transformers 2, matmul 3, microbench 10")
+    p.add_argument("--skip-doctor", action="store_true", help="do not run `doctor` first")
     p.add_argument("--snakemake", nargs=argparse.REMAINDER, default=[],
                    help="further arguments for Snakemake (last on the line)")
+
+
+def _doctor_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("config", help="a campaign's or a study's config file (e.g. "
+                   "config/study-spark.yaml)")
 
 
 def _check_args(p: argparse.ArgumentParser) -> None:
@@ -434,6 +464,11 @@ COMMANDS: dict[str, Command] = {
     "rehearse": Command("every model x environment once with few requests (its own "
                         "campaign, <name>-rehearsal), then a go/no-go table; exit 0 on GO, "
                         "2 on NO-GO", _rehearse_args, _rehearse),
+    "doctor": Command("is this machine ready for the campaign or study? OS, driver and "
+                      "NVML, Docker and the NVIDIA runtime, the image and its trtllm-bench "
+                      "flags, checkpoints, devices, cores, page cache, disk and wall time, in "
+                      "seconds, before any download; one row each, exit 1 if any fails",
+                      _doctor_args, _doctor),
     "check": Command("check a config file before anything runs: YAML, schema, workloads, "
                      "results folder, campaign name, an import's CSV; exit 1 naming the "
                      "file, the key and the fix", _check_args, _check_cmd),

@@ -285,6 +285,46 @@ def judge(study: Campaign, rehearsal: Campaign, root: Path) -> dict[str, Any]:
     }
 
 
+def study_estimate(result: dict[str, Any], campaigns: list[Campaign]) -> list[dict[str, Any]]:
+    """Each campaign of a study, timed from one rehearsal (of the study's widest campaign):
+    per cell, its model's projected run (the longest over the environments rehearsed, else
+    its timeout) plus the rehearsal's cooldown, minimum-interval, gate and workflow time per
+    cell, times the campaign's repetitions and environments."""
+    e = result["estimate"]
+    per_cell_wait = e["cooldown_s_per_cell"] + e["gate_s_per_cell"] + e["harness_s_per_cell"]
+    runs: dict[str, float] = {}
+    for row in result["rows"]:
+        runs[row["model"]] = max(runs.get(row["model"], 0.0), float(row["projected_s"]))
+    out = []
+    for c in campaigns:
+        t = c.thermal
+        wait = max(float(t["cooldown_s"]), float(t["min_interval_s"])) - float(
+            e["cooldown_s_per_cell"]) + per_cell_wait
+        cells = c.repetitions * len(c.environments) * len(c.models)
+        run_s = c.repetitions * len(c.environments) * sum(
+            runs.get(m.id, float(c.workload_params(m.id).get("timeout_s",
+                                                              c.workload["timeout_s"])))
+            for m in c.models)
+        out.append({"campaign": c.name, "cells": cells, "run_s": round(run_s, 1),
+                    "wait_s": round(cells * wait, 1), "wall_s": round(run_s + cells * wait, 1),
+                    "from_timeout": [m.id for m in c.models if m.id not in runs]})
+    return out
+
+
+def render_study(rows: list[dict[str, Any]]) -> str:
+    """The study's campaigns and their wall time, gates and cooldowns included."""
+    lines = ["| campaign | runs | runs' time | cooldowns, intervals, gates, workflow | "
+             "wall time |", "|---|---|---|---|---|"]
+    for r in rows:
+        note = f" (at timeout: {', '.join(r['from_timeout'])})" if r["from_timeout"] else ""
+        lines.append(f"| {r['campaign']} | {r['cells']} | {_dur(r['run_s'])}{note} | "
+                     f"{_dur(r['wait_s'])} | {_dur(r['wall_s'])} |")
+    total = sum(r["wall_s"] for r in rows)
+    lines += ["", f"Study: {sum(r['cells'] for r in rows)} runs, {_dur(total)} "
+              f"({total / 86400:.1f} days) one campaign after another."]
+    return "\n".join(lines)
+
+
 THIS_RUN = "this run"
 OTHER = "the run in "
 AT_TIMEOUT = "timeout, not measured"

@@ -31,6 +31,7 @@ from containertax.execution import (
     environments,
     hostmemory,
     memorychain,
+    preflight,
     probing,
     provenance,
     thermal,
@@ -188,6 +189,8 @@ def _run_locked(campaign: Campaign, cell: Cell, paths: CellPaths, gate_path: Pat
     with Sampler(sensor, campaign.telemetry["hz"], gpu=gpu_for(sensor)) as sampler:
         launched = probing.launch_probe(campaign, cell.environment, kind, params, work,
                                         label=label, timeout_s=timeout_s, cache=cache,
+                                        extra_argv=preflight.run_argv(
+                                            campaign, cell.environment, kind),
                                         **visible)
     outcome = launched.outcome
     memory["after_kib"] = hostmemory.meminfo()

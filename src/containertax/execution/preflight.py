@@ -129,6 +129,11 @@ def check_environment(campaign: Campaign, env_id: str) -> dict[str, Any]:
             checks[kind] = _check_workload(campaign, env_id, work, kind, model.id, warnings)
     shutil.rmtree(work, ignore_errors=True)
     first = next(iter(checks.values()))
+    for kind, c in checks.items():
+        for flag in c.get("omitted_flags") or []:
+            logging.getLogger("containertax").warning(
+                "preflight %s: this release's --help lacks %s (optional in its dialect): "
+                "the %s runs leave it out", env_id, flag, kind)
     risky = [r for c in checks.values()
              for r in at_risk(c.get("models") or [], c.get("compute_capability"))]
     for r in risky:
@@ -178,7 +183,7 @@ def _check_workload(campaign: Campaign, env_id: str, work: Path, kind: str, mode
     return {"kind": kind, "wall_s": outcome.wall_s, "resolved": outcome.resolved,
             "inside": {"environment": check.get("environment"), "software": check.get("software")},
             **{k: check[k] for k in ("gpu", "models", "dialect", "compute_capability",
-                                     "model_registry") if k in check}}
+                                     "model_registry", "omitted_flags") if k in check}}
 
 
 TRACEBACK = "Traceback (most recent call last):"
@@ -220,6 +225,17 @@ def _blame(campaign: Campaign, env_id: str, model_id: str, error: str, code: int
         return f"The environment lacks what the workload needs: fix {env} in {campaign.source}."
     return (f"Fix the environment ({env}) or the workload parameters on the command line "
             f"(workload.*, models[{index}]) in {campaign.source}.")
+
+
+def run_argv(campaign: Campaign, env_id: str, kind: str) -> list[str]:
+    """A run's extra argv from its environment's preflight record (Workload.run_argv):
+    what preflight found of this release that the run must follow."""
+    workload = workloads.get(kind)
+    path = campaign.paths.preflight(env_id)
+    if workload.run_argv is None or not path.exists():
+        return []
+    check = (records.read_json(path).get("checks") or {}).get(kind) or {}
+    return workload.run_argv(check)
 
 
 def system(campaign: Campaign) -> dict[str, Any]:

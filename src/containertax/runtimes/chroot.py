@@ -50,9 +50,20 @@ def describe(ran: Ran) -> Entry:
         gpu = "host's /dev and driver libraries bound into the root"
     else:
         gpu = "host's /dev (shared)" if ran.gpu_recorded else "none"
+    limits = {str(k): (int(v[0]), int(v[1]))
+              for k, v in (ran.resolved.get("ulimits") or {}).items()}
     return Entry(software=f"root filesystem exported from {ran.image}",
                  mounts=tuple(map(str, ran.resolved.get("binds") or [])), gpu=gpu,
-                 isolation="mount namespace and root directory", flags=())
+                 isolation="mount namespace and root directory",
+                 flags=(f"prlimit {' '.join(prlimit_flags(limits))}",) if limits else ())
+
+
+def prlimit_flags(limits: dict[str, tuple[int, int]]) -> list[str]:
+    """options.ulimits (docker's names, (soft, hard), -1 unlimited) as util-linux prlimit
+    takes them: what the chroot's shell runs, and what the environments table prints."""
+    def word(v: int) -> str:
+        return "unlimited" if v == -1 else str(v)
+    return [f"--{name}={word(s)}:{word(h)}" for name, (s, h) in sorted(limits.items())]
 
 
 class ChrootLauncher(Launcher):
@@ -106,14 +117,48 @@ class ChrootLauncher(Launcher):
 
     def gpu_lines(self, libraries: dict[str, str]) -> list[str]:
         """The host driver's libraries under their sonames in a tmpfs (gone with the mount
-        namespace); /dev, bound whole, already holds the device nodes."""
+        namespace), and the image's dynamic-linker cache refreshed to include them, as the
+        NVIDIA Container Toolkit's update-ldcache hook does: the image's own ldconfig
+        writes a cache into that tmpfs, bound over the image's /etc/ld.so.cache for this
+        namespace only (the exported root filesystem is not changed). /dev, bound whole,
+        holds the device nodes: nvidia-uvm is created first where it is missing (it is made
+        on the first CUDA call as root, and may be absent after a reboot), as the toolkit's
+        nvidia-container-cli does with nvidia-modprobe."""
         d = shlex.quote(str(passthrough.DRIVER_DIR))
-        lines = [f'mkdir -p "$R"{d}', f'mount -t tmpfs -o size=1m,mode=755 tmpfs "$R"{d}']
+        cache = shlex.quote(f"{passthrough.DRIVER_DIR}/ld.so.cache")
+        lines = ["[ -e /dev/nvidia-uvm ] || ! command -v nvidia-modprobe >/dev/null || "
+                 "nvidia-modprobe -u -c=0 || true",
+                 f'mkdir -p "$R"{d}', f'mount -t tmpfs -o size=16m,mode=755 tmpfs "$R"{d}']
         for soname, path in sorted(libraries.items()):
             t = shlex.quote(f"{passthrough.DRIVER_DIR}/{soname}")
             lines += [f'touch "$R"{t}', f'mount --bind {shlex.quote(path)} "$R"{t}',
                       f'mount -o remount,bind,ro "$R"{t}']
+        lines += ['if [ -f "$R/etc/ld.so.cache" ] && [ -x "$R/sbin/ldconfig" ]; then',
+                  f'  {self.chroot_binary()} "$R" /sbin/ldconfig -X -C {cache} {d} >/dev/null 2>&1 '
+                  f'&& mount --bind "$R"{cache} "$R/etc/ld.so.cache" || true',
+                  # the bind keeps the cache; the driver folder holds only the libraries
+                  f'  rm -f "$R"{cache}',
+                  "fi"]
         return lines
+
+    @staticmethod
+    def chroot_binary() -> str:
+        return shutil.which("chroot", path=DOCKER_DEFAULT_ENV["PATH"]) or "chroot"
+
+    def limits(self) -> dict[str, tuple[int, int]]:
+        """options.ulimits as (soft, hard), -1 for unlimited: docker's names and values."""
+        out = {}
+        for name, value in ((self.env.spec.get("options") or {}).get("ulimits") or {}).items():
+            soft, hard = ((int(value), int(value)) if isinstance(value, int)
+                          else tuple(int(v) for v in str(value).split(":")))
+            out[name] = (soft, hard)
+        return out
+
+    def limit_lines(self) -> list[str]:
+        """options.ulimits applied to the shell that execs the chroot (util-linux prlimit,
+        bytes as Docker's --ulimit takes them): the process inherits them."""
+        flags = prlimit_flags(self.limits())
+        return [f"prlimit --pid $$ {' '.join(flags)}"] if flags else []
 
     def script(self, launch: Launch, libraries: dict[str, str] | None = None) -> str:
         root = shlex.quote(str(self.rootfs()))
@@ -143,6 +188,7 @@ class ChrootLauncher(Launcher):
                 lines.append(f'mount -o remount,bind,ro "$R"{t}')
         if libraries:
             lines += self.gpu_lines(libraries)
+        lines += self.limit_lines()
         workdir = shlex.quote(self.image().get("config", {}).get("working_dir", "/"))
         # the image's ENTRYPOINT runs around the workload, as Docker runs it: NVIDIA's images
         # set up their environment there (nvidia_entrypoint.sh sources entrypoint.d/*.sh,
@@ -151,7 +197,7 @@ class ChrootLauncher(Launcher):
         entry = " ".join(shlex.quote(w) for w in self.entrypoint())
         # the image's WORKDIR, as Docker starts the container there
         path = shlex.quote(self.environment_vars(launch)["PATH"])
-        chroot = shutil.which("chroot", path=DOCKER_DEFAULT_ENV["PATH"]) or "chroot"
+        chroot = self.chroot_binary()
         enter = "'cd \"$0\" && unset OLDPWD PWD && exec \"$@\"'"
         lines.append(f'exec env PATH={path} {chroot} "$R" /bin/sh -c {enter} {workdir} '
                      f'{entry + " " if entry else ""}"$@"')
@@ -195,14 +241,36 @@ class ChrootLauncher(Launcher):
         resolved = {"argv": launch.argv, "rootfs": str(self.rootfs()), "wrapper": argv[:5],
                     "driver_libraries": libraries, "image": self.image(),
                     "entrypoint": self.entrypoint(), "env": env_vars,
+                    "ulimits": {k: list(v) for k, v in self.limits().items()},
                     "telemetry": telemetry_state(env_vars)}
         return Outcome(rc, t_in, t_out, wall, out, resolved, to, marks=marks)
 
 
 
+def sibling_export(dest: Path, image_id: str) -> Path | None:
+    """An export of the same image (by id) by another campaign of the same results folder
+    (<results_dir>/<other campaign>/rootfs/<image>): the study's campaigns share its bytes."""
+    for marker in sorted(dest.parent.parent.parent.glob(f"*/{dest.parent.name}/"
+                                                        f"{dest.name}.image.json")):
+        other = marker.with_name(dest.name)
+        if other == dest or not (other / "bin").exists():
+            continue
+        try:
+            import json
+
+            if json.loads(marker.read_text()).get("id") == image_id:
+                return other
+        except (OSError, ValueError):
+            continue
+    return None
+
+
 def export_rootfs(image: str, dest: Path) -> dict[str, Any]:
     """Export an image's root filesystem into dest (via a temporary folder and a rename),
-    so that chroot runs the same bytes the container does."""
+    so that chroot runs the same bytes the container does. Where another campaign of the
+    same results folder has exported the same image (by id), its tree is hard-linked
+    instead (`cp -al`: one copy of the bytes on disk for every campaign of a study, in
+    seconds); a file changed in place by a run would change in both."""
     import json
 
     import docker
@@ -217,6 +285,19 @@ def export_rootfs(image: str, dest: Path) -> dict[str, Any]:
             "it), or correct the chroot environment's image in the config.") from None
     tmp = dest.parent / f".{dest.name}.partial"
     if tmp.exists():
+        shutil.rmtree(tmp)
+    shared = sibling_export(dest, img.id)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    if shared is not None and subprocess.run(
+            ["cp", "-al", str(shared), str(tmp)], capture_output=True).returncode == 0:
+        facts = {"name": image, "id": img.id, "exported_unix": time.time(),
+                 "config": image_config(img.attrs), "shared_from": str(shared)}
+        if dest.exists():
+            shutil.rmtree(dest)
+        tmp.rename(dest)
+        (dest.parent / f"{dest.name}.image.json").write_text(json.dumps(facts, indent=2) + "\n")
+        return facts
+    if tmp.exists():  # a hard link across file systems failed part-way
         shutil.rmtree(tmp)
     tmp.mkdir(parents=True)
     root = dest.parent.parent  # <results_dir>/<campaign>/rootfs/<image>
@@ -252,7 +333,8 @@ RUNTIME = Runtime(
     kind="chroot", launcher="chroot", launcher_class=ChrootLauncher,
     words=lambda spec: "chroot (exported image)",
     runtime="", describe=describe, needs_image=True, image_step="rootfs",
-    keys=frozenset({"gpu", "mounts"}), needs_root=True, binaries=("unshare",),
+    options_schema="chroot_options", keys=frozenset({"gpu", "mounts", "options"}),
+    needs_root=True, binaries=("unshare", "prlimit"),
     problems=lambda env_id, spec: [], explain=explain,
     cleanup_words="nothing: the mount namespace goes with the process", image_env=True,
     context=HOST_CONTEXT)

@@ -142,6 +142,9 @@ class Workload:
     window_tokens: Callable[[Probe], int] | None = None
     # extra argv of the preflight check, from every model of this kind (id, parameters)
     check_argv: Callable[[list[tuple[str, dict[str, Any]]]], list[str]] | None = None
+    # extra argv of a run, from what this environment's preflight check of the kind found
+    # (trtllm: the optional flags its release lacks, left out of the command)
+    run_argv: Callable[[dict[str, Any]], list[str]] | None = None
     # parameters with a closed set of values, and that set: a value outside it is a config
     # error naming the key, not a traceback inside the probe on day two
     choices: dict[str, tuple[str, ...]] = field(default_factory=dict)

@@ -83,13 +83,19 @@ class Dialect:
     telemetry_flag: bool          # trtllm-bench --no-telemetry (usage telemetry on by default)
     prepare_dataset: bool         # has `prepare-dataset` (not used here; recorded)
     model_must_be_name: bool      # general.py verify_model_name
+    # flags passed only where the release's own --help lists them: preflight (and `doctor`)
+    # check --help, and a run leaves out those it lacks. --no-telemetry came with
+    # TensorRT-LLM PR #12384 (opened 2026-03-20): earlier 1.3 release candidates lack it,
+    # and their usage telemetry is off through the variables (launch.PROJECT_ENV) alone
+    optional: tuple[str, ...] = ()
 
 
 DIALECTS = (
     Dialect("1.0", "1.0.0rc0", ("pytorch", "_autodeploy", "tensorrt"), False, False, False),
     Dialect("1.1", "1.1.0rc0", ("pytorch", "_autodeploy", "tensorrt"), False, False, False),
     Dialect("1.2", "1.2.0rc0", ("pytorch", "_autodeploy", "tensorrt"), False, True, True),
-    Dialect("1.3", "1.3.0rc0", ("pytorch", "_autodeploy"), True, True, True),
+    Dialect("1.3", "1.3.0rc0", ("pytorch", "_autodeploy"), True, True, True,
+            ("--no-telemetry",)),
 )
 BACKENDS = tuple(dict.fromkeys(b for d in DIALECTS for b in d.backends))  # any release's
 SUPPORTED = "1.0, 1.1 (1.1.0rc3 = spark-single-gpu-dev), 1.2 and 1.3"
@@ -172,6 +178,41 @@ def bench_segments(p: dict[str, Any], dataset: str, report: str, requests: str,
     elif p.get("kv_cache_max_tokens") is not None:
         sub += ["--extra_llm_api_options", str(Path(report).parent / KV_PINNED_FILE)]
     return [top, sub]
+
+
+def help_commands(segments: list[list[str]]) -> dict[tuple[str, ...], list[str]]:
+    """Each (sub)command's --help argv (the commands before it with their flags, then its
+    name and --help) and the flags to look up there (the probe does the same inside the
+    environment: probe/trtllm.py help_commands)."""
+    helps: dict[tuple[str, ...], list[str]] = {}
+    for i, segment in enumerate(segments):
+        argv = (*flatten(segments[:i]), segment[0], "--help")
+        helps.setdefault(argv, []).extend(w for w in segment[1:] if w.startswith("--"))
+    return helps
+
+
+def listed(flag: str, help_text: str) -> bool:
+    """Whether a --help text lists the flag (as a whole word: --model is not --model_path)."""
+    return re.search(re.escape(flag) + r"(?![\w-])", help_text) is not None
+
+
+def flag_verdict(dialect: Dialect, helps: dict[tuple[str, ...], str],
+                 segments: list[list[str]]) -> tuple[list[str], list[str]]:
+    """(missing, omitted): the flags a release's --help texts lack, split into those the
+    run cannot do without and the dialect's optional ones, which a run leaves out."""
+    missing: list[str] = []
+    omitted: list[str] = []
+    for argv, flags in help_commands(segments).items():
+        text = helps.get(argv, "")
+        for flag in dict.fromkeys(flags):
+            if not listed(flag, text):
+                (omitted if flag in dialect.optional else missing).append(flag)
+    return missing, omitted
+
+
+def omit_flags(segments: list[list[str]], omitted: list[str]) -> list[list[str]]:
+    """The command without the optional flags this release lacks (flags without a value)."""
+    return [[w for w in segment if w not in omitted] for segment in segments]
 
 
 def bench_by_dialect(p: dict[str, Any], dataset: str, report: str,
@@ -458,6 +499,7 @@ def detail(probe: Probe) -> dict[str, Any]:
     return {"engine": engine_facts(probe.get("report"), _log(probe)),
             "version": (probe.get("software") or {}).get("tensorrt_llm"),
             "dialect": probe.get("dialect"), "bench_argv": probe.get("bench_argv"),
+            "omitted_flags": probe.get("omitted_flags") or [],
             "dataset": probe.get("dataset"), "report": probe.get("report")}
 
 
@@ -503,6 +545,13 @@ def check_argv(models: list[tuple[str, dict[str, Any]]]) -> list[str]:
          for model_id, params in models])]
 
 
+def run_argv(check: dict[str, Any]) -> list[str]:
+    """The optional flags preflight found missing from this environment's release, for
+    the probe to leave out of the run (Dialect.optional)."""
+    omitted = check.get("omitted_flags") or []
+    return ["--omit-flags", json.dumps(omitted)] if omitted else []
+
+
 def _pct_info(prefix: str, label: str, what: str) -> tuple[MetricInfo, ...]:
     return tuple(MetricInfo(f"{prefix}_{q}_s", "s", "lower", f"{label} {q}",
                             f"trtllm-bench's {q} of {what} (sorted(v)[int(n q)])")
@@ -521,6 +570,7 @@ WORKLOAD = Workload(
     detail=detail,
     problems=problems,
     check_argv=check_argv,
+    run_argv=run_argv,
     required=frozenset({"model", "model_path", "dataset_dir", "quantization"}),
     compiles=never,
     primary=(("token_throughput",),),

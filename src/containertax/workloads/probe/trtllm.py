@@ -202,10 +202,12 @@ def help_commands(command_lists):
     return helps
 
 
-def unknown_flags(command_lists, log_path):
-    """Flags of each (sub)command that its own --help does not list: a TensorRT-LLM whose
-    command line differs from the dialect chosen for its version."""
-    problems = []
+def unknown_flags(command_lists, log_path, optional=()):
+    """(problems, omitted): flags of each (sub)command that its own --help does not list,
+    a TensorRT-LLM whose command line differs from the dialect chosen for its version;
+    the dialect's optional flags (e.g. --no-telemetry, absent from early 1.3 release
+    candidates) are not problems but left out of the run (omitted)."""
+    problems, omitted = [], []
     for argv, flags in help_commands(command_lists).items():
         with open(log_path, "a") as log:
             log.write(f"$ {' '.join(argv)}\n")
@@ -213,7 +215,7 @@ def unknown_flags(command_lists, log_path):
             proc = subprocess.run(list(argv), capture_output=True, text=True)
         except FileNotFoundError:
             return [f"{argv[0]} is not on PATH in this environment (is this the TensorRT-LLM "
-                    "image? environments.<id>.image)"]
+                    "image? environments.<id>.image)"], omitted
         with open(log_path, "a") as log:
             log.write(proc.stdout + proc.stderr)
         if proc.returncode != 0:
@@ -221,10 +223,19 @@ def unknown_flags(command_lists, log_path):
                             f"{(proc.stdout + proc.stderr).strip()[-500:]}")
             continue
         for flag in dict.fromkeys(flags):
-            if not re.search(re.escape(flag) + r"(?![\w-])", proc.stdout):
-                problems.append(f"trtllm-bench {argv[-2]} has no {flag} here (its --help does "
-                                "not list it): this TensorRT-LLM's command line differs")
-    return problems
+            if re.search(re.escape(flag) + r"(?![\w-])", proc.stdout):
+                continue
+            if flag in optional:
+                omitted.append(flag)
+                continue
+            problems.append(f"trtllm-bench {argv[-2]} has no {flag} here (its --help does "
+                            "not list it): this TensorRT-LLM's command line differs")
+    return problems, omitted
+
+
+def without(segments, omitted):
+    """The command without the optional flags this release lacks (preflight found them)."""
+    return [[w for w in segment if w not in omitted] for segment in segments]
 
 
 def sha256(path):
@@ -271,6 +282,8 @@ def main(argv=None):
     p.add_argument("--dataset-dir", help="the shared dataset folder (checked readable)")
     p.add_argument("--kv-max-tokens", type=int, help="the pinned-KV arm: write "
                    "kv_cache_config.max_tokens into the options file the command names")
+    p.add_argument("--omit-flags", default="[]", help="JSON list: the dialect's optional "
+                   "flags this release's --help lacks (preflight's omitted_flags)")
     args = p.parse_args(argv)
     work = os.path.dirname(args.out)
     if args.kv_max_tokens is not None:  # TensorRT-LLM's KvCacheConfig.max_tokens
@@ -284,7 +297,10 @@ def main(argv=None):
     if args.check:
         problems = [problem] if problem else []
         bench = json.loads(args.bench)[-1] if dialect is None else dialect
-        problems += unknown_flags([bench["segments"]], log_path)
+        unknown, omitted = unknown_flags([bench["segments"]], log_path,
+                                         tuple(bench.get("optional") or ()))
+        problems += unknown
+        result["omitted_flags"] = omitted
         backend = bench["segments"][1][bench["segments"][1].index("--backend") + 1]
         if dialect and backend not in dialect["backends"]:
             problems.append(f"backend {backend!r} is not one of TensorRT-LLM {found}'s "
@@ -314,7 +330,9 @@ def main(argv=None):
     if problem:
         print(problem, file=sys.stderr)
         return 3
-    argv_ = flatten(dialect["segments"])
+    omitted = [f for f in json.loads(args.omit_flags) if f in (dialect.get("optional") or ())]
+    result["omitted_flags"] = omitted
+    argv_ = flatten(without(dialect["segments"], omitted))
     result["bench_argv"] = argv_
     # the memory the engine will size its KV cache from, read here just before it starts
     # (its own view at sizing is its log line, memorychain.engine_view)
