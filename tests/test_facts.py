@@ -89,3 +89,30 @@ def test_planted_counters_decide_over_the_first_request():
     # degenerate: no evidence at all says nothing compiled
     none = ev.assign(first_request_s=np.nan, cache_misses=np.nan)
     assert facts.compiled(none, {"m": True}).empty
+
+
+def test_the_headline_of_each_model_is_the_metric_its_rule_decided_on():
+    """h100-stopping-exact: the headline metric was the first model's (token throughput)
+    for all three; each model's is its own primary metric, and the sentences that print
+    it (the headline metric, the times each model ran) pass the claims audit."""
+    from containertax.publishing import design_values, paper_values, review
+    from containertax.statistics import policy
+
+    campaign = _campaign("h100-stopping-exact")
+    runs = aggregate.tidy(campaign.root)
+    per = policy.headline_metrics(campaign, runs)
+    assert per == {"qwen2-0.5b": "token_throughput", "matmul-10k": "compute_time_s",
+                   "mm-4096": "compute_time_s"}
+    assert policy.headline_override(campaign, runs) == "compute_time_median_s"
+    words = paper_values.headline_words(per, policy.metric_registry(campaign))
+    blocks = design_values.block_values(campaign, runs)
+    assert not blocks["blocks-uniform"]
+    assert blocks["blocks-per-model"] == ("qwen2-0.5b 8 times, matmul-10k 6 times and "
+                                          "mm-4096 8 times")
+    found = facts.build(campaign, runs)
+    text = (f"The headline metric is {words}, the primary metric the stopping rule decided "
+            f"on. The models ran in every environment as many times as they have blocks.")
+    assert review.check_claims(text, found, review.metric_words()) == []
+    old = "The headline metric is token throughput, the primary metric the rule decided on."
+    assert [p.check for p in review.check_claims(old, found, review.metric_words())] == [
+        "claim-metric"]

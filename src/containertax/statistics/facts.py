@@ -128,11 +128,11 @@ def build(campaign: Campaign, runs: pd.DataFrame) -> dict[str, Any]:
     compiles: dict[str, bool] = {}
     for model in dict.fromkeys(runs["model"].astype(str)) if not runs.empty else []:
         complete, any_ = _blocks(runs, model, len(envs))
-        try:
+        if model in {m.id for m in campaign.models} and not campaign.is_import:
             kind = campaign.workload_kind(model)
             params = campaign.workload_params(model)
             compiles[model] = workloads.uses_compile_cache(kind, params)
-        except (KeyError, ValueError):  # an imported model: no workload of this project
+        else:  # an imported model: no workload of this project
             kind, params, compiles[model] = "", {}, False
         mine = evidence[evidence["model"] == model] if "machine" in evidence else evidence
         gpus = {int(b): sorted(set(g["machine"])) for b, g in mine.groupby("block")} if len(
@@ -170,13 +170,9 @@ def compiled_runs(campaign: Campaign) -> pd.DataFrame:
 
     if campaign.is_import:
         return pd.DataFrame(columns=COMPILED_COLUMNS)
-    compiles = {}
-    for m in campaign.models:
-        try:
-            compiles[m.id] = workloads.uses_compile_cache(campaign.workload_kind(m.id),
-                                                          campaign.workload_params(m.id))
-        except (KeyError, ValueError):
-            compiles[m.id] = False
+    compiles = {m.id: workloads.uses_compile_cache(campaign.workload_kind(m.id),
+                                                   campaign.workload_params(m.id))
+                for m in campaign.models}
     return compiled(record_evidence(campaign.root), compiles)
 
 
