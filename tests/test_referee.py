@@ -226,7 +226,7 @@ def test_a_container_that_starts_faster_explains_none_of_sanis_gap(analysed):
     faster.loc[startup, "diff"] = -faster.loc[startup, "diff"].abs()
     v = discussion.values(analysed["campaign"], analysed["runs"], faster)
     assert v["sani-startup-none"] is True and v["startup-cost-max"].startswith("\\ensuremath{-}")
-    assert "\\ifctx{sani-startup-none}{none of\ntheir gap}" in DISCUSSION.read_text()
+    assert "\\ifctx{sani-startup-none}{none of their gap}" in DISCUSSION.read_text()
 
 
 def test_planted_unstated_prior_results_are_caught(analysed):
@@ -519,3 +519,20 @@ def test_no_figure_where_every_value_prints_alike(tmp_path):
     assert not figures.gate_waits(runs, ["native", "docker"], tmp_path / "g.pdf")
     runs["gate_waited_s"] = [2.0, 3.5, 2.0, 4.0, 2.5, 2.0]
     assert figures.gate_waits(runs, ["native", "docker"], tmp_path / "g2.pdf")
+
+
+def test_their_gap_is_divided_only_where_the_campaign_ran_their_product():
+    """'At most X % of their gap' from LLM decoding's start-up compared another launch
+    path (issue #39): the share is said only where a model is Sani et al.'s 10k FP32
+    product (h100-sani-cold, h100-stopping-exact's matmul-10k), never for an LLM campaign;
+    and no prior result quotes a number its source's own text does not state."""
+    for name, same in (("h100-sani-cold", True), ("h100-stopping-exact", True),
+                       ("h100-engine-balanced", False), ("h100-warmup-causes", False)):
+        campaign = config.load_file(REPO / "config" / f"{name}.yaml", REPO)
+        assert discussion.same_product(campaign, 10000) is same, name
+    assert "\\ifctx{sani-same-quantity}" in DISCUSSION.read_text()
+    prior = discussion.read_prior_work()
+    assert "2.89" not in prior["arango2019"]["result"].replace(
+        "the 2.89 % of earlier versions came from a third-party summary", "")
+    assert {p["answer"] for k, p in prior.items() if k in ("arango2019", "medeiros2024",
+                                                          "torrez2019")} == {"none"}
