@@ -151,12 +151,16 @@ def headline_metrics(campaign: Campaign, runs: pd.DataFrame) -> dict[str, str]:
 
 
 def headline_override(campaign: Campaign, runs: pd.DataFrame) -> str | None:
-    """The configured headline metric where a model's primary metric replaced it, or
-    None."""
+    """The configured headline metric where the primary metric of a model that ran it
+    replaced it, or None."""
     wanted = campaign.analysis.get("headline_metric")
     if not wanted or runs is None or runs.empty:
         return None
-    return wanted if any(m != wanted for m in headline_metrics(campaign, runs).values()) \
+    # a model without the configured metric (a matrix product has no token throughput)
+    # never had it as its headline: only one that ran it and is headed by another overrides
+    ran = {str(m): set(g["metric"]) for m, g in runs.groupby(runs["model"].astype(str))}
+    return wanted if any(metric != wanted and wanted in ran.get(model, set())
+                         for model, metric in headline_metrics(campaign, runs).items()) \
         else None
 
 
