@@ -88,3 +88,25 @@ def test_the_audit_reads_the_facts_file_the_findings_rule_wrote(tmp_path):
     assert [p.check for p in review.check_claims(
         text, review.read_facts(tmp_path), WORDS)] == ["claim-blocks"]
     assert review.read_facts(tmp_path / "none") == {}  # a build before the facts table
+
+
+def test_a_container_finding_the_replica_matched_is_said_so():
+    """h100-engine-balanced: Docker's compile-excluded +9.7 % process time was printed as
+    an overhead while the identical A/A copy of native moved +7.5 % on the same blocks;
+    planted, the finding carries the replica's caveat, and a replica that moved +1 % does
+    not give it."""
+    import pandas as pd
+
+    from containertax.publishing import paper_values
+
+    def table(aa: float) -> pd.DataFrame:
+        return pd.DataFrame({
+            "model": "m", "metric": "process_wall_s",
+            "environment": ["docker", "native-aa"],
+            "family": ["compile-excluded", "compile-excluded A/A"],
+            "rel_overhead": [0.097, aa]})
+
+    docker = table(0.075).iloc[0]
+    assert paper_values.replica_moved(table(0.075), docker)
+    assert not paper_values.replica_moved(table(0.01), docker)
+    assert not paper_values.replica_moved(table(-0.075), docker)
