@@ -70,7 +70,26 @@ keys has-declared-mounts and declared-mounts (their configs now declare the /etc
 with a reason), and on h100, h100-engine and h100-engine-gqa one more finding (the images
 warning: their Docker runs used 2, 4 and 4 image ids of containertax-hostsw:1, built anew
 on each lent machine), so findings +1, ql-count 2 -> 3 and a third ql/3/* item; a
-key-by-key comparison found no other key changed."""
+key-by-key comparison found no other key changed.
+
+Then for the facts table and the claims audit (#39), all four regenerated. The runs that
+compiled are read from each record (its first warm-up request over twice the model's
+median), not taken as the first run of each visit: h100-engine 4 -> 1 (native, block 1:
+55.2 s against 13.6 s), h100-engine-gqa 4 -> 2; so the compile-excluded comparisons
+(steady/*, the excluded family's f/, fa/, l/ rows, appendix-count, others-wall-max) keep
+more blocks, and h100-engine's compile-excluded process time (+15.8 % [+1.5, +32.2]) and
+energy now reach the abstract's list. The abstract's findings are ranked by the size of
+the difference (f/N renumbered in h100), those restating the start-up cost in per cent left
+out of the abstract (f-abstract, f-shown, f-more, f-said, f-listed; new), and a primary
+verdict that is not significant is listed apart (fp-*; h100's microbench row moved from
+f/4). New keys: blocks-each, blocks-uniform, blocks-per-model, compiled-each, -model,
+-models, -model-runs, -wall-min (compiled-envs gone), steady/*/aa-as-much,
+sani-same-quantity; headline-metric names each model's metric where they differ (printed
+only where the configured headline was overridden); prior-rows lose Arango's 2.89 % (now
+arango2019, answer none) and Medeiros' pairing with the headline. No estimate, interval or
+p of a primary or secondary comparison changed. Merged with integrity's, h100-engine was
+regenerated from the merged code: each key holds the value of the branch that changed it
+(a key-by-key three-way comparison with the merge base found no key both changed)."""
 
 from __future__ import annotations
 

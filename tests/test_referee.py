@@ -25,7 +25,7 @@ import yaml
 
 from containertax.campaign import config
 from containertax.publishing import discussion, figures, report
-from containertax.statistics import order, policy, steps, texts
+from containertax.statistics import policy, steps, texts
 from containertax.workloads.metric_registry import registry
 from tests.conftest import REPO, demo_config
 
@@ -226,7 +226,7 @@ def test_a_container_that_starts_faster_explains_none_of_sanis_gap(analysed):
     faster.loc[startup, "diff"] = -faster.loc[startup, "diff"].abs()
     v = discussion.values(analysed["campaign"], analysed["runs"], faster)
     assert v["sani-startup-none"] is True and v["startup-cost-max"].startswith("\\ensuremath{-}")
-    assert "\\ifctx{sani-startup-none}{none of\ntheir gap}" in DISCUSSION.read_text()
+    assert "\\ifctx{sani-startup-none}{none of their gap}" in DISCUSSION.read_text()
 
 
 def test_planted_unstated_prior_results_are_caught(analysed):
@@ -275,20 +275,38 @@ def test_planted_unpaired_plot_of_paired_data_is_caught(analysed):
         "unpaired figure 'dist-headline' of paired data"]
 
 
+def _evidence(runs: pd.DataFrame, slow: tuple[str, str, int] | None) -> pd.DataFrame:
+    """Each run's record evidence (statistics/facts.py) with a first warm-up request of
+    10 s, and `slow` (model, environment, repetition) at 40 s: a run that compiled."""
+    cells = runs.drop_duplicates(["model", "environment", "repetition"])
+    first = [40.0 if slow == (str(r.model), r.environment, int(r.repetition)) else 10.0
+             for r in cells.itertuples()]
+    return pd.DataFrame({"model": cells["model"].astype(str), "environment": cells.environment,
+                         "repetition": cells.repetition.astype(int),
+                         "block": cells.block.astype(int), "first_request_s": first,
+                         "cache_misses": np.nan, "commit": "abc1234", "dirty": False,
+                         "machine": "GPU-0"})
+
+
 def test_runs_that_compiled_are_marked_and_analysed_apart(analysed, monkeypatch):
-    """A compiling workload's first run of a visit (planted: its process 40 s longer) is
+    """A run whose record shows it compiled (planted: its first warm-up request 40 s
+    against 10 s, its process 40 s longer; a later run, not the first of its visit) is
     found, marked in the rows of the paired figure, and left out of the steady state."""
     from containertax import workloads
+    from containertax.statistics import facts
 
     monkeypatch.setattr(workloads, "uses_compile_cache", lambda kind, params: True)
     campaign, runs = analysed["campaign"], analysed["runs"].copy()
-    first = runs.sort_values("started_utc").iloc[0]
-    slow = ((runs.model == first.model) & (runs.environment == first.environment)
-            & (runs.repetition == first.repetition) & (runs.metric == "process_wall_s"))
+    late = runs.sort_values("started_utc").iloc[len(runs) // 2]
+    key = (str(late.model), late.environment, int(late.repetition))
+    monkeypatch.setattr(facts, "record_evidence", lambda root: _evidence(runs, key))
+    slow = ((runs.model == late.model) & (runs.environment == late.environment)
+            & (runs.repetition == late.repetition) & (runs.metric == "process_wall_s"))
     runs.loc[slow, "value"] += 40
-    comp = order.compiled_runs(campaign, runs)
-    assert list(comp.itertuples(index=False, name=None)) == [
-        (first.model, first.environment, first.repetition)]
+    comp = facts.compiled_runs(campaign)
+    assert list(comp[["model", "environment", "repetition"]].itertuples(
+        index=False, name=None)) == [key]
+    assert "first warm-up request 40.0 s" in comp.iloc[0]["evidence"]
     rows = discussion.paired_rows(campaign, runs, None, [("n256", "process_wall_s")], False)
     assert [r["compiled"].count(True) for r in rows] == [1]
     # both comparisons from the findings table (statistics/findings.py), as the paper prints
@@ -307,10 +325,29 @@ def test_runs_that_compiled_are_marked_and_analysed_apart(analysed, monkeypatch)
         return float(re.search(r"[-+]?\d+(?:\.\d+)?", text).group())
 
     assert v["has-compiled"] and v["steady/process-wall-s/blocks"] == 5
+    assert v["compiled-model"] == "n256" and v["compiled-runs"] == 1
     assert abs(first(v["steady/process-wall-s/steady"])) < 5  # compile left out
     assert abs(first(v["steady/process-wall-s/all"])) > 5  # compile confounds
     monkeypatch.setattr(workloads, "uses_compile_cache", lambda kind, params: False)
-    assert order.compiled_runs(campaign, runs).empty
+    assert facts.compiled_runs(campaign).empty
+
+
+def test_the_first_run_of_a_visit_that_loaded_the_cache_did_not_compile(analysed,
+                                                                         monkeypatch):
+    """The old rule (the first run of each visit compiles) named runs whose cache was
+    primed (h100-warmup-causes): planted, no run slower than the others and counters
+    that show only cache hits, nothing is said to have compiled."""
+    from containertax import workloads
+    from containertax.statistics import facts
+
+    monkeypatch.setattr(workloads, "uses_compile_cache", lambda kind, params: True)
+    campaign, runs = analysed["campaign"], analysed["runs"]
+    monkeypatch.setattr(facts, "record_evidence", lambda root: _evidence(runs, None))
+    assert facts.compiled_runs(campaign).empty
+    hits = _evidence(runs, None).assign(first_request_s=np.nan, cache_misses=0.0)
+    hits.loc[0, "cache_misses"] = 51.0  # the counters decide where the probe kept them
+    comp = facts.compiled(hits, {"n256": True})
+    assert len(comp) == 1 and comp.iloc[0]["evidence"] == "51 compile cache misses"
 
 
 def _trace(seconds: float) -> pd.DataFrame:
@@ -482,3 +519,20 @@ def test_no_figure_where_every_value_prints_alike(tmp_path):
     assert not figures.gate_waits(runs, ["native", "docker"], tmp_path / "g.pdf")
     runs["gate_waited_s"] = [2.0, 3.5, 2.0, 4.0, 2.5, 2.0]
     assert figures.gate_waits(runs, ["native", "docker"], tmp_path / "g2.pdf")
+
+
+def test_their_gap_is_divided_only_where_the_campaign_ran_their_product():
+    """'At most X % of their gap' from LLM decoding's start-up compared another launch
+    path (issue #39): the share is said only where a model is Sani et al.'s 10k FP32
+    product (h100-sani-cold, h100-stopping-exact's matmul-10k), never for an LLM campaign;
+    and no prior result quotes a number its source's own text does not state."""
+    for name, same in (("h100-sani-cold", True), ("h100-stopping-exact", True),
+                       ("h100-engine-balanced", False), ("h100-warmup-causes", False)):
+        campaign = config.load_file(REPO / "config" / f"{name}.yaml", REPO)
+        assert discussion.same_product(campaign, 10000) is same, name
+    assert "\\ifctx{sani-same-quantity}" in DISCUSSION.read_text()
+    prior = discussion.read_prior_work()
+    assert "2.89" not in prior["arango2019"]["result"].replace(
+        "the 2.89 % of earlier versions came from a third-party summary", "")
+    assert {p["answer"] for k, p in prior.items() if k in ("arango2019", "medeiros2024",
+                                                          "torrez2019")} == {"none"}

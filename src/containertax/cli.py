@@ -353,7 +353,7 @@ ANALYSIS = {
     "quality": (["runs"], ["out_dir", "out_order"]),
     "stats": (["kept", "requests", "models"], ["outs", "out_descs"]),
     "correct": (["models", "descs"], ["out", "out_desc"]),
-    "findings": (["kept", "comparisons", "quality"], ["out"]),
+    "findings": (["kept", "comparisons", "quality"], ["out", "out_facts"]),
     "figures": (["kept", "findings", "requests"], ["out_dir", "out_tex"]),
     "tables": (["kept", "findings", "desc", "order", "quality"], ["out_dir"]),
     "numbers": (["kept", "findings", "quality", "order"], ["out", "out_quality"]),
@@ -617,7 +617,7 @@ def _analysis(cmd: str, campaign: config.Campaign, a: argparse.Namespace) -> Non
                            Path(a.out), Path(a.out_desc))
     elif cmd == "findings":
         steps.run_findings(campaign, Path(a.kept), Path(a.comparisons), Path(a.quality),
-                            Path(a.out))
+                            Path(a.out), _opt(a.out_facts))
     elif cmd == "figures":
         report.run_figures(campaign, Path(a.kept), Path(a.findings), _opt(a.requests),
                            Path(a.out_dir), Path(a.out_tex))

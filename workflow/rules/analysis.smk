@@ -89,6 +89,7 @@ rule findings:
         code=ANALYSIS_CODE,
     output:
         findings=at(R.FINDINGS),
+        facts=at(R.FACTS),
     log:
         at(R.STEP_LOG, step="findings"),
     conda:
@@ -98,7 +99,7 @@ rule findings:
     shell:
         "{params.ct} findings --config {input.config:q} --kept {input.kept:q} "
         "--comparisons {input.comparisons:q} --quality {input.quality:q} "
-        "--out {output.findings:q} --log {log:q}"
+        "--out {output.findings:q} --out-facts {output.facts:q} --log {log:q}"
 
 
 rule figures:
@@ -162,6 +163,7 @@ rule numbers:
         kept=at(R.KEPT),
         records=record_folders_or_none,
         findings=at(R.FINDINGS),
+        facts=at(R.FACTS),
         quality=at(R.QUALITY),
         order=at(R.ORDER),
         code=ANALYSIS_CODE,
@@ -190,6 +192,7 @@ rule pdf:
         tables=rules.tables.output,
         numbers=at(R.NUMBERS_TEX),
         quality=at(R.QUALITY_TEX),
+        facts=at(R.FACTS),
         code=ANALYSIS_CODE,
     output:
         report(at(R.PDF), caption="../report/paper.rst", category="Paper"),

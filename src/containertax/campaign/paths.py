@@ -64,6 +64,9 @@ WORK = "work"
 COMPARISONS = "stats/comparisons.csv"
 # every finding once (statistics/findings.py): what every table, figure and sentence prints
 FINDINGS = "stats/findings.csv"
+# the campaign's facts (statistics/facts.py): every count, metric name and compiled run the
+# prose states, and what the review's claims audit holds the PDF's text to
+FACTS = "stats/facts.json"
 ORDER = "stats/order.csv"  # the realised order of the runs within blocks (statistics/order.py)
 INTERIM = "interim/look{look}.json"  # a stopping rule's decision after look k (sequential.smk)
 VISITS = "raw/visits"  # each visit's copy of its ledger, schedule and system facts
@@ -329,6 +332,11 @@ class CampaignPaths:
     def findings(self) -> Path:
         """The findings table (the findings rule): what the paper prints."""
         return self.root / FINDINGS
+
+    @property
+    def facts(self) -> Path:
+        """The campaign's facts (the findings rule): what the prose states."""
+        return self.root / FACTS
 
     def work(self, name: str) -> Path:
         """A scratch folder of one attempt (kept when it fails, for the post-mortem)."""

@@ -15,11 +15,32 @@ import pandas as pd
 from containertax import runtimes
 from containertax.campaign.config import Campaign
 from containertax.publishing import facts, tables
+from containertax.statistics import facts as stats_facts
 from containertax.statistics import hostmarkers, quality, texts
 from containertax.statistics.policy import environment_order
 
 # the gate's sensor (thermal.sensor) as the methods name it: 'the GPU (NVML) sensor'
 SENSOR_WORDS = {"nvml": "GPU (NVML)", "cpu": "CPU"}
+
+
+def campaign_facts(campaign: Campaign, runs: pd.DataFrame) -> dict[str, Any]:
+    """The campaign's facts (statistics/facts.py) as the findings rule wrote them, else
+    computed here (a step called outside the workflow)."""
+    found = stats_facts.read(campaign.paths.facts)
+    return found if found.get("models") else stats_facts.build(campaign, runs)
+
+
+def block_values(campaign: Campaign, runs: pd.DataFrame) -> dict[str, Any]:
+    """How many times each model ran in every environment (its complete blocks, from the
+    facts table): one number where every model ran as often, else each model's count."""
+    models = campaign_facts(campaign, runs).get("models") or {}
+    counts = {model: int(v["blocks"]) for model, v in models.items()}
+    uniform = len(set(counts.values())) <= 1
+    return {"blocks-uniform": uniform,
+            "blocks-each": next(iter(counts.values())) if counts else 0,
+            "blocks-per-model": texts.tex(tables.join_words([
+                f"{model} {n} {'time' if n == 1 else 'times'}"
+                for model, n in counts.items()])) or "--"}
 
 
 def design_values(campaign: Campaign, runs: pd.DataFrame) -> dict[str, Any]:
@@ -48,6 +69,7 @@ def design_values(campaign: Campaign, runs: pd.DataFrame) -> dict[str, Any]:
     return {
         "imported": False,
         "repetitions": campaign.repetitions,
+        **block_values(campaign, runs),
         "design-williams": sched["design"] == "williams",
         "design-alternating": sched["design"] == "alternating",
         "design-random": sched["design"] == "random",

@@ -19,7 +19,7 @@ from containertax.campaign import paths
 from containertax.campaign.config import Campaign, ConfigError
 from containertax.core import packaged
 from containertax.publishing import tables
-from containertax.statistics import order, texts
+from containertax.statistics import facts, texts
 
 PRIOR_WORK = packaged.resource(paths.PRIOR_WORK)
 ANSWERS = ("headline", "startup", "none")
@@ -127,41 +127,92 @@ def _finding_text(rows: pd.DataFrame | None, metric: str, env: str) -> str:
 
 def steady_values(campaign: Campaign, runs: pd.DataFrame, results: pd.DataFrame | None = None,
                   others: pd.DataFrame | None = None) -> dict[str, Any]:
-    """Process time and energy with and without the blocks that hold a compiling run: the
-    primary statistics keep them (the design's blocks); the discussion quotes both
-    comparisons from the findings table (statistics/findings.py: the same estimator, test
-    and printed digits as every other comparison), never a mean of its own."""
-    comp = order.compiled_runs(campaign, runs)
+    """Process time and energy with and without the blocks that hold a run that compiled
+    (statistics/facts.py: each run's own record says so): the primary statistics keep them
+    (the design's blocks); the discussion quotes both comparisons of the compiling model
+    from the findings table (the same estimator, test and printed digits as every other
+    comparison), never a mean of its own, and its process time against its own other runs."""
+    comp = facts.compiled_runs(campaign)
     v: dict[str, Any] = {"compiled-runs": len(comp), "has-compiled": not comp.empty}
     if comp.empty:
         return v
-    wall = runs[runs.metric == "process_wall_s"].set_index(
-        ["model", "environment", "repetition"])["value"]
-    first = wall[wall.index.isin(comp.set_index(["model", "environment", "repetition"]).index)]
+    model = str(comp["model"].iloc[0])  # the compiling model (the first, where several)
+    mine = comp[comp["model"] == model]
+    wall = runs[(runs.metric == "process_wall_s") & (runs.model.astype(str) == model)
+                ].set_index(["environment", "repetition"])["value"]
+    first = wall[wall.index.isin(mine.set_index(["environment", "repetition"]).index)]
     rest = wall[~wall.index.isin(first.index)]
+    v["compiled-model"] = texts.tex(model)
+    v["compiled-models"] = texts.tex(tables.join_words(list(dict.fromkeys(comp["model"]))))
+    v["compiled-model-runs"] = len(mine)
+    v["compiled-wall-min"] = tables.num(first.min()) if not first.empty else "--"
     v["compiled-wall"] = tables.num(first.max()) if not first.empty else "--"
     v["others-wall-min"] = tables.num(rest.min()) if not rest.empty else "--"
     v["others-wall-max"] = tables.num(rest.max()) if not rest.empty else "--"
-    v["compiled-envs"] = texts.tex(", ".join(dict.fromkeys(comp["environment"])))
+    v["compiled-each"] = texts.tex(compiled_words(comp))
     envs = containers(campaign, runs)
     env = envs[0] if envs else None
     excluded = (others[others["family"].astype(str).str.startswith("compile-excluded")]
                 if others is not None and not others.empty and "family" in others else None)
-    for metric in order.STEADY_METRICS:
+
+    def of(rows: pd.DataFrame | None) -> pd.DataFrame | None:  # the compiling model's
+        return None if rows is None or rows.empty else rows[rows["model"].astype(str) == model]
+
+    for metric in facts.STEADY_METRICS:
         key = metric.replace("_", "-")
-        every = _finding_text(results, metric, env) if env else "--"
-        steady = _finding_text(excluded, metric, env) if env else "--"
+        every = _finding_text(of(results), metric, env) if env else "--"
+        steady = _finding_text(of(excluded), metric, env) if env else "--"
         v[f"steady/{key}/has"] = every != "--" and steady != "--"
         v[f"steady/{key}/all"] = every
         v[f"steady/{key}/steady"] = steady
-        blocks = (excluded.loc[excluded.metric == metric, "n_blocks"]
-                  if excluded is not None and "n_blocks" in excluded else pd.Series(dtype=float))
+        ex = of(excluded)
+        blocks = (ex.loc[ex.metric == metric, "n_blocks"]
+                  if ex is not None and "n_blocks" in ex else pd.Series(dtype=float))
         v[f"steady/{key}/blocks"] = int(blocks.max()) if len(blocks) else 0
         aa = [e for e in campaign.replicas if e in set(runs["environment"])]
-        v[f"steady/{key}/aa"] = _finding_text(excluded, metric, aa[0]) if aa else "--"
+        v[f"steady/{key}/aa"] = _finding_text(of(excluded), metric, aa[0]) if aa else "--"
         v[f"steady/{key}/has-aa"] = v[f"steady/{key}/aa"] != "--"
+        v[f"steady/{key}/aa-as-much"] = bool(aa) and replica_as_much(of(excluded), metric,
+                                                                     env, aa[0])
     v["steady-env"] = texts.tex(env or "--")
     return v
+
+
+def compiled_words(comp: pd.DataFrame) -> str:
+    """Which runs compiled and the evidence, per model: 'qwen2-0.5b: docker in blocks 3
+    and 8, native in blocks 1 and 5, first warm-up request 35.2 to 41.5 s against the
+    model's median 12.6 s' (or the counters' cache misses)."""
+    parts = []
+    for model, g in comp.groupby("model", sort=False):
+        where = [f"{env} in block{'s' if len(h) > 1 else ''} "
+                 + tables.join_words([str(b) for b in sorted(h["block"])])
+                 for env, h in g.groupby("environment", sort=False)]
+        timed = g[g["evidence"].str.startswith("first warm-up")]
+        why = []
+        if len(timed):
+            median = timed["evidence"].iloc[0].rsplit("median ", 1)[-1]
+            lo, hi = timed["first_request_s"].min(), timed["first_request_s"].max()
+            why.append(f"first warm-up request {lo:.1f}"
+                       + (f" to {hi:.1f}" if f"{hi:.1f}" != f"{lo:.1f}" else "")
+                       + f" s against the model's median {median}")
+        if len(timed) < len(g):
+            why.append("compile-cache misses in torch.compile's counters")
+        parts.append(f"{model}: " + ", ".join(where) + "; " + " and ".join(why))
+    return "; ".join(parts)
+
+
+def replica_as_much(rows: pd.DataFrame | None, metric: str, env: str, replica: str) -> bool:
+    """Whether the A/A replica moved as much as the container on the same blocks: its
+    estimate has the container's sign and at least half its size (h100-engine-balanced:
+    Docker +9.7 % in process time, the identical copy of native +7.5 %), so that the
+    container's difference cannot be told from the instrument's own."""
+    if rows is None or rows.empty or "rel_overhead" not in rows:
+        return False
+    at = {e: float(r) for e, r in zip(rows.loc[rows.metric == metric, "environment"],
+                                      rows.loc[rows.metric == metric, "rel_overhead"],
+                                      strict=True)}
+    c, a = at.get(env, math.nan), at.get(replica, math.nan)
+    return c == c and a == a and c != 0 and a / c >= 0.5
 
 
 def _answer_headline(results: pd.DataFrame | None, campaign: Campaign) -> str:
@@ -250,9 +301,27 @@ def prior_values(campaign: Campaign, runs: pd.DataFrame, results: pd.DataFrame |
         # of at most -23 % would say nothing)
         v["sani-startup-none"] = bool(start["startup-cost-has"]
                                       and start["startup-cost-maxv"] <= 0)
+        # their gap is divided only by a campaign that ran their product (issue #39: a
+        # share of it from LLM decoding's start-up compares another launch path)
+        v["sani-same-quantity"] = same_product(campaign, int(sani["matmul_n"]))
     start.pop("startup-cost-maxv", None)
     v.pop("startup-cost-maxv", None)
     return v
+
+
+def same_product(campaign: Campaign, n: int) -> bool:
+    """Whether a model of the campaign is the n x n FP32 matrix product (Sani et al.'s)."""
+    if campaign.is_import:
+        return False
+    for model in campaign.models:
+        try:
+            kind, params = campaign.workload_kind(model.id), campaign.workload_params(model.id)
+        except (KeyError, ValueError):
+            continue
+        if kind == "matmul" and params.get("size") == n and str(
+                params.get("dtype", "float32")) in ("float32", "fp32"):
+            return True
+    return False
 
 
 def util_values(runs: pd.DataFrame, reference: str) -> dict[str, Any]:
@@ -293,11 +362,8 @@ def paired_rows(campaign: Campaign, runs: pd.DataFrame, results: pd.DataFrame | 
     marked."""
     from scipy import stats
 
-    comp = order.compiled_runs(campaign, runs)
-    comp_blocks: set[tuple[str, Any]] = set()
-    if not comp.empty:
-        m = runs.merge(comp, on=["model", "environment", "repetition"])
-        comp_blocks = set(zip(m["model"], m["block"], strict=False))
+    comp = facts.compiled_runs(campaign)
+    comp_blocks = set(zip(comp["model"], comp["block"], strict=False))
     out = []
     for model, metric in pairs:
         envs = [e for e in dict.fromkeys(runs.loc[runs.model == model, "environment"])
@@ -306,7 +372,7 @@ def paired_rows(campaign: Campaign, runs: pd.DataFrame, results: pd.DataFrame | 
             d = paired(runs[runs.model == model], metric, env, campaign.reference)
             if d.empty:
                 continue
-            compiled = [(model, b) in comp_blocks for b in d["block"]]
+            compiled = [(str(model), int(b)) in comp_blocks for b in d["block"]]
             if relative:
                 diffs = 100 * d["rel"].to_numpy(float)
                 r = pd.DataFrame() if results is None else results[

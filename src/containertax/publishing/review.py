@@ -383,6 +383,109 @@ def check_campaign_claims(text: str, order: pd.DataFrame | None) -> list[Problem
     return out
 
 
+# --- the claims audit: what the prose states, re-derived from the facts table ------------
+
+_NUMBER_WORDS = {"no": 0, "none": 0, "zero": 0, "once": 1, "one": 1, "twice": 2, "two": 2,
+                 "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+                 "nine": 9}
+
+
+def _count(word: str) -> int | None:
+    """'eight' -> 8, '12' -> 12, 'twice' -> 2; None for anything else."""
+    word = word.lower()
+    return int(word) if word.isdigit() else _NUMBER_WORDS.get(word)
+
+
+def metric_words() -> dict[str, str]:
+    """Every registered metric's name in prose, as the paper prints it."""
+    from containertax.publishing.tables import in_prose
+    from containertax.workloads.metric_registry import registry
+
+    return {name: in_prose(info, name) for name, info in registry(None).items()}
+
+
+def read_facts(root: Path) -> dict:
+    """stats/facts.json of a campaign ({} where the build predates it)."""
+    from containertax.campaign.paths import FACTS
+    from containertax.statistics import facts
+
+    return facts.read(root / FACTS)
+
+
+def check_claims(text: str, found: dict, words: dict[str, str] | None = None
+                 ) -> list[Problem]:
+    """Sentences whose counts, metric names, quantifiers or compiled runs the facts table
+    (statistics/facts.py) contradicts: 'Each model runs N times in every environment'
+    against each model's complete blocks, 'The headline metric is X, the primary metric'
+    against the metric each model's rule decided on, the 'Runs that compiled' paragraph's
+    count against the runs whose records show they compiled, and any sentence that says
+    the first run of a visit compiles (a position, not a record). words: metric -> its
+    name in prose (the registry's label)."""
+    models = found.get("models") or {}
+    if not models:
+        return []
+    flat = " ".join(text.split())
+    words = words or {}
+    out = []
+    blocks = {model: int(v["blocks"]) for model, v in models.items()}
+    for m in re.finditer(r"Each (?:model runs|environment ran) (\w+)(?: times)? "
+                         r"(?:in every environment|per model)", flat):
+        n = _count(m.group(1))
+        wrong = {model: b for model, b in blocks.items() if b != n}
+        if wrong:
+            out.append(Problem("claim-blocks", "text", f"'{m.group(0)}', but the records "
+                               "hold " + ", ".join(f"{model}: {b} complete blocks"
+                                                   for model, b in blocks.items())))
+        partial = {model: v["blocks_any"] for model, v in models.items()
+                   if v.get("blocks_any", 0) > v["blocks"]}
+        if partial:
+            out.append(Problem("claim-every", "text", f"'{m.group(0)}', but "
+                               + ", ".join(partial) + " has blocks missing an environment"))
+    for m in re.finditer(r"The headline metric is (.+?), the primary metric", flat):
+        said = m.group(1).lower()
+        decided = {v["primary_metric"] for v in models.values() if v.get("primary_metric")}
+        missing = [metric for metric in decided
+                   if words.get(metric, metric).lower() not in said]
+        if missing:
+            out.append(Problem("claim-metric", "text", f"'{m.group(0)}', but the rule "
+                               "decided on " + ", ".join(
+                                   f"{words.get(metric, metric)}" for metric in sorted(
+                                       decided)) + " per model"))
+    compiled = found.get("compiled_runs") or []
+    paragraph = re.search(r"Runs that compiled\. (.{0,200})", flat)
+    if paragraph:
+        n = re.search(r"\b(\w+) runs? of\b", paragraph.group(1))
+        said_n = _count(n.group(1)) if n else None
+        if said_n != len(compiled):
+            out.append(Problem("claim-compiled", "text",
+                               f"'Runs that compiled' says {n.group(1) if n else 'no count'}"
+                               f", but {len(compiled)} records show a compilation"))
+    elif compiled and "Runs that compiled" not in flat and "Discussion" in flat:
+        out.append(Problem("claim-compiled", "text", f"{len(compiled)} records show a "
+                           "compilation, and the paper does not say so"))
+    for m in re.finditer(r"[Tt]he first run of (?:each|every) visit compiles", flat):
+        out.append(Problem("claim-compiled", "text", f"'{m.group(0)}': which runs compiled "
+                           "is read from each record, not from its place in a visit"))
+    return out
+
+
+ABSTRACT_WORDS = 250  # a journal's usual limit (issue #39: the demo's abstract was 515)
+
+
+def abstract_words(text: str) -> int:
+    """The words of the abstract in a PDF's text (pdftotext): after 'Abstract', up to the
+    first numbered section ('1 Introduction'); 0 where there is no abstract."""
+    m = re.search(r"\bAbstract\b(.*?)(?:^|\n)\s*1\s+[A-Z][a-z]+", text, re.DOTALL)
+    return len(m.group(1).split()) if m else 0
+
+
+def check_abstract_length(text: str, limit: int = ABSTRACT_WORDS) -> list[Problem]:
+    """An abstract longer than `limit` words (the findings section holds the rest)."""
+    n = abstract_words(text)
+    return [Problem("abstract-length", "abstract", f"{n} words, more than {limit}")] \
+        if n > limit else []
+
+
 def check_sources(build_dir: Path, names: list[str]) -> list[Problem]:
     """A metric or column name typeset as it is spelled in the data (escaped for TeX by
     texts.tex: 'token\\_\\allowbreak{}throughput'), in any TeX file of the build
@@ -693,6 +796,7 @@ def review(build_dir: Path, pdf: Path, names: list[str],
     text = prose_text(pdf)
     main = build_dir / log_name.replace(".log", ".tex")
     problems += check_artefacts(text)
+    problems += check_abstract_length(pdf_text(pdf))
     from containertax.campaign.paths import FINDINGS
 
     problems += check_interval_texts(text, absolute_ends(campaign_root / FINDINGS)
@@ -707,6 +811,7 @@ def review(build_dir: Path, pdf: Path, names: list[str],
                                   main.read_text(errors="replace") if main.exists() else "")
     if campaign_root is not None:
         problems += check_campaign_claims(text, run_order(campaign_root))
+        problems += check_claims(text, read_facts(campaign_root), metric_words())
         problems += check_runtime_labels(pdf_text(pdf), recorded_runtimes(campaign_root),
                                       recorded_environments(campaign_root))
         problems += check_printed_once(text, canonical_intervals(campaign_root / FINDINGS),

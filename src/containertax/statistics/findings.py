@@ -199,19 +199,20 @@ def _ci_text(row: dict) -> str:
 
 
 def compile_excluded(campaign: Campaign, runs: pd.DataFrame) -> pd.DataFrame:
-    """Process time and energy without the blocks that hold a compiling run (the first run
-    of a visit compiles the decoding step): every environment against the reference and the
+    """Process time and energy without the blocks that hold a run that compiled (its record
+    says so: statistics/facts.py): every environment against the reference and the
     A/A replica against what it copies, by the primary analysis (comparisons.py, the same
     estimator and test), corrected within a family of their own."""
     from containertax.statistics import comparisons as st
-    from containertax.statistics import order, policy
+    from containertax.statistics import facts, policy
     from containertax.statistics.correction import correct
 
-    comp = order.compiled_runs(campaign, runs)
-    metrics = [m for m in order.STEADY_METRICS if m in set(runs["metric"])]
+    comp = facts.compiled_runs(campaign)[["model", "environment", "repetition"]]
+    metrics = [m for m in facts.STEADY_METRICS if m in set(runs["metric"])]
     if comp.empty or not metrics:
         return pd.DataFrame()
-    m = runs.merge(comp, on=["model", "environment", "repetition"])
+    m = runs.assign(model=runs["model"].astype(str)).merge(
+        comp, on=["model", "environment", "repetition"])
     bad = set(zip(m["model"].astype(str), m["block"], strict=False))
     keep = [(str(a), b) not in bad for a, b in zip(runs["model"], runs["block"], strict=False)]
     rest = runs[keep]

@@ -11,18 +11,14 @@ table has an order only where it has blocks and timestamps.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from containertax.campaign.paths import CampaignPaths
 from containertax.core import records
-
-if TYPE_CHECKING:
-    from containertax.campaign.config import Campaign
 
 COLUMNS = ["model", "block", "environment", "repetition", "position", "predecessor",
            "planned", "source"]
@@ -224,49 +220,3 @@ def macros(bal: dict[str, Any], design: str) -> dict[str, Any]:
         "order-source": " and ".join(SOURCE_WORDS[s] for s in bal["sources"]),
     })
     return v
-
-
-# --- the runs that compiled (their first run of a visit pays for torch.compile) ----------
-
-# Metrics a compiling run distorts (its first run pays for torch.compile inside the process)
-STEADY_METRICS = ("process_wall_s", "gpu_energy_j")
-
-
-def _visit_ends(campaign: Campaign) -> list[pd.Timestamp]:
-    """The end of each visit to a machine: the stamps of raw/visits/<stamp>/ (the copies
-    each visit keeps of its ledger)."""
-    ends = []
-    for d in sorted(campaign.paths.root.glob("raw/visits/*")):
-        try:
-            ends.append(pd.Timestamp(datetime.strptime(d.name, "%Y%m%dT%H%M%SZ")
-                                     .replace(tzinfo=UTC)))
-        except ValueError:
-            continue
-    return ends
-
-
-def compiled_runs(campaign: Campaign, runs: pd.DataFrame) -> pd.DataFrame:
-    """The runs that compiled: the first run of each visit of a model whose workload
-    compiles with torch.compile (its cache is empty on a fresh machine; every later run of
-    the visit, in any environment, loads it). Columns model, environment, repetition."""
-    from containertax import workloads
-
-    cols = ["model", "environment", "repetition"]
-    if campaign.is_import or "started_utc" not in runs or runs.empty:
-        return pd.DataFrame(columns=cols)
-    cells = runs.drop_duplicates(cols).copy()
-    cells["t"] = pd.to_datetime(cells["started_utc"], utc=True, errors="coerce",
-                                format="ISO8601")
-    ends = _visit_ends(campaign)
-    cells["visit"] = [next((i for i, e in enumerate(ends) if t <= e), len(ends))
-                      for t in cells["t"]]
-    out = []
-    for model, g in cells.groupby("model"):
-        try:
-            compiles = workloads.uses_compile_cache(campaign.workload_kind(str(model)),
-                                                    campaign.workload_params(str(model)))
-        except (KeyError, ValueError):
-            compiles = False
-        if compiles:
-            out.append(g.sort_values("t").groupby("visit").head(1)[cols])
-    return pd.concat(out) if out else pd.DataFrame(columns=cols)

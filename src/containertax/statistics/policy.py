@@ -175,11 +175,31 @@ def stopping_metric(campaign: Campaign, runs: pd.DataFrame) -> str | None:
     return firsts[0] if firsts else None
 
 
+def headline_metrics(campaign: Campaign, runs: pd.DataFrame) -> dict[str, str]:
+    """Per model, the metric its headline quotes: the metric its rule decided on (its
+    first primary metric: only its verdict carries the primary family's correction and,
+    under a stopping rule, respects the looks), else the configured headline (issue #39:
+    a headline metric that is not the primary one printed a secondary p as primary)."""
+    if runs is None or runs.empty:
+        return {}
+    wanted = headline(campaign, runs)
+    return {model: metrics[0] if metrics else wanted
+            for model, metrics in primary_metrics(campaign, runs).items()
+            if metrics or wanted}
+
+
 def headline_override(campaign: Campaign, runs: pd.DataFrame) -> str | None:
-    """The configured headline metric that a stopping rule's metric replaced, or None."""
+    """The configured headline metric where the primary metric of a model that ran it
+    replaced it, or None."""
     wanted = campaign.analysis.get("headline_metric")
-    stopped = stopping_metric(campaign, runs)
-    return wanted if stopped is not None and wanted and wanted != stopped else None
+    if not wanted or runs is None or runs.empty:
+        return None
+    # a model without the configured metric (a matrix product has no token throughput)
+    # never had it as its headline: only one that ran it and is headed by another overrides
+    ran = {str(m): set(g["metric"]) for m, g in runs.groupby(runs["model"].astype(str))}
+    return wanted if any(metric != wanted and wanted in ran.get(model, set())
+                         for model, metric in headline_metrics(campaign, runs).items()) \
+        else None
 
 
 def resolution(campaign: Campaign) -> float:
@@ -280,8 +300,8 @@ def headline_rows(campaign: Campaign, results: pd.DataFrame | None,
     reg = metric_registry(campaign)
     metrics = analysed_metrics(campaign, runs)
     aa, errors = evidence(quality_report, metrics)
-    return headlines(results, reg, headline(campaign, runs),
-                           metrics, campaign.analysis["alpha"], aa, errors)
+    return headlines(results, reg, headline_metrics(campaign, runs),
+                     metrics, campaign.analysis["alpha"], aa, errors)
 
 
 def order_balance(campaign: Campaign, order_csv: Path | None) -> dict[str, Any]:
@@ -306,16 +326,18 @@ def headline_metric_of(model_results: pd.DataFrame, wanted: str | None,
     return ranked[0] if ranked else None
 
 
-def headlines(results: pd.DataFrame, registry: dict[str, MetricInfo], wanted: str | None,
+def headlines(results: pd.DataFrame, registry: dict[str, MetricInfo],
+              wanted: str | dict[str, str] | None,
               metrics: list[str], alpha: float, aa: dict[str, str] | None = None,
               errors: set[str] | None = None) -> list[dict[str, Any]]:
     """One row per model and environment: its headline comparison and its verdict, with
     the caveats the decision table adds (aa: metric -> A/A status; errors: metrics with an
-    error-severity quality finding)."""
+    error-severity quality finding); wanted: the headline metric, or one per model."""
     aa, errors = aa or {}, errors or set()
     rows = []
     for model, g in results.groupby("model", sort=False):
-        metric = headline_metric_of(g, wanted, metrics)
+        want = wanted.get(str(model)) if isinstance(wanted, dict) else wanted
+        metric = headline_metric_of(g, want, metrics)
         if metric is None:
             continue
         info = registry.get(metric)

@@ -16,7 +16,7 @@ import pandas as pd
 from containertax.campaign import paths
 from containertax.campaign.config import Campaign
 from containertax.core import records
-from containertax.statistics import findings, importer, order, policy, quality, sequential
+from containertax.statistics import facts, findings, importer, order, policy, quality, sequential
 from containertax.statistics.policy import AnalysisError
 
 TEXT_COLUMNS = ("text_est", "text_low", "text_high", "text_ci", "verdict", "caveats",
@@ -142,9 +142,12 @@ def run_correct(model_csvs: list[Path], desc_csvs: list[Path], out: Path,
 
 
 def run_findings(campaign: Campaign, kept_csv: Path, comparisons_csv: Path,
-                 quality_json: Path, out: Path) -> None:
-    """The findings table (statistics/findings.py): every later step prints from it."""
+                 quality_json: Path, out: Path, out_facts: Path | None = None) -> None:
+    """The findings table (statistics/findings.py) and the campaign's facts (statistics/
+    facts.py): every later step prints from them."""
     runs = read_table(kept_csv)
-    table = findings.build(campaign, runs if runs is not None else pd.DataFrame(),
-                           read_table(comparisons_csv), records.read_json(quality_json))
+    runs = runs if runs is not None else pd.DataFrame()
+    table = findings.build(campaign, runs, read_table(comparisons_csv),
+                           records.read_json(quality_json))
     records.atomic_write_text(out, table.to_csv(index=False))
+    facts.write(campaign, runs, out_facts or campaign.paths.facts)

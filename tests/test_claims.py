@@ -1,0 +1,112 @@
+"""The claims audit of the review (publishing/review.py, issue #39): each sentence whose
+count, metric name, quantifier or compiled runs the facts table contradicts is planted and
+caught, and the sentence as the paper now renders it passes; and the abstract's length."""
+
+from __future__ import annotations
+
+from containertax.publishing import review
+
+WORDS = {"token_throughput": "token throughput",
+         "compute_time_median_s": "compute time per product"}
+
+
+def _facts(blocks: dict[str, int], primary: dict[str, str], compiled: int = 0) -> dict:
+    return {"models": {m: {"blocks": b, "blocks_any": b, "primary_metric": primary[m]}
+                       for m, b in blocks.items()},
+            "compiled_runs": [{"model": "q"}] * compiled}
+
+
+STOPPING = _facts({"q": 8, "mm": 6, "m4": 8},
+                  {"q": "token_throughput", "mm": "compute_time_median_s",
+                   "m4": "compute_time_median_s"}, compiled=4)
+
+
+def test_planted_eight_times_where_a_model_stopped_at_six_is_caught():
+    text = "Each model runs eight times in every environment; repetition i ..."
+    [p] = review.check_claims(text, STOPPING, WORDS)
+    assert p.check == "claim-blocks" and "mm: 6 complete blocks" in p.message
+    assert review.check_claims(text, _facts({"q": 8}, {"q": "token_throughput"}),
+                               WORDS) == []
+
+
+def test_planted_every_environment_where_a_block_is_incomplete_is_caught():
+    found = _facts({"q": 8}, {"q": "token_throughput"})
+    found["models"]["q"]["blocks_any"] = 9
+    checks = [p.check for p in review.check_claims(
+        "Each model runs eight times in every environment.", found, WORDS)]
+    assert checks == ["claim-every"]
+
+
+def test_planted_headline_metric_that_is_not_each_models_primary_is_caught():
+    wrong = "The headline metric is token throughput, the primary metric the rule decided on."
+    [p] = review.check_claims(wrong, STOPPING, WORDS)
+    assert p.check == "claim-metric" and "compute time per product" in p.message
+    right = ("The headline metric is token throughput (q) and compute time per product "
+             "(mm and m4), the primary metric the rule decided on.")
+    assert review.check_claims(right, STOPPING, WORDS) == []
+
+
+def test_planted_count_of_runs_that_compiled_is_caught():
+    wrong = "Runs that compiled. By their records, three runs of q compiled the step."
+    [p] = review.check_claims(wrong, STOPPING, WORDS)
+    assert p.check == "claim-compiled" and "4 records" in p.message
+    right = "Runs that compiled. By their records, four runs of q compiled the step."
+    assert review.check_claims(right, STOPPING, WORDS) == []
+    # a paragraph where no record compiled (h100-warmup-causes)
+    none = _facts({"q": 6}, {"q": "token_throughput"})
+    assert [p.check for p in review.check_claims(right, none, WORDS)] == ["claim-compiled"]
+
+
+def test_planted_compiling_by_position_is_caught():
+    text = "The first run of each visit compiles the decoding step."
+    assert [p.check for p in review.check_claims(text, STOPPING, WORDS)] == [
+        "claim-compiled"]
+
+
+def test_planted_abstract_longer_than_250_words_is_caught():
+    long = "Title\nAbstract\n" + "word " * 260 + "\n1 Introduction\nbody " * 3
+    assert review.abstract_words(long) == 260
+    [p] = review.check_abstract_length(long)
+    assert p.check == "abstract-length" and "260 words" in p.message
+    short = "Title\nAbstract\n" + "word " * 240 + "\n1 Introduction\nbody"
+    assert review.check_abstract_length(short) == []
+
+
+def test_planted_threats_sample_size_where_a_model_stopped_at_six_is_caught():
+    text = "Sample size. Each environment ran eight times per model. The inconclusive ..."
+    assert [p.check for p in review.check_claims(text, STOPPING, WORDS)] == ["claim-blocks"]
+
+
+def test_the_audit_reads_the_facts_file_the_findings_rule_wrote(tmp_path):
+    """review() holds the PDF's prose to stats/facts.json (read_facts): a planted
+    contradiction is caught against it; a build before the facts table has none."""
+    import json
+
+    (tmp_path / "stats").mkdir()
+    (tmp_path / "stats" / "facts.json").write_text(json.dumps(STOPPING))
+    text = "Each model runs eight times in every environment."
+    assert [p.check for p in review.check_claims(
+        text, review.read_facts(tmp_path), WORDS)] == ["claim-blocks"]
+    assert review.read_facts(tmp_path / "none") == {}  # a build before the facts table
+
+
+def test_a_container_finding_the_replica_matched_is_said_so():
+    """h100-engine-balanced: Docker's compile-excluded +9.7 % process time was printed as
+    an overhead while the identical A/A copy of native moved +7.5 % on the same blocks;
+    planted, the finding carries the replica's caveat, and a replica that moved +1 % does
+    not give it."""
+    import pandas as pd
+
+    from containertax.publishing import paper_values
+
+    def table(aa: float) -> pd.DataFrame:
+        return pd.DataFrame({
+            "model": "m", "metric": "process_wall_s",
+            "environment": ["docker", "native-aa"],
+            "family": ["compile-excluded", "compile-excluded A/A"],
+            "rel_overhead": [0.097, aa]})
+
+    docker = table(0.075).iloc[0]
+    assert paper_values.replica_moved(table(0.075), docker)
+    assert not paper_values.replica_moved(table(0.01), docker)
+    assert not paper_values.replica_moved(table(-0.075), docker)
