@@ -93,3 +93,22 @@ def test_a_bad_option_value_in_a_level_is_refused_by_the_schema() -> None:
     with pytest.raises(ConfigError, match="network"):
         load_campaign(_config(factors={"a": {"high": {"network": "moon"}},
                                        "b": {"high": {"seccomp": "unconfined"}}}))
+
+
+def test_check_prints_the_design_its_aliases_and_runs(capsys) -> None:
+    from containertax import cli
+    from tests.conftest import REPO
+
+    assert cli.main(["check", str(REPO / "config" / "phase-2b.yaml")]) == 0
+    out = capsys.readouterr().out
+    assert "factorial design 2^(7-3) resolution IV, 16 rows" in out
+    assert "generators: E=ABC, F=BCD, G=ACD" in out
+    assert "    AB = CE = FG\n" in out and "    BD = CF = EG\n" in out
+    assert "runs per block: 18 (16 design rows + 2 declared environments), 5 blocks x 3 " \
+           "models = 270 runs" in out
+    assert "containertax rehearse" in out  # no rehearsal yet: says how to project the time
+
+
+def test_a_bad_generator_is_refused_naming_the_key() -> None:
+    with pytest.raises(ConfigError, match=r"factorial.generators'.*'E=AXC'"):
+        factorial.generators_for(5, None, ["D=AB", "E=AXC"], "c.yaml: key 'factorial")
