@@ -91,6 +91,15 @@ def test_lenths_pse_by_hand() -> None:
     assert math.isnan(lenth_pse(np.array([])))
 
 
+def test_a_block_cut_short_is_not_estimable_not_guessed() -> None:
+    campaign = _campaign()
+    records = _records(campaign, {"A": math.log(2.0)}, blocks=1, cv=0.01)
+    cut = records[~records["environment"].isin(["f03", "f07", "f12"])]
+    frame = effects(campaign, cut, {"n64": ["compute_time_s"]})
+    assert len(frame) == 14 and set(frame["verdict"]) == {"not estimable"}
+    assert frame["rel"].isna().all()
+
+
 def test_degenerate_data_give_an_empty_table_not_an_error() -> None:
     campaign = _campaign()
     design = factorial.design_of(campaign.raw, campaign.source)

@@ -138,6 +138,8 @@ def run_effects(campaign: Campaign, kept_csv: Path, out_csv: Path, out_tex: Path
     frame.to_csv(out_csv, index=False)
     figures = {}
     for (model, metric), sub in frame.groupby(["model", "metric"], sort=False):
+        if sub["effect_log"].isna().any():  # not estimable: no plot of nothing
+            continue
         name = f"factorial-halfnormal-{model}-{metric}.pdf".replace("_", "-")
         effects_stats.half_normal(sub, out_tex.parent / "factorial" / name,
                                   f"{model}, {metric}")

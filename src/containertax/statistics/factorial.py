@@ -16,7 +16,9 @@ block) has no error degrees of freedom once saturated: its effects are judged ag
 Lenth's (1989) pseudo standard error, PSE = 1.5 x the median of the |effects| below
 2.5 x s0, s0 = 1.5 x median |effect|, with m/3 degrees of freedom.
 
-Only the design rows enter the model; the declared environments (the reference, its A/A
+A design whose runs do not estimate every term (rows missing from a single block) gives
+every term the verdict 'not estimable', never a least-squares guess. Only the design rows
+enter the model; the declared environments (the reference, its A/A
 replica) are analysed by the ordinary comparisons.
 """
 
@@ -87,6 +89,15 @@ def fit(frame: pd.DataFrame, design: factorial.Design, alpha: float,
     rank = np.linalg.matrix_rank(x.to_numpy())
     df_resid = len(y) - rank
     m = len(terms)
+    if rank < x.shape[1]:  # rows missing (a block cut short): some terms not estimable
+        return pd.DataFrame([{
+            "term": t, "kind": "main" if len(t) == 1 else "interaction",
+            "factors": ":".join(letters[ch].id for ch in t),
+            "aliases": " = ".join(":".join(letters[ch].id for ch in w)
+                                  for w in chains.get(t, [t])[1:]),
+            "method": "not estimable", "n_runs": len(y), "n_blocks": len(blocks),
+            "verdict": "not estimable", "resolution_pct": resolution_pct, "m": m}
+            for t in terms], columns=[c for c in COLUMNS if c not in ("model", "metric")])
     if df_resid > 0 and len(blocks) > 1 and rank == x.shape[1]:
         res = sm.OLS(y, x).fit()
         eff = 2 * res.params[terms].to_numpy()
