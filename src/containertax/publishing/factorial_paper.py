@@ -15,7 +15,7 @@ import pandas as pd
 from containertax.campaign import factorial
 from containertax.campaign.config import Campaign
 from containertax.core.records import atomic_write_text
-from containertax.publishing.tables import join_words, pct, pval
+from containertax.publishing.tables import join_words, metric_tex, pct, pval
 from containertax.statistics import factorial as effects_stats
 from containertax.statistics import policy
 from containertax.statistics.texts import tex
@@ -61,7 +61,7 @@ def alias_text(design: factorial.Design) -> str:
     return text
 
 
-def effects_table(frame: pd.DataFrame, model: str, metric: str) -> str:
+def effects_table(frame: pd.DataFrame, model: str, metric: str, shown: str) -> str:
     rows = []
     for r in frame.itertuples():
         rows.append(f"{tex(r.factors)} & {tex(r.aliases) if isinstance(r.aliases, str) else ''}"
@@ -71,7 +71,7 @@ def effects_table(frame: pd.DataFrame, model: str, metric: str) -> str:
               else "Lenth's pseudo standard error (unreplicated)")
     label = f"tab:effects-{model}-{metric}".replace("_", "-")
     return ("{\\small\\setlength{\\tabcolsep}{4pt}\n\\begin{longtable}{llrlrl}\n"
-            f"\\caption{{Effects on {tex(metric)} of model {tex(model)}: relative change "
+            f"\\caption{{Effects on {shown} of model {tex(model)}: relative change "
             f"from low to high level on the log scale ({method}), simultaneous "
             f"{100 * (1 - 0.05):.0f}\\,\\% intervals (Bonferroni over the "
             f"{len(frame)} effects), Holm-adjusted p.}}\\label{{{label}}}\\\\\n"
@@ -80,13 +80,13 @@ def effects_table(frame: pd.DataFrame, model: str, metric: str) -> str:
             + "\n".join(rows) + "\n\\end{longtable}}\n")
 
 
-def sentences(frame: pd.DataFrame, model: str, metric: str, res: float) -> str:
+def sentences(frame: pd.DataFrame, model: str, shown: str, res: float) -> str:
     main = frame[frame["kind"] == "main"]
     inter = frame[frame["kind"] == "interaction"]
     said = []
     matter = [f"{tex(r.factors)} ({pct(r.rel)}\\,\\%)" for r in main.itertuples()
               if r.verdict == "difference"]
-    said.append(f"On {tex(metric)} of {tex(model)}, "
+    said.append(f"On {shown} of {tex(model)}, "
                 + (f"the options that matter are {join_words(matter)}"
                    if matter else "no option's main effect is shown to differ from zero"))
     pairs = [f"{tex(r.factors)}" for r in inter.itertuples() if r.verdict == "difference"]
@@ -110,14 +110,16 @@ def section(campaign: Campaign, design: factorial.Design, frame: pd.DataFrame,
              "block ran every row once, in a random order. Every main effect is estimated "
              "from all rows, half at each level.\n",
              factor_table(design), alias_text(design)]
+    names = policy.metric_registry(campaign)
     for (model, metric), sub in frame.groupby(["model", "metric"], sort=False):
-        parts.append(sentences(sub, str(model), str(metric), res))
-        parts.append(effects_table(sub, str(model), str(metric)))
+        shown = metric_tex(names.get(str(metric)), str(metric))
+        parts.append(sentences(sub, str(model), shown, res))
+        parts.append(effects_table(sub, str(model), str(metric), shown))
         fig = figures.get((str(model), str(metric)))
         if fig:
             parts.append("\\begin{figure}[htbp]\n\\centering\n"
                          f"\\includegraphics[width=0.6\\linewidth]{{{fig}}}\n"
-                         f"\\caption{{Half-normal plot of the effects on {tex(metric)} of "
+                         f"\\caption{{Half-normal plot of the effects on {shown} of "
                          f"{tex(model)}: red, shown to differ from zero; blue, equivalent "
                          "to none; the dashed line has the slope of Lenth's pseudo "
                          "standard error.}\n\\end{figure}\n")
@@ -141,7 +143,8 @@ def run_effects(campaign: Campaign, kept_csv: Path, out_csv: Path, out_tex: Path
         if sub["effect_log"].isna().any():  # not estimable: no plot of nothing
             continue
         name = f"factorial-halfnormal-{model}-{metric}.pdf".replace("_", "-")
+        info = policy.metric_registry(campaign).get(str(metric))
         effects_stats.half_normal(sub, out_tex.parent / "factorial" / name,
-                                  f"{model}, {metric}")
+                                  f"{model}, {info.label if info else metric}")
         figures[(str(model), str(metric))] = f"factorial/{name}"
     atomic_write_text(out_tex, section(campaign, design, frame, figures))

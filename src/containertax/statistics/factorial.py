@@ -179,14 +179,14 @@ def half_normal(frame: pd.DataFrame, out: Path, title: str) -> None:
     ax.scatter(q, 100 * d["abs_eff"], c=colours, s=18, zorder=3)
     for qi, (_, r) in zip(q, d.iterrows(), strict=True):
         if r["verdict"] == "difference" or qi == q[-1]:
-            ax.annotate(r["factors"], (qi, 100 * r["abs_eff"]), fontsize=7,
+            ax.annotate(r["factors"], (qi, 100 * r["abs_eff"]), fontsize=9,
                         xytext=(3, 2), textcoords="offset points")
     pse = lenth_pse(d["effect_log"].to_numpy())
     if np.isfinite(pse):
         ax.plot([0, q[-1]], [0, 100 * pse * q[-1]], color="0.6", lw=0.8, ls="--")
     ax.set_xlabel("half-normal quantile")
     ax.set_ylabel("|effect| (log scale, x100)")
-    ax.set_title(title, fontsize=8)
+    ax.set_title(title, fontsize=10)
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out)
