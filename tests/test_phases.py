@@ -17,7 +17,8 @@ from tests.conftest import REPO
 
 PHASES = {
     "phase-2a.yaml": ("dgx-spark-2a", 10, ["chroot", "docker_baseline"], 3, "chroot"),
-    "phase-2b.yaml": ("dgx-spark-2b", 10, None, 3, "docker_baseline"),
+    "phase-2b.yaml": ("dgx-spark-2b", 5, None, 3, "docker_baseline"),
+    "phase-2b-one-at-a-time.yaml": ("dgx-spark-2b", 10, None, 3, "docker_baseline"),
     "phase-2c.yaml": ("dgx-spark-2c", 10, ["chroot", "docker_baseline", "docker_optimised"], 3,
                       "chroot"),
     "phase-2d.yaml": ("dgx-spark", 30, ["chroot", "docker_baseline", "docker_optimised"], 10,
@@ -46,8 +47,29 @@ def test_phase_2d_is_the_dgx_campaign_itself():
     assert a.config_hash() == b.config_hash() and a.root == b.root
 
 
-def test_phase_2b_varies_one_option_each():
+def test_phase_2b_is_the_published_seven_factor_resolution_iv_design():
+    """The study's 2B: the 2^(7-3)_IV fraction over seven options of the baseline, 16 rows
+    and the baseline with its A/A replica in every block."""
+    from containertax.campaign import factorial
+
     c = config.load_file(REPO / "config" / "phase-2b.yaml")
+    design = factorial.design_of(c.raw, c.source)
+    assert design.generators == ("E=ABC", "F=BCD", "G=ACD") and design.resolution == 4
+    ids = [e.id for e in c.environments]
+    assert ids == ["docker_baseline", "docker_baseline_aa", *design.env_ids()]
+    assert c.replicas == {"docker_baseline_aa": "docker_baseline"}
+    base = c.environment("docker_baseline").spec
+    assert c.environment("f01").spec["options"] == base["options"]  # all low: the baseline
+    top = c.environment("f16").spec
+    assert top["options"]["shm_size"] == "32g" and top["options"]["ipc"] == "private"
+    assert top["options"]["ulimits"] == base["options"]["ulimits"]
+    assert top["mounts"] == base["mounts"] and top["variant_of"] == "docker_baseline"
+    for env in c.environments:  # no row sets a shm size Docker would ignore
+        assert preflight.shm_with_host_ipc(c, env.id) == [], env.id
+
+
+def test_phase_2b_one_at_a_time_varies_one_option_each():
+    c = config.load_file(REPO / "config" / "phase-2b-one-at-a-time.yaml")
     base = c.environment("docker_baseline").spec["options"]
     variants = [e for e in c.environments if e.id != "docker_baseline"]
     assert len(variants) == 9
@@ -78,7 +100,7 @@ def test_phase_2b_varies_one_option_each():
 
 def test_preflight_warns_of_shm_size_with_host_ipc(tmp_path):
     cfg = _write(tmp_path / "mine.yaml", {
-        "base": str(REPO / "config" / "phase-2b.yaml"),
+        "base": str(REPO / "config" / "phase-2b-one-at-a-time.yaml"),
         "environments": {"docker_shm_8g": {"options": {"ipc": "host"}}}})
     c = config.load_file(cfg)
     (warning,) = preflight.shm_with_host_ipc(c, "docker_shm_8g")
@@ -144,7 +166,7 @@ def _comparisons(rows):
 
 
 def test_best_options_picks_variants_better_everywhere_and_significant_somewhere():
-    c = config.load_file(REPO / "config" / "phase-2b.yaml")
+    c = config.load_file(REPO / "config" / "phase-2b-one-at-a-time.yaml")
     rows = []
     effects = {  # environment -> per model (relative throughput difference, BH p)
         "docker_shm_8g": [(0.02, 0.01), (0.01, 0.2), (0.01, 0.3)],
@@ -171,7 +193,8 @@ def test_best_options_picks_variants_better_everywhere_and_significant_somewhere
 
 
 def test_best_options_command(tmp_path, capsys):
-    cfg = _write(tmp_path / "mine.yaml", {"base": str(REPO / "config" / "phase-2b.yaml"),
+    cfg = _write(tmp_path / "mine.yaml", {"base": str(REPO / "config" /
+                                                      "phase-2b-one-at-a-time.yaml"),
                                           "results_dir": str(tmp_path / "results"),
                                           "results_dir_absolute": True})
     assert cli.main(["best-options", str(cfg)]) == 1  # no analysis yet: says what to run
@@ -191,8 +214,10 @@ def test_best_options_writes_docker_optimised_into_the_config(tmp_path, capsys):
     the marked block of config.yaml, which then loads with those options."""
     import shutil
 
-    for name in ("config.yaml", "phase-2b.yaml", "phase-2c.yaml"):
+    for name in ("config.yaml", "phase-2c.yaml"):
         shutil.copy(REPO / "config" / name, tmp_path / name)
+    # the one-at-a-time alternative: --write fills the block from its verdicts
+    shutil.copy(REPO / "config" / "phase-2b-one-at-a-time.yaml", tmp_path / "phase-2b.yaml")
     with (tmp_path / "phase-2b.yaml").open("a") as fh:
         fh.write(f"results_dir: {tmp_path / 'results'}\nresults_dir_absolute: true\n")
     c = config.load_file(tmp_path / "phase-2b.yaml")

@@ -107,6 +107,8 @@ def test_random_design_is_seeded(config_dict):
     assert a == b
     orders = {tuple(c.environment for c in a[i : i + 4]) for i in range(0, len(a), 4)}
     assert len(orders) > 1
+    # each block its own sequence, never negative: the record schema's cell.sequence >= 0
+    assert min(c.sequence for c in a) == 0 and all(c.sequence >= 0 for c in a)
 
 
 def test_csv_round_trip(tmp_path, config_dict):

@@ -179,20 +179,24 @@ def test_study_config_errors_name_the_file_and_key(tmp_path):
 # --- the Spark study: 2B derives, 2C and 2D depend -------------------------------------------
 
 def _comparisons_2b(root: Path, helpful: list[str]) -> None:
-    """A phase-2B comparisons.csv where the variants in `helpful` gain on every model and
-    significantly; every other variant loses."""
+    """A phase-2B effects.csv (the factorial design, stats/effects.csv) where the factors
+    in `helpful` gain throughput at their high level on every model, significantly; every
+    other effect is small and not significant."""
+    from containertax.campaign import factorial
+
     c = config.load_file(root / "config" / "phase-2b.yaml", root)
+    design = factorial.design_of(c.raw, c.source)
     rows = []
-    for env in c.environments:
-        if env.spec.get("variant_of") != c.reference:
-            continue
+    for term in design.estimable():
+        ids = ":".join(f.id for f in design.factors if f.letter in term)
         for m in c.models:
-            good = env.id in helpful
-            rows.append({"model": m.id, "metric": "token_throughput", "environment": env.id,
-                         "reference": c.reference, "rel_overhead": 0.05 if good else -0.01,
-                         "p_bh": 0.001 if good else 0.9})
-    c.paths.comparisons.parent.mkdir(parents=True, exist_ok=True)
-    pd.DataFrame(rows).to_csv(c.paths.comparisons, index=False)
+            good = ids in helpful
+            rows.append({"model": m.id, "metric": "token_throughput", "term": term,
+                         "kind": "main" if len(term) == 1 else "interaction",
+                         "factors": ids, "aliases": "", "effect_log": 0.05 if good else -0.001,
+                         "rel": 0.05 if good else -0.001, "p_holm": 0.001 if good else 0.9})
+    c.paths.effects.parent.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame(rows).to_csv(c.paths.effects, index=False)
 
 
 def _derive(root: Path) -> tuple[Path, bool]:
@@ -237,7 +241,7 @@ def test_bare_snakemake_plans_the_whole_spark_study(tmp_path):
     assert out.returncode == 0, out.stderr[-3000:]
     said = out.stdout + out.stderr
     planned = dict(re.findall(r"campaign (\S+) \(config/phase-2\w\.yaml\): .* = (\d+) cells", said))
-    assert planned == {"dgx-spark-2a": "60", "dgx-spark-2f": "160", "dgx-spark-2b": "300",
+    assert planned == {"dgx-spark-2a": "60", "dgx-spark-2f": "160", "dgx-spark-2b": "270",
                        "dgx-spark-2c": "90", "dgx-spark": "900"}, said[-3000:]
     waits = re.findall(r"campaign (\S+) .*after dgx-spark-2b's analysis derives", said)
     assert waits == ["dgx-spark-2c", "dgx-spark"]
@@ -279,7 +283,7 @@ def _planned(tmp_path: Path) -> set[str]:
 
 def test_changed_derived_options_rerun_2c_and_2d_unchanged_ones_do_not(tmp_path):
     copy_configs(tmp_path)
-    _comparisons_2b(tmp_path, ["docker_net_host"])
+    _comparisons_2b(tmp_path, ["network"])
     file, written = _derive(tmp_path)
     assert written and yaml.safe_load(file.read_text())["options"] == {"network": "host"}
     _settle(tmp_path)
@@ -289,7 +293,7 @@ def test_changed_derived_options_rerun_2c_and_2d_unchanged_ones_do_not(tmp_path)
     assert file.stat().st_mtime_ns == before
     assert _planned(tmp_path) == set()
     # planted: 2B's analysis now also favours --privileged: new content, 2C and 2D rerun
-    _comparisons_2b(tmp_path, ["docker_net_host", "docker_privileged"])
+    _comparisons_2b(tmp_path, ["network", "privileged"])
     assert _derive(tmp_path)[1]
     assert _planned(tmp_path) == {"dgx-spark-2c", "dgx-spark"}
     c2c = config.load_file(tmp_path / "config" / "phase-2c.yaml", tmp_path)
@@ -320,7 +324,7 @@ def test_check_refuses_an_underived_2c_and_accepts_derived_or_by_hand(tmp_path, 
     assert c.environment("docker_optimised").spec["options_source"]["kind"] == "hand"
     # derived and present: accepted
     (cfg / "config.yaml").write_text(text)
-    _comparisons_2b(tmp_path, ["docker_net_host"])
+    _comparisons_2b(tmp_path, ["network"])
     _derive(tmp_path)
     assert cli.main(["check", str(cfg / "phase-2c.yaml"), "-d", str(tmp_path)]) == 0
     # options beside derived_from: refused, naming the key

@@ -52,6 +52,12 @@ rule campaign:
                     R.FINDINGS,
                     "stats/descriptives.csv",
                     R.QUALITY,
+                    # a factorial campaign's effects: what its derived options read
+                    *(
+                        (R.EFFECTS,)
+                        if CAMPAIGNS[wildcards.campaign].campaign.raw.get("factorial")
+                        else ()
+                    ),
                 )
             )
         ),

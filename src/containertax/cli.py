@@ -218,6 +218,8 @@ def _best_options(a: argparse.Namespace) -> int:
     from containertax.campaign import optimisation
 
     campaign = load(a.config)
+    if campaign.raw.get("factorial"):
+        return _best_options_factorial(campaign, a)
     comparisons = campaign.paths.comparisons
     if not comparisons.exists():
         raise optimisation.OptimisationError(
@@ -231,6 +233,35 @@ def _best_options(a: argparse.Namespace) -> int:
         chosen = optimisation.write_block(Path(a.write), campaign, verdicts, a.metric,
                                           comparisons, records.utc_now())
         print(f"\nwrote docker_optimised options {chosen} into {a.write}")
+    if a.derive:
+        file, written = optimisation.write_derived(campaign, a.derive, a.metric)
+        print(f"\n{'wrote' if written else 'unchanged:'} {file}")
+    return 0
+
+
+def _best_options_factorial(campaign: config.Campaign, a: argparse.Namespace) -> int:
+    """best-options of a factorial 2B: the levels its estimated effects choose."""
+    from containertax.campaign import optimisation
+
+    effects = campaign.paths.effects
+    if not effects.exists():
+        raise optimisation.OptimisationError(
+            f"{effects} does not exist: run the analysis of {a.config} first "
+            f"(snakemake --cores 1 paper --configfile {a.config}).")
+    if a.write:
+        raise optimisation.OptimisationError(
+            f"{a.config}: --write fills a block from one-at-a-time verdicts; a factorial "
+            "campaign's options are derived from its effects: use --derive ENV.")
+    import pandas as pd
+
+    choice = optimisation.factorial_choice(campaign, pd.read_csv(effects, dtype={"model": str}),
+                                           a.metric)
+    print(f"{campaign.name}: options from the estimated effects on {a.metric} "
+          f"({effects}; a factor qualifies when better at one level on every model and "
+          f"Holm-significant on one at alpha = {campaign.analysis['alpha']}):\n")
+    print("\n".join(f"  {line}" for line in choice.evidence))
+    print(f"\nchosen: {choice.options or 'no option (= the baseline)'}; predicted gain "
+          + ", ".join(f"{m} {g:+.1%}" for m, g in choice.predicted.items()))
     if a.derive:
         file, written = optimisation.write_derived(campaign, a.derive, a.metric)
         print(f"\n{'wrote' if written else 'unchanged:'} {file}")
@@ -358,6 +389,7 @@ ANALYSIS = {
     "tables": (["kept", "findings", "desc", "order", "quality"], ["out_dir"]),
     "numbers": (["kept", "findings", "quality", "order"], ["out", "out_quality"]),
     "paper": (["source", "build"], ["out"]),
+    "effects": (["kept"], ["out", "out_tex"]),
 }
 
 
@@ -568,6 +600,8 @@ def _check(path: str, directory: str | None = None) -> int:
         print("\n".join(differs))
     if campaign.raw.get("stopping"):
         print(stopping.summary(campaign.raw, len(cells)))
+    if campaign.raw.get("factorial"):
+        print(_factorial_summary(campaign))
     now = campaign.derived_options_sha256()
     if now:
         from containertax.campaign import integrity
@@ -585,6 +619,27 @@ def _check(path: str, directory: str | None = None) -> int:
     for warning in schedule.design_warnings(campaign):
         print(f"warning: {warning}")
     return 0
+
+
+def _factorial_summary(campaign: config.Campaign) -> str:
+    """The design, its alias structure, runs per block, and the time the rehearsal
+    projects (its measured block time x blocks), or how to get it."""
+    import json
+
+    from containertax.campaign import factorial
+
+    design = factorial.design_of(campaign.raw, campaign.source)
+    assert design is not None
+    text = factorial.render(design, len(campaign.environments), campaign.repetitions,
+                            len(campaign.models))
+    rehearsal = paths.CampaignPaths(campaign.root.with_name(f"{campaign.name}-rehearsal"))
+    try:
+        est = json.loads(rehearsal.rehearsal_json.read_text())["estimate"]
+        return (f"{text}\n  projected by the rehearsal ({rehearsal.rehearsal_json}): "
+                f"{est['cells']} cells, {est['wall_s'] / 3600:.1f} h")
+    except (OSError, ValueError, KeyError, TypeError):
+        return (f"{text}\n  projected time: no rehearsal yet (containertax rehearse "
+                f"{campaign.source} measures one block and projects the campaign)")
 
 
 def _rep_range(text: str) -> set[int]:
@@ -627,6 +682,10 @@ def _analysis(cmd: str, campaign: config.Campaign, a: argparse.Namespace) -> Non
     elif cmd == "numbers":
         report.run_numbers(campaign, Path(a.kept), Path(a.findings), Path(a.quality),
                            Path(a.out), Path(a.out_quality), _opt(a.order))
+    elif cmd == "effects":
+        from containertax.publishing import factorial_paper
+
+        factorial_paper.run_effects(campaign, Path(a.kept), Path(a.out), Path(a.out_tex))
     elif cmd == "paper":
         paper.build(Path(a.source), Path(a.build), Path(a.out), report.label_names(campaign),
                     campaign.root)

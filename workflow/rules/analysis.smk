@@ -182,6 +182,32 @@ rule numbers:
         "--order {input.order:q} --out {output.numbers:q} --out-quality {output.quality:q} --log {log:q}"
 
 
+if FACTORIAL:
+
+    rule effects:
+        """A factorial campaign's main effects and estimable interactions (log scale,
+        block effects), half-normal plots and its paper section."""
+        input:
+            config=RESOLVED,
+            kept=at(R.KEPT),
+            code=ANALYSIS_CODE,
+        output:
+            effects=at(R.EFFECTS),
+            tex=at(R.FACTORIAL_TEX),
+        log:
+            at(R.STEP_LOG, step="effects"),
+        conda:
+            "../../envs/workflow.yaml"
+        params:
+            ct=CT,
+        shell:
+            "{params.ct} effects --config {input.config:q} --kept {input.kept:q} "
+            "--out {output.effects:q} --out-tex {output.tex:q} --log {log:q}"
+
+
+FACTORIAL_OUTPUTS = rules.effects.output if FACTORIAL else []
+
+
 rule pdf:
     """The PDF, compiled with latexmk (and bibtex) from paper/ and the generated parts, then
     reviewed: review.json lists what a reviewer would reject."""
@@ -193,6 +219,7 @@ rule pdf:
         numbers=at(R.NUMBERS_TEX),
         quality=at(R.QUALITY_TEX),
         facts=at(R.FACTS),
+        factorial=FACTORIAL_OUTPUTS,
         code=ANALYSIS_CODE,
     output:
         report(at(R.PDF), caption="../report/paper.rst", category="Paper"),
@@ -219,6 +246,7 @@ ANALYSIS_OUTPUTS = [
     *rules.figures.output,
     *rules.tables.output,
     *rules.numbers.output,
+    *FACTORIAL_OUTPUTS,
     *rules.pdf.output,
 ]
 

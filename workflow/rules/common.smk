@@ -118,6 +118,8 @@ CT = (
     else f"{shlex.quote(sys.executable)} -m containertax"
 )
 ENVS = {e.id: e for e in CAMPAIGN.environments}
+# a factorial campaign (config factorial:) adds the effects step (rules/analysis.smk)
+FACTORIAL = bool(CAMPAIGN.raw.get("factorial"))
 IMAGES = {
     image_slug(e.image): e.image
     for e in CAMPAIGN.environments
@@ -339,6 +341,7 @@ ANALYSIS_CODE = sorted(
         str(PKG / "core" / "records.py"),
         str(PKG / "core" / "rawrecord.py"),
         str(PKG / "campaign" / "paths.py"),
+        str(PKG / "campaign" / "factorial.py"),
         str(ct_packaged.schema("record.schema.yaml")),
         str(Path(workflow.basedir) / R.PRIOR_WORK),
     ]

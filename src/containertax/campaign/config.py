@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 
 from containertax import workloads
+from containertax.campaign import factorial
 from containertax.campaign.configerror import ConfigError  # config.ConfigError, as ever
 from containertax.campaign.configfile import merge, read_config_file, resolve_base
 from containertax.campaign.paths import CampaignPaths
@@ -358,6 +359,8 @@ def load_campaign(data: dict[str, Any], source: str = "<config>",
         if isinstance(m, str):
             raise ConfigError(f"{source}: key 'models[{i}]': '{m}' is a model id, which only "
                               "a config with 'base' can select; give the model's mapping.")
+    if data.get("factorial") and isinstance(data.get("environments"), dict):
+        data = factorial.expand(data, source)  # one environment per design row
     if isinstance(data.get("environments"), dict):
         data["environments"] = resolve_replicas(
             resolve_extends(resolve_derived(data["environments"], source, workdir), source),

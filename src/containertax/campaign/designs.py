@@ -38,9 +38,11 @@ def block_order(design: str, n: int, index: int, rng: random.Random) -> tuple[in
         forward = list(range(n))
         return seq, forward if seq == 0 else forward[::-1]
     if design == "random":
+        # every block is its own sequence (its index): a record's cell.sequence is >= 0
+        # (record.schema.yaml), and -1 made the random design's first run fail its record
         order = list(range(n))
         rng.shuffle(order)
-        return -1, order
+        return index, order
     raise ValueError(f"unknown schedule design {design!r}")
 
 

@@ -176,6 +176,130 @@ def derived_text(campaign: Campaign, verdicts: list[Verdict], metric: str,
         "options": chosen}, sort_keys=False, default_flow_style=False)
 
 
+@dataclass(frozen=True)
+class FactorialChoice:
+    """The levels a factorial campaign's effects choose, and why."""
+
+    options: dict[str, Any]
+    chosen: dict[str, int]  # factor id -> level chosen (+1 high, -1 low)
+    evidence: list[str]  # one line per factor and interaction the choice used
+    predicted: dict[str, float]  # model -> predicted relative gain of the combination
+
+
+def factorial_choice(campaign: Campaign, effects: pd.DataFrame, metric: str
+                     ) -> FactorialChoice:
+    """Phase 2C from a factorial 2B: a factor qualifies when its main effect on `metric`
+    points the same (better) way on every model and is significant (Holm, within its
+    model's family of effects) on at least one; of the qualifying factors, the subset whose
+    combination the significant terms (main effects and two-factor interactions) predict
+    best on average, and better than the base on every model, is chosen (the fewest factors
+    on a tie): an interaction that undoes two options' gains drops one of them. The
+    options are the chosen levels' (the base's own for every other factor)."""
+    import itertools
+
+    from containertax.campaign import factorial
+
+    design = factorial.design_of(campaign.raw, campaign.source)
+    if design is None:
+        raise OptimisationError(f"{campaign.source}: no factorial design (key factorial).")
+    info = registry(campaign.analysis.get("define_metrics")).get(metric)
+    if info is None or info.direction not in ("higher", "lower"):
+        raise OptimisationError(f"metric {metric!r} has no better direction in the registry; "
+                                "choose e.g. token_throughput or compute_time_s.")
+    sign = 1.0 if info.direction == "higher" else -1.0
+    alpha = campaign.analysis["alpha"]
+    rows = effects[effects["metric"] == metric]
+    if rows.empty:
+        raise OptimisationError(f"no effect on {metric} in {campaign.paths.effects}; run the "
+                                "campaign's analysis first (snakemake paper), or name a "
+                                "primary metric with --metric.")
+    models = list(dict.fromkeys(rows["model"].astype(str)))
+    letter = {f.id: f.letter for f in design.factors}
+    # the base level of each factor: the one that leaves the base environment's options
+    base_level = {f.id: (-1 if not f.low else +1 if not f.high else -1)
+                  for f in design.factors}
+    significant = rows[rows["p_holm"] < alpha]
+    evidence: list[str] = []
+    candidates: dict[str, int] = {}
+    for f in design.factors:
+        mine = rows[(rows["term"] == f.letter)]
+        gains = {str(r.model): sign * float(r.effect_log) for r in mine.itertuples()}
+        level = +1 if all(g > 0 for g in gains.values()) else \
+            -1 if all(g < 0 for g in gains.values()) else 0
+        hit = bool(level) and level != base_level[f.id] and any(
+            p < alpha for p in mine["p_holm"])
+        cells = ", ".join(f"{r.model} {float(r.rel):+.1%} (p_Holm={float(r.p_holm):.3g})"
+                          for r in mine.itertuples())
+        evidence.append(f"{'yes' if hit else 'no '} {f.id} ({f.level_text(+1)} vs "
+                        f"{f.level_text(-1)}): {cells}")
+        if hit:
+            candidates[f.id] = level
+
+    def member(r: Any) -> str:
+        """The term an interaction's estimate is attributed to: of its alias chain, the
+        one pair of candidate factors where there is exactly one, else its first member
+        (aliased interactions cannot be told apart; the evidence names the chain)."""
+        if r.kind != "interaction":
+            return str(r.term)
+        chain = [str(r.factors), *(str(r.aliases).split(" = ") if isinstance(r.aliases, str)
+                                   and r.aliases else [])]
+        pairs = [m for m in chain if all(part in candidates for part in m.split(":"))]
+        pick = pairs[0] if len(pairs) == 1 else str(r.factors)
+        return "".join(letter[part] for part in pick.split(":"))
+
+    def predicted(chosen: dict[str, int], model: str) -> float:
+        x = {letter[f.id]: chosen.get(f.id, base_level[f.id]) for f in design.factors}
+        x0 = {letter[f.id]: base_level[f.id] for f in design.factors}
+        sub = significant[significant["model"].astype(str) == model]
+        total = 0.0
+        for r in sub.itertuples():
+            term = member(r)
+            total += float(r.effect_log) / 2 * (math.prod(x[c] for c in term)
+                                                - math.prod(x0[c] for c in term))
+        return sign * total
+
+    best: tuple[float, int, dict[str, int]] = (0.0, 0, {})
+    ids = list(candidates)
+    for size in range(1, len(ids) + 1):
+        for combo in itertools.combinations(ids, size):
+            chosen = {i: candidates[i] for i in combo}
+            gains = [predicted(chosen, m) for m in models]
+            mean = sum(gains) / len(gains)
+            if all(g > 0 for g in gains) and mean > best[0] + 1e-12:
+                best = (mean, size, chosen)
+    chosen = best[2]
+    for r in significant[significant["kind"] == "interaction"].itertuples():
+        chain = f"{r.factors}{' = ' + r.aliases if isinstance(r.aliases, str) else ''}"
+        taken = ":".join(next(f.id for f in design.factors if f.letter == c)
+                         for c in member(r))
+        evidence.append(f"interaction {chain} on {r.model}: {float(r.rel):+.1%} "
+                        f"(p_Holm={float(r.p_holm):.3g}), taken as {taken}")
+    options: dict[str, Any] = {}
+    for f in design.factors:
+        if f.id in chosen:
+            options.update(f.high if chosen[f.id] > 0 else f.low)
+    return FactorialChoice(options, chosen, evidence,
+                           {m: math.expm1(predicted(chosen, m)) for m in models})
+
+
+def _derived_factorial_text(campaign: Campaign, metric: str, effects_csv: Path) -> str:
+    import pandas as pd
+
+    choice = factorial_choice(campaign, pd.read_csv(effects_csv, dtype={"model": str}),
+                              metric)
+    said = ", ".join(f"{k}={v}" for k, v in choice.options.items()) \
+        or "no option (= the baseline)"
+    return yaml.safe_dump({
+        "campaign": campaign.name, "config": campaign.source, "metric": metric,
+        "effects": str(effects_csv),
+        "effects_sha256": hashlib.sha256(effects_csv.read_bytes()).hexdigest(),
+        "qualifying": [f"{k}={'high' if v > 0 else 'low'}" for k, v in choice.chosen.items()],
+        "evidence": choice.evidence,
+        "predicted_gain": {m: round(v, 6) for m, v in choice.predicted.items()},
+        "description": f"baseline + {said} (derived from {campaign.name}'s effects)",
+        "options": choice.options}, sort_keys=False, default_flow_style=False)
+
+
 def write_derived(campaign: Campaign, environment: str, metric: str = DEFAULT_METRIC
                   ) -> tuple[Path, bool]:
     """Derive `environment`'s options from this campaign's comparisons and write them to
@@ -185,13 +309,17 @@ def write_derived(campaign: Campaign, environment: str, metric: str = DEFAULT_ME
     from containertax.campaign.paths import derived_options
     from containertax.core.records import atomic_write_text
 
-    comparisons = campaign.paths.comparisons
+    comparisons = campaign.paths.effects if campaign.raw.get("factorial") \
+        else campaign.paths.comparisons
     if not comparisons.is_file():
         raise OptimisationError(f"{comparisons} does not exist: run the analysis of "
                                 f"{campaign.source} first (snakemake --cores 1 paper "
                                 f"--configfile {campaign.source}).")
-    text = derived_text(campaign, judge(campaign, pd.read_csv(comparisons), metric), metric,
-                        comparisons)
+    if campaign.raw.get("factorial"):  # from the estimated effects (factorial_choice)
+        text = _derived_factorial_text(campaign, metric, comparisons)
+    else:
+        text = derived_text(campaign, judge(campaign, pd.read_csv(comparisons), metric),
+                            metric, comparisons)
     file = derived_options(campaign.root, environment)
     if file.is_file() and file.read_text() == text:
         return file, False
@@ -206,6 +334,8 @@ def refresh_derived(config_file: Path, environment: str) -> bool:
     from containertax.campaign.config import load_file
 
     campaign = load_file(config_file)
-    if not campaign.paths.comparisons.is_file():
+    made = campaign.paths.effects if campaign.raw.get("factorial") \
+        else campaign.paths.comparisons
+    if not made.is_file():
         return False
     return write_derived(campaign, environment)[1]

@@ -105,6 +105,10 @@ TABLES = ("headline", "estimates", "tests", "descriptives", "system", "memory",
 NUMBERS_TEX = PAPER_DIR + "/numbers.tex"
 QUALITY_TEX = PAPER_DIR + "/quality.tex"
 PDF = PAPER_DIR + "/paper.pdf"
+# A factorial campaign's effects (statistics/factorial.py) and its paper section, beside
+# which the half-normal plots lie (publishing/factorial_paper.py)
+EFFECTS = "stats/effects.csv"
+FACTORIAL_TEX = PAPER_DIR + "/factorial.tex"
 REVIEW = PAPER_DIR + "/review.json"  # what a reviewer would reject (publishing/review.py)
 
 # A rehearsal's own files (campaign/rehearsal.py), in the rehearsal campaign's root
@@ -424,6 +428,10 @@ class CampaignPaths:
     @property
     def rehearsal_config(self) -> Path:
         return self.root / REHEARSAL_CONFIG
+
+    @property
+    def effects(self) -> Path:
+        return self.root / EFFECTS
 
     @property
     def rehearsal_json(self) -> Path:
