@@ -92,7 +92,8 @@ def main() -> None:
             for cv in cvs:
                 for name, kw in rules.items():
                     rule = stopping.Rule(*design, spending=args.spending, **kw)
-                    r = measure(rule, kind, cv, args.reps, seed=stable_seed("stopping_exact", kind, cv))
+                    r = measure(rule, kind, cv, args.reps,
+                                seed=stable_seed("stopping_exact", kind, cv))
 
                     def f(key, r=r):
                         both = f"{r[key]:.3f}"
