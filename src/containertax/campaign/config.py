@@ -166,7 +166,7 @@ class Campaign:
 # Keys added to the schema after campaigns were committed: at their default they leave the
 # config hash as it was, so a committed campaign stays the campaign its records name.
 HASH_NEUTRAL_DEFAULTS = (("thermal", "cooldown"), ("thermal", "adaptive"),
-                         ("analysis", "resolution_pct"))
+                         ("analysis", "resolution_pct"), ("stopping", "drift_check"))
 # Keys whose default changed after campaigns were committed: at the new default they hash as
 # the old one did (the old value is no longer valid, so no config can mean both).
 # analysis.primary_test: 'auto' (a Shapiro-Wilk pretest choosing Welch or Mann-Whitney)
