@@ -153,3 +153,41 @@ def test_the_paper_reports_the_drift_and_the_multiplicity():
     assert "not stationary" in values["seq/intervals"]
     assert "per primary comparison" in values["seq/multiplicity"]
     assert "3 models" in values["seq/multiplicity"]
+
+
+# --- levels by numerical integration --------------------------------------------------
+
+
+def test_integration_gives_jennison_and_turnbulls_constants():
+    """Jennison and Turnbull (2000), Group Sequential Methods with Applications to
+    Clinical Trials, Table 2.1 (Pocock's C_P(K, 0.05)) and Table 2.3 (O'Brien and
+    Fleming's C_B(K, 0.05)), two-sided alpha 0.05, K equally spaced looks, to the printed
+    three decimals."""
+    pocock = {2: 2.178, 3: 2.289, 4: 2.361, 5: 2.413}
+    obf = {2: 1.977, 3: 2.004, 4: 2.024, 5: 2.040}
+    for k, value in pocock.items():
+        assert round(stopping.z_constant(k, "pocock"), 3) == value
+    for k, value in obf.items():
+        assert round(stopping.z_constant(k, "obrien-fleming"), 3) == value
+
+
+def test_integration_agrees_with_the_multivariate_normal_cdf():
+    """Independent check of `crossing`: two looks, scipy's multivariate normal cdf of the
+    rectangle (correlation sqrt(6/8))."""
+    from scipy import stats as sps
+
+    c = [2.3, 2.1]
+    mvn = sps.multivariate_normal(mean=[0, 0], cov=[[1, (6 / 8) ** 0.5], [(6 / 8) ** 0.5, 1]])
+    inside = mvn.cdf(c, lower_limit=[-x for x in c], rng=np.random.default_rng(1))
+    assert abs(stopping.crossing(c, [6, 8]).sum() - (1 - inside)) < 2e-5
+
+
+def test_z_levels_spend_alpha_exactly_and_the_first_is_alpha_t1():
+    levels = stopping.z_levels((6, 8), "obrien-fleming", 0.05)
+    first = float(stopping.spending("obrien-fleming", np.array([0.75]), 0.05)[0])
+    assert abs(levels[0] - first) < 1e-9
+    from scipy import stats as sps
+
+    c = [sps.norm.isf(a / 2) for a in levels]
+    assert abs(stopping.crossing(c, [6, 8]).sum() - 0.05) < 1e-8
+    assert round(levels[1], 4) == 0.0416  # the t law's own: 0.0383 (docs/measurement.md)
