@@ -203,7 +203,8 @@ def crossing(c: Any, info: Any, sides: int = 2, grid: int = 401) -> np.ndarray:
 
     out, prev = [], 0.0
     xs = f = w = None
-    for k, (ck, ik) in enumerate(zip(np.asarray(c, float), np.asarray(info, float))):
+    for k, (ck, ik) in enumerate(zip(np.asarray(c, float), np.asarray(info, float),
+                                     strict=True)):
         hi = ck * math.sqrt(ik)
         lo = -hi if sides == 2 else -12.0 * math.sqrt(ik)
         sd = math.sqrt(ik - prev)
