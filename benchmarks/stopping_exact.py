@@ -27,6 +27,7 @@ import math
 import numpy as np
 
 from containertax.campaign import stopping
+from containertax.core.seeds import stable_seed
 
 NOISES = ("normal", "skewed", "contaminated")
 
@@ -91,7 +92,8 @@ def main() -> None:
             for cv in cvs:
                 for name, kw in rules.items():
                     rule = stopping.Rule(*design, spending=args.spending, **kw)
-                    r = measure(rule, kind, cv, args.reps, seed=hash((kind, cv)) % 2**32)
+                    r = measure(rule, kind, cv, args.reps,
+                                seed=stable_seed("stopping_exact", kind, cv))
 
                     def f(key, r=r):
                         both = f"{r[key]:.3f}"

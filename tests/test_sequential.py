@@ -86,14 +86,15 @@ def test_exact_boundaries_spend_the_full_alpha(design, spending):
     error is the boundaries' whole-path crossing probability, alpha: not below it either
     (a two-sided check). Planted: the union bound's boundaries spend less (0.032 to 0.040
     on these designs) and fail the lower check (test below)."""
-    out = simulate(0.15, 0.0, design, 6, "exact", spending, shape_check=False)
+    out = simulate(0.15, 0.0, design, 6, "exact", spending, shape_check=False,
+                   drift_check=False)
     hits = int((out["answer"] == "difference").sum())
     assert too_few(0.05) < hits < too_many(0.05)
 
 
 @pytest.mark.parametrize("design", ((6, 30, 6), (6, 30, 2)))
 def test_planted_union_bound_is_caught_by_the_lower_check(design):
-    out = simulate(0.15, 0.0, design, 6, "union", shape_check=False)
+    out = simulate(0.15, 0.0, design, 6, "union", shape_check=False, drift_check=False)
     assert int((out["answer"] == "difference").sum()) <= too_few(0.05)
 
 
@@ -131,11 +132,15 @@ def test_exact_boundaries_first_look_and_cache():
 
 
 def test_quiet_comparison_stops_at_first_look():
-    """CV 0.06 %: equivalence (null) and a 5 % effect are answered at the first look."""
+    """CV 0.06 %: equivalence (null) and a 5 % effect are answered at the first look,
+    but where a check's false alarm (shape about 1-2 %, drift: two tests at 0.05 on
+    exchangeable blocks; 0.92 stop at 6 blocks, measured) holds it to a later look."""
     for effect, answer in ((0.0, "equivalence"), (0.05, "difference")):
         out = simulate(0.0006, effect, (6, 30, 6), seed=5)
-        assert (out["blocks"] == 6).mean() > 0.97
+        assert (out["blocks"] == 6).mean() > 0.88
         assert (out["answer"] == answer).mean() > 0.97
+        out = simulate(0.0006, effect, (6, 30, 6), seed=5, drift_check=False)
+        assert (out["blocks"] == 6).mean() > 0.97
 
 
 def test_spending_and_looks():
@@ -211,7 +216,7 @@ def test_a_stopped_aa_replica_passes_its_calibration():
         return sum(bad), int(stopped.sum())
 
     bad, stopped = failed_after_stop(stopping.Rule(6, 30, 6, resolution=0.02))
-    assert bad == 0 and stopped > 0.75 * len(d)  # measured 0.80
+    assert bad == 0 and stopped > 0.70 * len(d)  # measured 0.80, 0.75 with the drift check
     bad, stopped = failed_after_stop(stopping.Rule(6, 30, 6, boundaries="union"))
     assert bad > 0.5 * stopped
 

@@ -3,7 +3,7 @@ a dry run plans the first look's cells only; `snakemake cells --cores 1` runs lo
 cells unattended and stops a model whose comparisons are answered; a rerun runs nothing;
 a record deleted by hand is run again, once. Native environments only (no Docker).
 The decision is made certain, whatever the machine's noise, by a margin and resolution of
-1000 % and no shape check: the A/A comparison is equivalent at the first look (a model
+1000 % and no shape or drift check: the A/A comparison is equivalent at the first look (a model
 that continues is tested without Snakemake in tests/test_sequential.py)."""
 
 from __future__ import annotations
@@ -31,9 +31,11 @@ def campaign(tmp_path: Path) -> Path:
     cfg["thermal"].update(min_interval_s=0, cooldown_s=0.1, poll_s=0.1)
     cfg["analysis"]["equivalence_margin"] = 10.0
     cfg["analysis"]["resolution_pct"] = 1000.0  # the A/A replica's own band (issue #33)
-    # no shape check: this shared machine's runs may hold a block far from the others,
-    # which would keep the model running (tests/test_sequential.py tests the check)
-    cfg["stopping"] = {"min_blocks": 6, "every": 2, "shape_check": False}
+    # no shape or drift check: this shared machine's runs may hold a block far from the
+    # others or drift with its load, which would keep the model running
+    # (tests/test_sequential.py and tests/test_sequential_robust.py test the checks)
+    cfg["stopping"] = {"min_blocks": 6, "every": 2, "shape_check": False,
+                       "drift_check": False}
     path = tmp_path / "seq.yaml"
     path.write_text(yaml.safe_dump(cfg, sort_keys=False))
     return path

@@ -209,7 +209,7 @@ def _cache_moved(spec: dict[str, Any]) -> bool:
 # config hash as it was, so a committed campaign stays the campaign its records name.
 HASH_NEUTRAL_DEFAULTS = (("thermal", "cooldown"), ("thermal", "adaptive"),
                          ("analysis", "resolution_pct"), ("analysis", "import_repeats"),
-                         ("analysis", "import_duplicates"))
+                         ("analysis", "import_duplicates"), ("stopping", "drift_check"))
 # Keys whose default changed after campaigns were committed: at the new default they hash as
 # the old one did (the old value is no longer valid, so no config can mean both).
 # analysis.primary_test: 'auto' (a Shapiro-Wilk pretest choosing Welch or Mann-Whitney)

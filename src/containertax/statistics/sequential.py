@@ -19,12 +19,16 @@ alpha(t_k) by look k (the t statistics' joint law is free of the unknown varianc
 stopping.exact_boundaries); union: a_k = b_k = alpha(t_k) - alpha(t_{k-1}), whose sum
 bounds the error. Either way type I error of the difference test <= alpha, size of the
 equivalence test at the margin <= alpha, simultaneous coverage of the repeated intervals
->= 1 - alpha over all looks, in small samples, for normal blocks; with the shape check a
-look whose blocks look skewed or hold a block far from the rest does not stop, and the
-guarantees are stated for blocks it lets through (tests/test_sequential.py).
+>= 1 - alpha over all looks, in small samples, for normal blocks (tests/test_sequential.py).
+Every answer counts (issue #41): a look whose blocks look skewed or hold a block far from
+the rest (shape check), or drift against block order or depend on the block before (drift
+check), does not stop, and at max_blocks the failed check is the answer ('not symmetric',
+'not exchangeable', 'not stationary'), so the error of a campaign is that of everything it
+can say; benchmarks/stopping_design.py measures it so under skewed, contaminated and AR(1)
+noise. The bound holds per primary comparison (multiplicity_words says so in the paper).
 
 A model stops when every primary comparison of it has its answer (difference or
-equivalence shown) on blocks that pass the shape check, or at max_blocks; all its
+equivalence shown) on blocks that pass the checks, or at max_blocks; all its
 environments stop together, so blocks stay complete and paired. Standard library and
 numpy/scipy only in the rule; `interim` reads a campaign's records (pandas).
 """
@@ -38,14 +42,23 @@ from typing import Any
 import numpy as np
 
 # the rule itself is part of the design (campaign/stopping.py); here it meets the records
-from containertax.campaign.stopping import SHAPE_LEVEL, Rule, look_stats, shape
+from containertax.campaign.stopping import (
+    CHECK_ANSWER,
+    DRIFT_LEVEL,
+    SHAPE_LEVEL,
+    Rule,
+    drift,
+    look_stats,
+    shape,
+)
 
 # --- the interim state of a campaign ------------------------------------------------
 
 
 INTERIM_COLUMNS = ["model", "look", "blocks", "alpha_look", "metric", "environment",
                    "against", "estimate", "adj_low", "adj_high", "p", "answer", "decision",
-                   "alpha_tost", "alpha_spent", "boundaries", "margin", "t", "shape", "why"]
+                   "alpha_tost", "alpha_spent", "boundaries", "margin", "t", "shape", "why",
+                   "drift", "drift_slope", "trend", "lag1"]
 
 
 def _pairs(campaign: Any) -> list[tuple[str, str]]:
@@ -100,6 +113,7 @@ def decide(runs: Any, campaign: Any, primary: dict[str, list[str]]) -> list[dict
                 answer = ("difference" if s["difference"][0] else
                           "equivalence" if s["equivalence"][0] else "none")
                 form = shape(x[None, :]) if rule.shape_check else None
+                moved = drift(x[None, :]) if rule.drift_check else None
                 look.append({"model": model, "look": k, "blocks": n, "alpha_look": a,
                              "metric": metric, "environment": env, "against": against,
                              "estimate": math.expm1(x.mean()),
@@ -113,29 +127,55 @@ def decide(runs: Any, campaign: Any, primary: dict[str, list[str]]) -> list[dict
                              "skewness": float(form["skewness"][0]) if form else None,
                              "skew_limit": float(form["skew_limit"]) if form else None,
                              "outlier": float(form["outlier"][0]) if form else None,
-                             "outlier_limit": float(form["outlier_limit"]) if form else None})
+                             "outlier_limit": float(form["outlier_limit"]) if form else None,
+                             "drift": str(moved["reason"][0]) if moved else "not checked",
+                             "drift_slope": float(moved["slope"][0]) if moved else None,
+                             "trend": float(moved["trend"][0]) if moved else None,
+                             "trend_limit": float(moved["trend_limit"]) if moved else None,
+                             "lag1": float(moved["lag1"][0]) if moved else None,
+                             "lag1_limit": float(moved["lag1_limit"]) if moved else None})
+            odd = [r for r in look if r["shape"] not in ("", "not checked")
+                   or r["drift"] not in ("", "not checked")]
             answered = all(r["answer"] != "none" for r in look)
-            odd = [r for r in look if r["shape"] not in ("", "not checked")]
-            decision = ("stop" if answered and not odd else
-                        "max" if n >= rule.max_blocks else "continue")
+            last = n >= rule.max_blocks
+            decision = ("stop" if answered and not odd else "max" if last else "continue")
             why = "; ".join(
                 [f"{r['environment']}/{r['against']} {r['metric']}: no answer yet"
                  for r in look if r["answer"] == "none"]
-                + [f"{r['environment']}/{r['against']} {r['metric']}: shape check failed "
-                   f"({_shape_words(r)})" for r in odd])
+                + [f"{r['environment']}/{r['against']} {r['metric']}: {_check_words(r)}"
+                   for r in odd])
+            if last:  # every answer counts: a failed check is the answer at the maximum
+                for r in odd:
+                    r["answer"] = CHECK_ANSWER[_failed(r)]
             rows += [{**r, "decision": decision, "why": why} for r in look]
             if decision != "continue":
                 break
     return rows
 
 
-def _shape_words(r: dict[str, Any]) -> str:
+def _failed(r: dict[str, Any]) -> str:
+    """The first check a look row failed (shape before drift)."""
+    return r["shape"] if r["shape"] not in ("", "not checked") else r["drift"]
+
+
+def _check_words(r: dict[str, Any]) -> str:
+    """Why a check failed, with its statistic, its limit and its false-alarm level."""
     if r["shape"] == "skew":
-        return (f"skewness {r['skewness']:+.2f}, beyond {r['skew_limit']:.2f} in size, which "
-                f"normal blocks exceed with probability {SHAPE_LEVEL:g}")
-    return (f"a block {r['outlier']:.1f} SDs of the others from their mean, beyond "
-            f"{r['outlier_limit']:.1f}, which normal blocks exceed with probability "
-            f"{SHAPE_LEVEL:g}")
+        return (f"shape check failed (skewness {r['skewness']:+.2f}, beyond "
+                f"{r['skew_limit']:.2f} in size, which normal blocks exceed with probability "
+                f"{SHAPE_LEVEL:g})")
+    if r["shape"] == "outlier":
+        return (f"shape check failed (a block {r['outlier']:.1f} SDs of the others from "
+                f"their mean, beyond {r['outlier_limit']:.1f}, which normal blocks exceed "
+                f"with probability {SHAPE_LEVEL:g})")
+    size = f"slope {100 * math.expm1(r['drift_slope']):+.2f} % per block"
+    if r["drift"] == "trend":
+        return (f"drift check failed (Spearman correlation with block order "
+                f"{r['trend']:+.2f}, beyond {r['trend_limit']:.2f} in size, which "
+                f"exchangeable blocks exceed with probability {DRIFT_LEVEL:g}; {size})")
+    return (f"drift check failed (lag-1 correlation of the ranks {r['lag1']:+.2f}, beyond "
+            f"{r['lag1_limit']:.2f}, which exchangeable blocks exceed with probability "
+            f"{DRIFT_LEVEL:g}; {size})")
 
 
 def rule_of(campaign: Any) -> Rule:
@@ -216,6 +256,7 @@ def interim_state(campaign: Any, runs: Any, look: int) -> dict[str, Any]:
                      "alpha": rule.alpha, "margin": rule.margin,
                      "boundaries": rule.boundaries, "gamma": rule.gamma,
                      "resolution": rule.resolution, "shape_check": rule.shape_check,
+                     "drift_check": rule.drift_check,
                      "levels_two_sided": [float(a) for a in two_sided],
                      "levels_one_sided": [float(a) for a in one_sided]},
             # the rule this look was decided under: a look of another rule is refused
@@ -262,10 +303,30 @@ def _checks_words(rule: Rule, replicas: bool) -> str:
                    "comparison had a plausible shape (skewness, one block far from the "
                    "others)." if rule.shape_check
                    else "The shape of the per-block log ratios was not tested at the looks.")
+    shape_words += (
+        " At each look the per-block log ratios were also tested for drift: their Spearman "
+        "correlation with block order and the lag-1 correlation of their ranks, each "
+        f"against its permutation law at {DRIFT_LEVEL:g}; a comparison that drifted could "
+        "not stop as different or equivalent, and at the maximum its answer is `not "
+        "stationary'." if rule.drift_check else
+        " Drift across blocks was not tested at the looks.")
     if not replicas or rule.resolution is None:
         return shape_words
     return (shape_words + " An A/A replica was decided within the resolution "
             f"($\\pm{100 * rule.resolution:g}$\\,\\%), not the margin.")
+
+
+def multiplicity_words(campaign: Any, rule: Rule) -> str:
+    """What the error bound covers, from the design: alpha holds per primary comparison
+    (each is tested at the looks' levels on its own); over a model's m comparisons the
+    chance of any false answer is at most m alpha (Bonferroni), and the paper says so."""
+    pairs = len(_pairs(campaign))
+    models = len(campaign.models)
+    return (f"The error bound $\\alpha = {rule.alpha:g}$ holds per primary comparison "
+            f"(each environment against its reference, {pairs} per model and primary "
+            f"metric, {models} model{'s' if models != 1 else ''}); it is not spent over "
+            "the comparisons, so over $m$ comparisons the chance of at least one false "
+            "difference or equivalence is at most $m\\alpha$ (Bonferroni).")
 
 
 def macros(campaign: Any, runs: Any, words: Any = str) -> dict[str, Any]:
@@ -278,7 +339,7 @@ def macros(campaign: Any, runs: Any, words: Any = str) -> dict[str, Any]:
 
     rule = rule_of(campaign)
     rows = last_state(campaign, runs)
-    stops, intervals = [], []
+    stops, intervals, drifts = [], [], []
     for m in campaign.models:
         mine = [r for r in rows if r["model"] == m.id]
         if not mine:
@@ -290,6 +351,13 @@ def macros(campaign: Any, runs: Any, words: Any = str) -> dict[str, Any]:
                "continue": "still running"}[last[0]["decision"]]
         stops.append(f"{tex(m.id)} after {last[0]['blocks']} blocks (look {k}, {how})")
         for r in last:
+            if r.get("drift") in ("trend", "dependence"):
+                slope = tex(f"{100 * math.expm1(r['drift_slope']):+.2f}")
+                drifts.append(f"{tex(m.id)}, {tex(words(r['metric']))}, "
+                              f"{tex(r['environment'])}/{tex(r['against'])}: {slope}\\,\\% "
+                              f"per block (look {k}, {r['blocks']} blocks, "
+                              + ("Spearman " + f"{r['trend']:+.2f}" if r["drift"] == "trend"
+                                 else "lag-1 " + f"{r['lag1']:+.2f}") + ")")
             est, low, high = (tex(f"{100 * r[key]:+.2f}")
                               for key in ("estimate", "adj_low", "adj_high"))
             intervals.append(
@@ -312,4 +380,7 @@ def macros(campaign: Any, runs: Any, words: Any = str) -> dict[str, Any]:
                 + ", ".join(f"{a:.2g}" for a in rule.levels()[0]) + " two-sided.",
             "seq/checks": _checks_words(rule, bool(campaign.replicas)),
             "seq/stops": "; ".join(stops),
-            "seq/intervals": "; ".join(intervals) or "none"}
+            "seq/intervals": "; ".join(intervals) or "none",
+            "seq/drift": ("Drift at the last look: " + "; ".join(drifts) + "."
+                          if drifts else ""),
+            "seq/multiplicity": multiplicity_words(campaign, rule)}
