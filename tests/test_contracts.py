@@ -253,6 +253,8 @@ def test_aggregate_stops_at_a_malformed_record_with_its_file_and_key(tmp_path, c
     config.write_resolved(campaign, campaign.paths.resolved)
     data = json.loads(CampaignPaths(REPO / "results" / "h100").raw_records()[0].read_text())
     data["metrics"][0]["unit"] = 3
+    # the record is this cell's (else the integrity check names a foreign record first)
+    data["cell"].update(model="n256", environment="native", repetition=1)
     bad = campaign.paths.cell("n256", "native", 1).raw
     bad.parent.mkdir(parents=True)
     bad.write_text(json.dumps(data))

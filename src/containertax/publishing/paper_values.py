@@ -508,11 +508,13 @@ def findings_values(campaign: Campaign, runs: pd.DataFrame, results: pd.DataFram
             v["f-short"] = "".join(f"\\findingshort{{{n}}}" for n in range(1, len(rows) + 1))
             # the abstract names the first ABSTRACT_FINDINGS by the ranking; the findings
             # section and the conclusion name every one
-            shown = [n for n, metric in enumerate(rows["metric"], 1)
+            # no finding at all: an empty frame without columns (the trtllm stand-in's)
+            metrics = list(rows["metric"]) if "metric" in rows else []
+            shown = [n for n, metric in enumerate(metrics, 1)
                      if metric not in (said_metrics or set())][:ABSTRACT_FINDINGS]
             v["f-abstract"] = "; ".join(f"\\findingbody{{{k}}}" for k in shown)
             v["f-shown"] = len(shown)
-            v["f-said"] = bool(set(rows["metric"]) & (said_metrics or set()))
+            v["f-said"] = bool(set(metrics) & (said_metrics or set()))
             v["f-more"] = len(rows) - len(shown)
             v["f-listed"] = "".join(f"\\findinglisted{{{n}}}" for n in range(1, len(rows) + 1))
     v["appendix-count"] = int((table["reach"] == "appendix").sum())
