@@ -40,12 +40,19 @@ class Verdict:
     qualifies: bool
 
 
-def judge(campaign: Campaign, comparisons: pd.DataFrame, metric: str) -> list[Verdict]:
+def better_sign(campaign: Campaign, metric: str) -> float:
+    """+1 where higher is better, -1 where lower is; a metric without a better direction
+    cannot choose options (one-at-a-time verdicts and factorial effects alike)."""
     info = registry(campaign.analysis.get("define_metrics")).get(metric)
     if info is None or info.direction not in ("higher", "lower"):
         raise OptimisationError(f"metric {metric!r} has no better direction in the registry; "
-                                "choose e.g. token_throughput or request_latency_s.")
-    sign = 1.0 if info.direction == "higher" else -1.0
+                                "choose e.g. token_throughput, request_latency_s or "
+                                "compute_time_s.")
+    return 1.0 if info.direction == "higher" else -1.0
+
+
+def judge(campaign: Campaign, comparisons: pd.DataFrame, metric: str) -> list[Verdict]:
+    sign = better_sign(campaign, metric)
     alpha = campaign.analysis["alpha"]
     variants = [e for e in campaign.environments
                 if e.spec.get("variant_of") == campaign.reference]
@@ -202,11 +209,7 @@ def factorial_choice(campaign: Campaign, effects: pd.DataFrame, metric: str
     design = factorial.design_of(campaign.raw, campaign.source)
     if design is None:
         raise OptimisationError(f"{campaign.source}: no factorial design (key factorial).")
-    info = registry(campaign.analysis.get("define_metrics")).get(metric)
-    if info is None or info.direction not in ("higher", "lower"):
-        raise OptimisationError(f"metric {metric!r} has no better direction in the registry; "
-                                "choose e.g. token_throughput or compute_time_s.")
-    sign = 1.0 if info.direction == "higher" else -1.0
+    sign = better_sign(campaign, metric)
     alpha = campaign.analysis["alpha"]
     rows = effects[effects["metric"] == metric]
     if rows.empty:
