@@ -89,7 +89,14 @@ only where the configured headline was overridden); prior-rows lose Arango's 2.8
 arango2019, answer none) and Medeiros' pairing with the headline. No estimate, interval or
 p of a primary or secondary comparison changed. Merged with integrity's, h100-engine was
 regenerated from the merged code: each key holds the value of the branch that changed it
-(a key-by-key three-way comparison with the merge base found no key both changed)."""
+(a key-by-key three-way comparison with the merge base found no key both changed).
+
+Then for the abstract's 250 words (#39/#43: h100-engine-balanced 328, h100-stopping 339),
+all four regenerated: the abstract names one finding beyond the headline (h100-engine:
+f-abstract, f-shown 2 -> 1, f-more 1 -> 2) and one data-quality finding (new q-abstract,
+q-more, q-listed: the findings section lists them all), the A/A comparisons are listed in
+the findings section (new fa-listed) and the reference's kind in the abstract's few words
+(new ref-kind); no other key changed."""
 
 from __future__ import annotations
 

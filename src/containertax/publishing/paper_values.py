@@ -365,9 +365,11 @@ def calibration_macros(cal: dict[str, Any], reg: dict[str, MetricInfo] | None = 
 
 
 FAMILY_WORDS = findings.FAMILY_WORDS
-# How many findings beyond the headline the abstract names (issue #39: an abstract of at
-# most 250 words); the rest are counted there and listed in the findings section
-ABSTRACT_FINDINGS = 3
+# How many findings beyond the headline, and how many data-quality findings, the abstract
+# names (issue #39: an abstract of at most 250 words; h100-stopping's five thermal
+# dependences took 130 words); the rest are counted there and listed in the findings section
+ABSTRACT_FINDINGS = 1
+ABSTRACT_QUALITY = 1
 
 
 # a container comparison's family -> the family of its A/A replica on the same blocks
@@ -389,6 +391,17 @@ def replica_moved(table: pd.DataFrame, r: Any) -> bool:
     return any(discussion.replica_as_much(rows[rows["environment"].isin([r["environment"], e])],
                                str(r["metric"]), str(r["environment"]), str(e))
                for e in replicas.unique())
+
+
+def ranked_quality(rows: pd.DataFrame) -> pd.DataFrame:
+    """Data-quality findings in the order the abstract names them (written in the findings
+    section): errors first, then the largest effect over the observed range (either sign)."""
+    if rows.empty:
+        return rows
+    error = rows.get("severity", pd.Series("", index=rows.index)).eq("error")
+    size = rows.get("estimate_effect", pd.Series(float("nan"), index=rows.index))
+    return rows.assign(_e=~error, _size=-pd.to_numeric(size, errors="coerce").abs().fillna(-1.0)
+                       ).sort_values(["_e", "_size"], kind="stable").drop(columns=["_e", "_size"])
 
 
 def ranked(rows: pd.DataFrame) -> pd.DataFrame:
@@ -425,8 +438,9 @@ def findings_values(campaign: Campaign, runs: pd.DataFrame, results: pd.DataFram
                          "f-said": False,
                          "fp-count": 0, "fp-listed": "",
                          "interval-truncated": False, "excluded-family": 0,
-                         "fa-count": 0, "fa-each": "",
-                         "q-count": 0, "q-each": "",
+                         "fa-count": 0, "fa-each": "", "fa-listed": "",
+                         "q-count": 0, "q-each": "", "q-abstract": "", "q-more": 0,
+                         "q-listed": "",
                          "l-count": 0, "l-each": "", "ql-count": 0, "ql-each": "",
                          "appendix-count": 0, "has-findings-rule": "reach" in table}
     if table.empty or "reach" not in table:
@@ -498,12 +512,22 @@ def findings_values(campaign: Campaign, runs: pd.DataFrame, results: pd.DataFram
             v["fp-count"] = len(other_primary)
             v["fp-listed"] = "".join(f"\\primarylisted{{{n}}}"
                                      for n in range(1, len(other_primary) + 1))
+        if prefix == "q":
+            rows = ranked_quality(rows)
         for n, (_, r) in enumerate(rows.iterrows(), 1):
             put(prefix, n, r)
         v[f"{prefix}-count"] = len(rows)
         item = {"f": "findingitem", "fa": "aafindingitem", "q": "qfindingitem",
                 "l": "listeditem", "ql": "qlisteditem"}[prefix]
         v[f"{prefix}-each"] = "".join(f"\\{item}{{{n}}}" for n in range(1, len(rows) + 1))
+        if prefix == "fa":
+            v["fa-listed"] = "".join(f"\\aalisted{{{n}}}" for n in range(1, len(rows) + 1))
+        if prefix == "q":  # the abstract names the first ABSTRACT_QUALITY, counts the rest
+            shown_q = min(len(rows), ABSTRACT_QUALITY)
+            v["q-abstract"] = "".join(f"\\qfindingitem{{{n}}}" for n in range(1, shown_q + 1))
+            v["q-more"] = len(rows) - shown_q
+            v["q-listed"] = "".join(f"\\qabstractlisted{{{n}}}"
+                                    for n in range(1, len(rows) + 1))
         if prefix == "f":
             v["f-short"] = "".join(f"\\findingshort{{{n}}}" for n in range(1, len(rows) + 1))
             # the abstract names the first ABSTRACT_FINDINGS by the ranking; the findings

@@ -118,12 +118,18 @@ def sentence(markers: dict[str, dict[str, Any]], order: list[str] | None = None)
 
 def values(recs: list[RawRecord], reference: str, order: list[str]) -> dict[str, Any]:
     """The paper's macros: where-ran (the sentence) and whether the reference was itself
-    virtualised or containerised (ref-virtualised, ref-where: its words)."""
+    virtualised or containerised (ref-virtualised, ref-where: its words; ref-kind: the
+    abstract's few words, 'inside a container' and/or 'in a virtual machine')."""
     markers = by_environment(recs)
     ref = markers.get(reference)
     ref_words = describe(ref) if ref else ""
     nested = bool(ref) and (True in ref.get("hypervisor_flag", []) or
                             True in ref.get("dockerenv", []) or
                             True in ref.get("containerenv", []))
+    in_container = bool(ref) and (True in ref.get("dockerenv", []) or
+                                  True in ref.get("containerenv", []))
+    in_vm = bool(ref) and True in ref.get("hypervisor_flag", [])
+    kind = " ".join(w for w, on in (("inside a container", in_container),
+                                    ("in a virtual machine", in_vm)) if on)
     return {"where-ran": sentence(markers, order), "ref-virtualised": nested,
-            "ref-where": _tex(ref_words) or "--"}
+            "ref-where": _tex(ref_words) or "--", "ref-kind": kind or "--"}
