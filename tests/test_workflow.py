@@ -43,8 +43,10 @@ def make_campaign(tmp_path: Path, name: str, envs: list[str], reps: int = 2,
     return path
 
 
-def snakemake(tmp_path: Path, cfg: Path, *args: str, timeout: float = 600,
+def snakemake(tmp_path: Path, cfg: Path, *args: str, timeout: float = 1800,
               popen: bool = False):
+    # timeout: a hang guard only, never a speed bound (a whole known-effect campaign took
+    # 285 s idle and over 600 s on the same 2 cores under a load of 8-10)
     # targets and flags first: --configfile takes every word after it
     argv = [sys.executable, "-m", "snakemake", *args, "--snakefile", str(REPO / "Snakefile"),
             "--directory", str(tmp_path), "--configfile", str(cfg)]
