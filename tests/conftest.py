@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import json
 import os
 import shutil
 import subprocess
@@ -36,12 +37,23 @@ needs_docker = pytest.mark.skipif(
 )
 
 
+# Seconds each of the 60 slowest tests took in one whole run on a fresh clone of the 2-core
+# machine, idle (2026-11-28, `--durations=60`): the order below starts them longest first.
+DURATIONS = Path(__file__).with_name("durations.json")
+SLOW_S = 60  # a slow-marked test not in the file: about the 60th slowest's time
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Tests that run real campaigns (marked slow) first: pytest-xdist hands tests out in
-    collection order, and a long test started last keeps one worker busy after the others
-    are done (longest first is the classic makespan heuristic; the order is the same on
-    every worker, as xdist requires)."""
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+    """The longest measured tests first, then the other tests that run real campaigns
+    (marked slow), then the rest: pytest-xdist hands tests out in collection order, and a
+    long test started last keeps one worker busy after the others are done (longest first
+    is the classic makespan heuristic; in that run two 110 s tests started last ran alone
+    for minutes).
+    The order is the same on every worker, as xdist requires; tests of equal estimate
+    keep their collection order (a stable sort)."""
+    took = json.loads(DURATIONS.read_text()) if DURATIONS.exists() else {}
+    items.sort(key=lambda item: -float(took.get(item.nodeid) or (
+        SLOW_S if item.get_closest_marker("slow") else 0)))
 
 
 @pytest.fixture(autouse=True)
