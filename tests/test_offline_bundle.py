@@ -296,3 +296,74 @@ def test_static_engine_kit_runs_and_have_leaves_out(tmp_path):
     )
     assert out.returncode == 1
     assert re.search(r"attrs>=\S+ \(needed by jsonschema [\d.]+\): not installed", out.stderr)
+
+
+# ---------------------------------------------------- what the GPU machine imports to plan
+
+# The planning run on the GPU machine (workflow/rules/common.smk: the config read, the
+# campaign loaded, its design expanded) with only what scripts/gpu-machine.requirements
+# bundles and scripts/gpu-machine.have says the machine has: every other installed package
+# is made unimportable. A visit of config/h200-factorial.yaml failed there with "No module
+# named 'pyDOE3'" (2026-11-28) because the factorial design was planned with a package the
+# bundle did not carry.
+_PLAN = r"""
+import importlib.abc, sys, yaml
+blocked = set(filter(None, sys.argv[1].split(",")))
+class Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name.split(".")[0] in blocked:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+sys.meta_path.insert(0, Block())
+from containertax.campaign import config
+for path in sys.argv[2:]:
+    raw = yaml.safe_load(open(path))
+    if "campaign" not in raw:  # a study's config: planned by workflow/study.smk
+        continue
+    try:
+        config.load_campaign(raw, path)
+    except ModuleNotFoundError as exc:
+        print(f"{path}: {exc}")
+"""
+
+
+def _gpu_machine_packages(requirements: list[str]) -> set[str]:
+    """The requirements, their dependencies (markers for this Python) and the machine's own."""
+    Requirement, _, _ = ob._packaging()
+    dists = ob.installed_dists(sys.path)
+    have = set(ob.read_have(REPO / "scripts" / "gpu-machine.have"))
+    allowed = {"containertax", "pip", "setuptools"}
+    todo = [Requirement(r) for r in requirements] + [Requirement(n) for n in have]
+    while todo:
+        req = todo.pop()
+        name = ob.normalize(req.name)
+        if name in allowed or (req.marker is not None and not req.marker.evaluate({"extra": ""})):
+            continue
+        allowed.add(name)
+        todo += [Requirement(line) for line in dists.get(name, (None, []))[1]]
+    return allowed
+
+
+def _blocked_modules(requirements: list[str]) -> list[str]:
+    from importlib import metadata
+
+    allowed = _gpu_machine_packages(requirements)
+    return sorted(top for top, names in metadata.packages_distributions().items()
+                  if not any(ob.normalize(n) in allowed for n in names))
+
+
+def _plan_every_config(requirements: list[str]) -> list[str]:
+    configs = sorted(str(p) for p in (REPO / "config").glob("*.yaml"))
+    out = subprocess.run([sys.executable, "-c", _PLAN, ",".join(_blocked_modules(requirements)),
+                          *configs], capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return out.stdout.splitlines()
+
+
+def test_the_gpu_machine_plans_every_committed_config_with_what_it_is_given():
+    lines = ob.read_requirement_lines(REPO / "scripts" / "gpu-machine.requirements")
+    assert _plan_every_config(lines) == []
+    # planted: the bundle before pyDOE3 was added fails the factorial configs, as on the H200
+    missing = _plan_every_config([line for line in lines if not line.startswith("pyDOE3")])
+    assert any(line.startswith(str(REPO / "config" / "demo-factorial.yaml")) and "pyDOE3" in line
+               for line in missing), missing
