@@ -86,6 +86,9 @@ rule preflight:
         image=image_marker,
         # the datasets first: preflight checks their folder from inside the environment
         datasets=list(DATASETS),
+        # the checkpoints made here (rules/quantise.smk): preflight checks them, as it
+        # checks a downloaded one, and every later run reads them
+        quantised=[job.marker for job in QUANTISE.values()],
     output:
         at(R.PREFLIGHT),
     log:

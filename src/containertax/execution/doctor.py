@@ -25,7 +25,7 @@ from typing import Any
 from containertax import runtimes
 from containertax.campaign.config import Campaign
 from containertax.core.errors import ContainertaxError
-from containertax.execution import hostmemory
+from containertax.execution import hostmemory, quantise
 from containertax.runtimes import hostcpus
 from containertax.workloads import checkpoints, trtllm
 
@@ -300,12 +300,30 @@ def checkpoint_rows(campaign: Campaign) -> tuple[list[Row], int]:
         source = checkpoints.source_of(str(p.get("model", "")), str(path), declared, image)
         name = f"checkpoint {m.id}"
         cfg = Path(path, "config.json")
+        made = checkpoints.SOURCES.get(str(p.get("model", "")))
+        gated = (f"  # gated: accept the licence at {source.licence}, then .venv/bin/hf "
+                 "auth login" if source.licence else "")
+        if not cfg.is_file() and isinstance(made, checkpoints.Quantised):
+            # the workflow makes it (rules fetch_base and quantise) before any run reads it
+            to_fetch += source.download_bytes
+            rows.append(Row(name, WARN, f"not made yet: the workflow quantises "
+                            f"{made.base} to {made.qformat} at {path} before the first run "
+                            f"that reads it (~{made.hours}, "
+                            f"{source.download_bytes / 1e9:.0f} GB)",
+                            f"to make it now: .venv/bin/snakemake --cores 1 "
+                            f"{shlex.quote(quantise.marker(str(path)))}{gated}"))
+            continue
         if not cfg.is_file():
             to_fetch += source.download_bytes
-            gated = (f"  # gated: accept the licence at {source.licence}, then .venv/bin/hf "
-                     "auth login" if source.licence else "")
             rows.append(Row(name, FAIL, f"no config.json at {path}",
                             source.command + gated))
+            continue
+        if quantise.made_by_double(str(path)):
+            rows.append(Row(name, FAIL, f"{path} was written by a TEST DOUBLE of hf_ptq.py "
+                            f"({quantise.marker(str(path))}): no real weights",
+                            f"rm -r {shlex.quote(str(path))} "
+                            f"{shlex.quote(quantise.marker(str(path)))}, then run the "
+                            f"workflow without {quantise.DOUBLE_ENV}"))
             continue
         have = checkpoints.quantisation(Path(path))
         if not checkpoints.matches(declared, have):
