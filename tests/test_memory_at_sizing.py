@@ -159,3 +159,17 @@ def test_doctor_says_what_a_memory_limit_bounds_and_fails_an_engine_without_limi
     assert off.status == doctor.FAIL and "MemoryLimit false" in off.found
     assert "systemctl restart docker" in off.fix
     assert "memory limit" not in rows_of(spark_config(tmp_path / "d"), host(tmp_path / "e"))
+
+
+def test_the_paper_says_when_trtllm_bench_chains_were_read():
+    """Committed records read just before start-up; new ones at sizing; both named."""
+    from types import SimpleNamespace
+
+    def rec(when: str) -> Any:
+        return SimpleNamespace(memory_chain={"engine": "trtllm-bench", "seen_when": when})
+
+    assert memorychain.trtllm_when([rec("before_launch")]).startswith("just before start-up")
+    assert memorychain.trtllm_when([rec("at_sizing")]).startswith("at sizing for")
+    mixed = memorychain.trtllm_when([rec("at_sizing"), rec("before_launch"),
+                                     rec("before_launch")])
+    assert mixed.endswith("in 1 runs and just before its start-up in 2")

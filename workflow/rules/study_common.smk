@@ -61,8 +61,9 @@ def planning_only():
 
 # Checkpoints no one publishes, made once before the first campaign that reads them
 # (rules/quantise.smk): the same folders each campaign's own workflow would make, so its
-# nested run finds them done. One machine: a campaign (its measured runs), a download and a
-# quantisation each take it whole, whatever --cores says.
+# nested run finds them done. One machine: where the study runs cells, a campaign (its
+# measured runs), a download and a quantisation each take it whole, whatever --cores says
+# (a study of analyses only runs its campaigns side by side).
 QUANTISE_OF = {
     c.name: (
         {}
@@ -73,7 +74,7 @@ QUANTISE_OF = {
 }
 QUANTISE = {d: j for jobs in QUANTISE_OF.values() for d, j in jobs.items()}
 QUANTISE_CT = f"{ENV} {PY} -m containertax"
-MACHINE = {"machine": 1}
+MACHINE = {"machine": 1} if STUDY.run_cells else {}
 workflow.register_resource("machine", 1)
 
 

@@ -164,6 +164,20 @@ def chain_rows(records: list[Any]) -> list[dict[str, str]]:
             for (m, e), row in means.iterrows()]
 
 
+def trtllm_when(records: list[Any]) -> str:
+    """When trtllm-bench's chains were read, as the records say (records before the
+    sampling at sizing was built read it just before start-up)."""
+    whens = [c.get("seen_when") for rec in records
+             if (c := getattr(rec, "memory_chain", None)) and c.get("engine") == "trtllm-bench"]
+    at, before = whens.count("at_sizing"), len(whens) - whens.count("at_sizing")
+    if not whens or not at:
+        return "just before start-up for \\texttt{trtllm-bench}"
+    sized = ("at sizing for \\texttt{trtllm-bench} too (the last view, sampled every "
+             "0.2~s, before its sizing line appeared in its log)")
+    return sized if not before else (f"{sized} in {at} runs and just before its start-up "
+                                     f"in {before}")
+
+
 def chain_table(records: list[Any]) -> str:
     """The paper's memory-chain table (tables/memory-chain.tex): empty without records that
     carry the chain, so the paper shows it only where it was measured."""
@@ -180,8 +194,8 @@ def chain_table(records: list[Any]) -> str:
     return (
         "\\paragraph{From free memory to the KV cache.} Table~\\ref{tab:memory-chain} shows, "
         "per model and environment, what the engine could see when it sized its KV cache "
-        "(read inside the environment, at sizing by the stand-in engine and just before "
-        "start-up for \\texttt{trtllm-bench}, whose own view is its log: the host's "
+        "(read inside the environment, at sizing by the stand-in engine and "
+        f"{trtllm_when(records)}, whose own view is its log: the host's "
         "available memory and page cache, the memory cgroup's limit and usage; `--' where "
         "there is none) and the cache it allocated, in GiB, mean over the runs.\n"
         "\\begin{table}[htbp]\\centering\\small\n"
