@@ -113,9 +113,10 @@ def smk(tmp_path: Path, config: Path, *args: str, env: dict[str, str] | None = N
 
 
 def test_the_workflow_quantises_once_before_any_preflight(tmp_path):
-    """The campaign's plan runs quantise before every environment's preflight (whose input
-    the marker is); the rule, run with the double, makes it once and a second plan has no
-    quantise job; the log and the command are beside the checkpoint."""
+    """The campaign's plan runs quantise before every environment's preflight and before
+    the model's dataset (whose inputs the marker is); the rule, run with the double, makes
+    it once and a second plan has no quantise job; the log and the command are beside the
+    checkpoint."""
     config, dest = campaign_with_mixtral(tmp_path)
     plan = smk(tmp_path, config, "-n", "-p")
     assert plan.returncode == 0, plan.stderr[-3000:]
@@ -126,6 +127,9 @@ def test_the_workflow_quantises_once_before_any_preflight(tmp_path):
     preflights = plan.stdout.split("rule preflight:")[1:]
     assert len(preflights) == 3 and all(quantise.marker(dest) in p.split("output:")[0]
                                         for p in preflights)
+    # the dataset reads the checkpoint's vocabulary: Mixtral's waits for the quantisation
+    datasets = [d.split("output:")[0] for d in plan.stdout.split("rule dataset:")[1:]]
+    assert sum(quantise.marker(dest) in d for d in datasets) == 1, datasets
     made = smk(tmp_path, config, "--cores", "1", quantise.marker(dest),
                env={quantise.DOUBLE_ENV: DOUBLE})
     assert made.returncode == 0, made.stderr[-3000:]

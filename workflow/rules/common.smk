@@ -138,6 +138,13 @@ def dataset_model(wildcards):
     return DATASETS[f"{wildcards.dataset_dir}/{wildcards.dataset_name}.jsonl"]
 
 
+def dataset_quantised(wildcards):
+    """The marker of the checkpoint a dataset's vocabulary is read from, where the workflow
+    makes that checkpoint (rules/quantise.smk)."""
+    path = CAMPAIGN.workload_params(dataset_model(wildcards)).get("model_path")
+    return [QUANTISE[str(path)].marker] if str(path) in QUANTISE else []
+
+
 # model -> the dataset its cells read (none for other workloads), looked up per gate job
 MODEL_DATASETS = {m.id: ct_datasets.of_model(CAMPAIGN, m.id) for m in CAMPAIGN.models}
 

@@ -111,6 +111,8 @@ rule dataset:
     measured run makes it, and every environment reads the same bytes."""
     input:
         config=ancient(RESOLVED),
+        # its vocabulary is read from the checkpoint: a quantised one is made first
+        quantised=dataset_quantised,
     output:
         data="{dataset_dir}/{dataset_name}.jsonl",
         meta="{dataset_dir}/{dataset_name}.jsonl.json",
