@@ -167,3 +167,22 @@ def test_doctor_says_the_workflow_makes_it_and_fails_a_doubles_checkpoint(tmp_pa
     row = rows_of(config, host(tmp_path / "h2"))["checkpoint mixtral-8x7b"]
     assert row.status == doctor.FAIL and "TEST DOUBLE" in row.found
     assert f"without {quantise.DOUBLE_ENV}" in row.fix
+
+
+def test_the_configs_quantization_is_the_one_made(tmp_path, monkeypatch):
+    """The fallback for Mixtral on GB10 (docs/dgx-spark.md, models at risk): the config says
+    nvfp4 at another model_path; the job quantises to NVFP4 (weights and KV cache), and the
+    check holds the checkpoint to that format."""
+    from containertax.campaign.config import load_file
+
+    config, _ = campaign_with_mixtral(tmp_path)
+    cfg = yaml.safe_load(config.read_text())
+    dest = str(tmp_path / "models" / "Mixtral-8x7B-Instruct-v0.1-NVFP4")
+    cfg["models"][-1].update(model_path=dest, quantization="nvfp4")
+    config.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    job = quantise.jobs(load_file(config))[dest]
+    assert job.qformat == "nvfp4" and job.base.endswith("/models/Mixtral-8x7B-Instruct-v0.1")
+    monkeypatch.setenv(quantise.DOUBLE_ENV, DOUBLE)
+    done = quantise.quantise(MIXTRAL, dest, job.image, str(tmp_path / "q.log"), job.qformat)
+    assert done["quant_algo"] == "NVFP4" and "--kv_cache_qformat" in done["command"]
+    assert done["command"][done["command"].index("--qformat") + 1] == "nvfp4"

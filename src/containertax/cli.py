@@ -198,7 +198,7 @@ def _import(a: argparse.Namespace) -> int:
 def _quantise(a: argparse.Namespace) -> int:
     from containertax.execution import quantise
 
-    quantise.quantise(a.model, a.out, a.image, a.log)
+    quantise.quantise(a.model, a.out, a.image, a.log, a.qformat)
     return 0
 
 
@@ -415,6 +415,8 @@ def _quantise_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", required=True, help="the Hugging Face name (models[].model)")
     p.add_argument("--out", required=True, help="the checkpoint folder (models[].model_path)")
     p.add_argument("--image", required=True, help="the TensorRT-LLM image that runs hf_ptq.py")
+    p.add_argument("--qformat", help="hf_ptq.py's --qformat (models[].quantization: fp8, "
+                   "nvfp4, ...); default the recipe's")
     p.add_argument("--log", required=True)
 
 

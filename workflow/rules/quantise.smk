@@ -47,6 +47,7 @@ rule quantise:
         ct=QUANTISE_CT,
         model=lambda wc: QUANTISE[wc.qckpt].model,
         image=lambda wc: QUANTISE[wc.qckpt].image,
+        qformat=lambda wc: QUANTISE[wc.qckpt].qformat,
     shell:
-        "{params.ct} quantise --model {params.model:q} "
+        "{params.ct} quantise --model {params.model:q} --qformat {params.qformat:q} "
         "--out {output.checkpoint:q} --image {params.image:q} --log {log:q}"

@@ -342,8 +342,8 @@ def checkpoint_rows(campaign: Campaign) -> tuple[list[Row], int]:
             # the workflow makes it (rules fetch_base and quantise) before any run reads it
             to_fetch += source.download_bytes
             rows.append(Row(name, WARN, f"not made yet: the workflow quantises "
-                            f"{made.base} to {made.qformat} at {path} before the first run "
-                            f"that reads it (~{made.hours}, "
+                            f"{made.base} to {declared or made.qformat} at {path} before "
+                            f"the first run that reads it (~{made.hours}, "
                             f"{source.download_bytes / 1e9:.0f} GB)",
                             f"to make it now: .venv/bin/snakemake --cores 1 "
                             f"{shlex.quote(quantise.marker(str(path)))}{gated}"))

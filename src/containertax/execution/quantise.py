@@ -17,6 +17,7 @@ itself has not been run by this project (no GPU that runs it here).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -48,6 +49,7 @@ class Job:
     dest: str
     base: str
     image: str
+    qformat: str
 
     @property
     def marker(self) -> str:
@@ -78,17 +80,27 @@ def jobs(campaign: Campaign) -> dict[str, Job]:
         q = checkpoints.SOURCES.get(str(p.get("model", "")))
         if isinstance(q, checkpoints.Quantised) and p.get("model_path"):
             dest = str(p["model_path"])
-            out[dest] = Job(str(p["model"]), dest, checkpoints.base_path(q, dest), image)
+            # the config's quantization (e.g. nvfp4, the fallback for Mixtral on GB10)
+            qformat = str(p.get("quantization") or q.qformat).lower()
+            out[dest] = Job(str(p["model"]), dest, checkpoints.base_path(q, dest), image,
+                            qformat)
     return out
 
 
-def argv(model: str, dest: str, image: str) -> tuple[list[str], str]:
-    """The quantiser's command line, and what ran it ('hf_ptq.py in IMAGE', or the test
-    double named by CONTAINERTAX_HF_PTQ)."""
+def recipe(model: str, qformat: str | None = None) -> checkpoints.Quantised:
+    """The model's quantisation recipe, in the given format (default: SOURCES')."""
     q = checkpoints.SOURCES.get(model)
     if not isinstance(q, checkpoints.Quantised):
         raise QuantiseError(f"model {model}: not a checkpoint made by quantisation "
                             "(workloads/checkpoints.py SOURCES); fetch it instead")
+    return dataclasses.replace(q, qformat=qformat) if qformat else q
+
+
+def argv(model: str, dest: str, image: str, qformat: str | None = None
+         ) -> tuple[list[str], str]:
+    """The quantiser's command line, and what ran it ('hf_ptq.py in IMAGE', or the test
+    double named by CONTAINERTAX_HF_PTQ)."""
+    q = recipe(model, qformat)
     base = checkpoints.base_path(q, dest)
     double = os.environ.get(DOUBLE_ENV)
     if double:
@@ -101,12 +113,12 @@ def folder_bytes(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
 
-def quantise(model: str, dest: str, image: str, log_path: str) -> dict[str, object]:
+def quantise(model: str, dest: str, image: str, log_path: str,
+             qformat: str | None = None) -> dict[str, object]:
     """Run the quantiser (its output appended to log_path), check the checkpoint it wrote,
     then write the marker; returns the marker's content."""
-    words, quantiser = argv(model, dest, image)
-    q = checkpoints.SOURCES[model]
-    assert isinstance(q, checkpoints.Quantised)
+    words, quantiser = argv(model, dest, image, qformat)
+    q = recipe(model, qformat)
     base = checkpoints.base_path(q, dest)
     if not Path(base, "config.json").is_file():
         raise QuantiseError(f"model {model}: no base checkpoint at {base} (no config.json); "
