@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from containertax.campaign import quantise as planned
 from containertax.execution import doctor, quantise
 from containertax.workloads import checkpoints
 from tests.conftest import REPO
@@ -58,7 +59,7 @@ def test_the_step_with_the_double_writes_the_checkpoint_and_its_marker(tmp_path,
     log = tmp_path / "q.log"
     done = quantise.quantise(MIXTRAL, dest, checkpoints.DEFAULT_IMAGE, str(log))
     assert checkpoints.quantisation(Path(dest)) == "FP8"
-    marker = json.loads(Path(quantise.marker(dest)).read_text())
+    marker = json.loads(Path(planned.marker(dest)).read_text())
     assert marker == done
     assert marker["test_double"] is True and marker["quantiser"] == f"TEST DOUBLE {DOUBLE}"
     assert marker["command"] == [DOUBLE, "--pyt_ckpt_path", base, "--qformat", "fp8",
@@ -84,7 +85,7 @@ def test_a_failed_or_wrong_quantisation_is_named_and_leaves_no_marker(tmp_path, 
     monkeypatch.setenv("HF_PTQ_DOUBLE_PLANT", plant)
     with pytest.raises(quantise.QuantiseError, match=re.escape(message)):
         quantise.quantise(MIXTRAL, dest, checkpoints.DEFAULT_IMAGE, str(tmp_path / "q.log"))
-    assert not Path(quantise.marker(dest)).exists()
+    assert not Path(planned.marker(dest)).exists()
 
 
 def test_no_base_checkpoint_is_named_with_its_download(tmp_path, monkeypatch):
@@ -125,15 +126,15 @@ def test_the_workflow_quantises_once_before_any_preflight(tmp_path):
     assert re.search(r"resources: tmpdir=/tmp, lane\w*=1\n",
                      plan.stdout.split("rule quantise:")[1])
     preflights = plan.stdout.split("rule preflight:")[1:]
-    assert len(preflights) == 3 and all(quantise.marker(dest) in p.split("output:")[0]
+    assert len(preflights) == 3 and all(planned.marker(dest) in p.split("output:")[0]
                                         for p in preflights)
     # the dataset reads the checkpoint's vocabulary: Mixtral's waits for the quantisation
     datasets = [d.split("output:")[0] for d in plan.stdout.split("rule dataset:")[1:]]
-    assert sum(quantise.marker(dest) in d for d in datasets) == 1, datasets
-    made = smk(tmp_path, config, "--cores", "1", quantise.marker(dest),
+    assert sum(planned.marker(dest) in d for d in datasets) == 1, datasets
+    made = smk(tmp_path, config, "--cores", "1", planned.marker(dest),
                env={quantise.DOUBLE_ENV: DOUBLE})
     assert made.returncode == 0, made.stderr[-3000:]
-    assert json.loads(Path(quantise.marker(dest)).read_text())["test_double"] is True
+    assert json.loads(Path(planned.marker(dest)).read_text())["test_double"] is True
     assert "hf_ptq TEST DOUBLE" in Path(dest + ".quantise.log").read_text()
     again = smk(tmp_path, config, "-n")
     assert again.returncode == 0 and "rule quantise:" not in again.stdout
@@ -159,7 +160,7 @@ def test_doctor_says_the_workflow_makes_it_and_fails_a_doubles_checkpoint(tmp_pa
     config, dest = campaign_with_mixtral(tmp_path)
     row = rows_of(config, host(tmp_path))["checkpoint mixtral-8x7b"]
     assert row.status == doctor.WARN and "not made yet: the workflow quantises" in row.found
-    assert f"snakemake --cores 1 {quantise.marker(dest)}" in row.fix
+    assert f"snakemake --cores 1 {planned.marker(dest)}" in row.fix
     assert "accept the licence at https://huggingface.co/mistralai/" in row.fix
     # planted: the double's checkpoint left where the runs would read it
     monkeypatch.setenv(quantise.DOUBLE_ENV, DOUBLE)
@@ -180,7 +181,7 @@ def test_the_configs_quantization_is_the_one_made(tmp_path, monkeypatch):
     dest = str(tmp_path / "models" / "Mixtral-8x7B-Instruct-v0.1-NVFP4")
     cfg["models"][-1].update(model_path=dest, quantization="nvfp4")
     config.write_text(yaml.safe_dump(cfg, sort_keys=False))
-    job = quantise.jobs(load_file(config))[dest]
+    job = planned.jobs(load_file(config))[dest]
     assert job.qformat == "nvfp4" and job.base.endswith("/models/Mixtral-8x7B-Instruct-v0.1")
     monkeypatch.setenv(quantise.DOUBLE_ENV, DOUBLE)
     done = quantise.quantise(MIXTRAL, dest, job.image, str(tmp_path / "q.log"), job.qformat)

@@ -21,7 +21,7 @@ from scipy.stats import false_discovery_control
 from containertax import cli
 from containertax.campaign import config, optimisation
 from containertax.campaign import paths as R
-from containertax.execution import quantise
+from containertax.campaign import quantise as planned
 from containertax.publishing import study as ct_study
 
 REPO = Path(__file__).resolve().parents[1]
@@ -268,7 +268,7 @@ def _settle(tmp_path: Path) -> None:
     for name in ("Mixtral-8x7B-Instruct-v0.1", "Qwen2.5-72B-Instruct"):
         made = tmp_path / "models" / f"{name}-FP8"
         suite.write_text(suite.read_text().replace(f"/models/{name}-FP8", str(made)))
-        marker = Path(quantise.marker(str(made)))
+        marker = Path(planned.marker(str(made)))
         for i, p in enumerate((made.parent / name, made, marker)):
             p.mkdir(parents=True, exist_ok=True) if i < 2 else p.touch()
             os.utime(p, (t + 5 + i,) * 2)

@@ -19,7 +19,7 @@ from containertax.campaign import datasets as ct_datasets
 from containertax.campaign import integrity as ct_integrity
 from containertax.campaign import stopping as ct_stopping
 from containertax.campaign import looks as ct_looks
-from containertax.execution import quantise as ct_quantise
+from containertax.campaign import quantise as ct_quantise
 from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
 

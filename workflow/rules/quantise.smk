@@ -1,10 +1,10 @@
 # Checkpoints no one publishes (checkpoints.SOURCES: Quantised), made once on the host before
 # any run that reads them: the BF16 base model downloaded beside it, then Model Optimizer's
 # hf_ptq.py in the campaign's image exporting to the model's model_path, which every
-# environment reads (execution/quantise.py). Included by the campaign and the study
-# workflows, which set QUANTISE (checkpoint folder -> job), QUANTISE_CT (the containertax
-# command) and MACHINE (the resources of a measured run: a download or quantisation never
-# runs beside one).
+# environment reads (planned in campaign/quantise.py, made by execution/quantise.py).
+# Included by the campaign and the study workflows, which set QUANTISE (checkpoint folder
+# -> job), QUANTISE_CT (the containertax command) and MACHINE (the resources of a measured
+# run: a download or quantisation never runs beside one).
 
 
 wildcard_constraints:
@@ -36,7 +36,7 @@ rule quantise:
         base=lambda wc: QUANTISE[wc.qckpt].base,
     output:
         checkpoint=directory("{qckpt}"),
-        marker="{qckpt}.quantised.json",  # quantise.marker(), as doctor reads it
+        marker="{qckpt}.quantised.json",  # campaign/quantise.marker(), as doctor reads it
     log:
         "{qckpt}.quantise.log",
     conda:

@@ -17,7 +17,7 @@ from containertax.campaign import paths as R
 from containertax.campaign import optimisation as ct_optimisation
 from containertax.campaign import integrity as ct_integrity
 from containertax.core import packaged as ct_packaged
-from containertax.execution import quantise as ct_quantise
+from containertax.campaign import quantise as ct_quantise
 from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from containertax import runtimes
+from containertax.campaign import quantise as planned
 from containertax.campaign.config import Campaign
 from containertax.core.errors import ContainertaxError
 from containertax.execution import hostmemory, quantise
@@ -346,7 +347,7 @@ def checkpoint_rows(campaign: Campaign) -> tuple[list[Row], int]:
                             f"the first run that reads it (~{made.hours}, "
                             f"{source.download_bytes / 1e9:.0f} GB)",
                             f"to make it now: .venv/bin/snakemake --cores 1 "
-                            f"{shlex.quote(quantise.marker(str(path)))}{gated}"))
+                            f"{shlex.quote(planned.marker(str(path)))}{gated}"))
             continue
         if not cfg.is_file():
             to_fetch += source.download_bytes
@@ -355,9 +356,9 @@ def checkpoint_rows(campaign: Campaign) -> tuple[list[Row], int]:
             continue
         if quantise.made_by_double(str(path)):
             rows.append(Row(name, FAIL, f"{path} was written by a TEST DOUBLE of hf_ptq.py "
-                            f"({quantise.marker(str(path))}): no real weights",
+                            f"({planned.marker(str(path))}): no real weights",
                             f"rm -r {shlex.quote(str(path))} "
-                            f"{shlex.quote(quantise.marker(str(path)))}, then run the "
+                            f"{shlex.quote(planned.marker(str(path)))}, then run the "
                             f"workflow without {quantise.DOUBLE_ENV}"))
             continue
         have = checkpoints.quantisation(Path(path))

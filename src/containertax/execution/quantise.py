@@ -1,5 +1,6 @@
-"""The quantised checkpoints a campaign needs, and the step that makes one (the workflow's
-rule quantise, workflow/rules/quantise.smk).
+"""The step that makes a quantised checkpoint (the workflow's rule quantise,
+workflow/rules/quantise.smk; which checkpoints a campaign needs, and their markers, are
+planned in campaign/quantise.py).
 
 Why a rule: no one publishes FP8 checkpoints of Mixtral-8x7B or Qwen2.5-72B that
 TensorRT-LLM's PyTorch backend reads, and trtllm-bench does not quantise. The checkpoint is
@@ -23,68 +24,19 @@ import logging
 import os
 import subprocess
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
-from containertax.campaign.config import Campaign
+from containertax.campaign import quantise as planned
 from containertax.core.errors import ContainertaxError
 from containertax.core.records import atomic_write_text
 from containertax.workloads import checkpoints
 
 DOUBLE_ENV = "CONTAINERTAX_HF_PTQ"
-MARKER_SUFFIX = ".quantised.json"
 log = logging.getLogger("containertax")
 
 
 class QuantiseError(ContainertaxError):
     """The quantiser failed, or what it wrote is not the declared checkpoint."""
-
-
-@dataclass(frozen=True)
-class Job:
-    """One quantised checkpoint: the model (Hugging Face name), where it goes, its base
-    folder and the image whose Model Optimizer makes it."""
-
-    model: str
-    dest: str
-    base: str
-    image: str
-    qformat: str
-
-    @property
-    def marker(self) -> str:
-        return marker(self.dest)
-
-    @property
-    def log(self) -> str:
-        return self.dest + ".quantise.log"
-
-    @property
-    def fetch_log(self) -> str:
-        return self.base + ".fetch.log"
-
-
-def marker(dest: str) -> str:
-    """The completion marker beside the checkpoint folder (Snakemake forbids a rule's
-    output inside its own directory output)."""
-    return dest + MARKER_SUFFIX
-
-
-def jobs(campaign: Campaign) -> dict[str, Job]:
-    """checkpoint folder -> its job, for each model whose checkpoint is made here
-    (checkpoints.SOURCES says Quantised)."""
-    image = next((e.image for e in campaign.environments if e.image), checkpoints.DEFAULT_IMAGE)
-    out: dict[str, Job] = {}
-    for m in campaign.models:
-        p = campaign.workload_params(m.id)
-        q = checkpoints.SOURCES.get(str(p.get("model", "")))
-        if isinstance(q, checkpoints.Quantised) and p.get("model_path"):
-            dest = str(p["model_path"])
-            # the config's quantization (e.g. nvfp4, the fallback for Mixtral on GB10)
-            qformat = str(p.get("quantization") or q.qformat).lower()
-            out[dest] = Job(str(p["model"]), dest, checkpoints.base_path(q, dest), image,
-                            qformat)
-    return out
 
 
 def recipe(model: str, qformat: str | None = None) -> checkpoints.Quantised:
@@ -147,7 +99,7 @@ def quantise(model: str, dest: str, image: str, log_path: str,
             "TEST DOUBLE"), "command": words, "seconds": round(took, 1),
         "bytes": folder_bytes(Path(dest)), "finished": time.strftime(
             "%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-    atomic_write_text(Path(marker(dest)), json.dumps(done, indent=2) + "\n")
+    atomic_write_text(Path(planned.marker(dest)), json.dumps(done, indent=2) + "\n")
     log.info("quantised %s: %s in %.0f s, %.1f GB", model, found, took,
              float(done["bytes"]) / 1e9)  # type: ignore[arg-type]
     return done
@@ -156,14 +108,6 @@ def quantise(model: str, dest: str, image: str, log_path: str,
 def made_by_double(dest: str) -> bool:
     """Whether the checkpoint's marker says a test double made it."""
     try:
-        return bool(json.loads(Path(marker(dest)).read_text()).get("test_double"))
+        return bool(json.loads(Path(planned.marker(dest)).read_text()).get("test_double"))
     except (OSError, ValueError, AttributeError):
         return False
-
-
-def fetch_command(base: str, planned: dict[str, Job]) -> str:
-    """The download of a base folder that one of the planned jobs reads."""
-    job = next(j for j in planned.values() if j.base == base)
-    q = checkpoints.SOURCES[job.model]
-    assert isinstance(q, checkpoints.Quantised)
-    return checkpoints.download_command(q.base, base)
