@@ -21,6 +21,7 @@ from scipy.stats import false_discovery_control
 from containertax import cli
 from containertax.campaign import config, optimisation
 from containertax.campaign import paths as R
+from containertax.campaign import quantise as planned
 from containertax.publishing import study as ct_study
 
 REPO = Path(__file__).resolve().parents[1]
@@ -259,8 +260,18 @@ def test_bare_snakemake_plans_the_whole_spark_study(tmp_path):
 
 
 def _settle(tmp_path: Path) -> None:
-    """Every study output present and newer than its inputs, as after a finished run."""
+    """Every study output present and newer than its inputs, as after a finished run (2D's
+    two quantised checkpoints made, here under tmp_path: the study's rule quantise makes
+    them before 2D)."""
     t = 1_700_000_000
+    suite = tmp_path / "config" / "config.yaml"
+    for name in ("Mixtral-8x7B-Instruct-v0.1", "Qwen2.5-72B-Instruct"):
+        made = tmp_path / "models" / f"{name}-FP8"
+        suite.write_text(suite.read_text().replace(f"/models/{name}-FP8", str(made)))
+        marker = Path(planned.marker(str(made)))
+        for i, p in enumerate((made.parent / name, made, marker)):
+            p.mkdir(parents=True, exist_ok=True) if i < 2 else p.touch()
+            os.utime(p, (t + 5 + i,) * 2)
     for p in (tmp_path / "config").glob("*.yaml"):
         os.utime(p, (t, t))
     derived = tmp_path / "results" / "dgx-spark-2b" / "derived" / "docker_optimised.yaml"

@@ -16,6 +16,7 @@ if CAMPAIGN.is_import:
 
 else:
 
+    include: "rules/quantise.smk"
     include: "rules/preflight.smk"
     include: "rules/cells.smk"
     include: "rules/aggregate.smk"

@@ -12,6 +12,7 @@
 
 
 include: "rules/study_common.smk"
+include: "rules/quantise.smk"
 
 
 wildcard_constraints:
@@ -35,12 +36,15 @@ rule campaign:
         config=lambda wildcards: str(CAMPAIGNS[wildcards.campaign].config),
         derived=derived_inputs,
         raw=raw_folders,
+        quantised=quantised_inputs,
     output:
         study_path(R.STUDY_CAMPAIGN, campaign="{campaign}"),
     log:
         study_path("logs/{campaign}.log"),
     conda:
         "../envs/workflow.yaml"
+    resources:
+        **MACHINE,
     params:
         targets=lambda wildcards: (
             "all"

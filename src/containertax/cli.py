@@ -195,6 +195,13 @@ def _import(a: argparse.Namespace) -> int:
     return 0
 
 
+def _quantise(a: argparse.Namespace) -> int:
+    from containertax.execution import quantise
+
+    quantise.quantise(a.model, a.out, a.image, a.log, a.qformat)
+    return 0
+
+
 def _rootfs(a: argparse.Namespace) -> int:
     from containertax.runtimes import chroot
 
@@ -404,6 +411,15 @@ def _analysis_args(name: str) -> Callable[[argparse.ArgumentParser], None]:
     return add
 
 
+def _quantise_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", required=True, help="the Hugging Face name (models[].model)")
+    p.add_argument("--out", required=True, help="the checkpoint folder (models[].model_path)")
+    p.add_argument("--image", required=True, help="the TensorRT-LLM image that runs hf_ptq.py")
+    p.add_argument("--qformat", help="hf_ptq.py's --qformat (models[].quantization: fp8, "
+                   "nvfp4, ...); default the recipe's")
+    p.add_argument("--log", required=True)
+
+
 def _rootfs_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--image", required=True)
     p.add_argument("--out", required=True)
@@ -475,6 +491,9 @@ COMMANDS: dict[str, Command] = {
     "cooldown": Command("cool down after a cell", _gate_args, _cooldown),
     "dataset": Command("write a trtllm model's synthetic token dataset (before any run)",
                        _dataset_args, _dataset),
+    "quantise": Command("make a quantised checkpoint with Model Optimizer's hf_ptq.py in the "
+                        "image, once, before any run reads it; check it; write its marker",
+                        _quantise_args, _quantise),
     "preflight": Command("check one environment", _preflight_args, _preflight),
     "system": Command("record system facts", _table_step_args, _system),
     "schedule": Command("write schedule.csv", _table_step_args, _schedule),

@@ -19,6 +19,7 @@ from containertax.campaign import datasets as ct_datasets
 from containertax.campaign import integrity as ct_integrity
 from containertax.campaign import stopping as ct_stopping
 from containertax.campaign import looks as ct_looks
+from containertax.campaign import quantise as ct_quantise
 from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
 
@@ -137,6 +138,13 @@ def dataset_model(wildcards):
     return DATASETS[f"{wildcards.dataset_dir}/{wildcards.dataset_name}.jsonl"]
 
 
+def dataset_quantised(wildcards):
+    """The marker of the checkpoint a dataset's vocabulary is read from, where the workflow
+    makes that checkpoint (rules/quantise.smk)."""
+    path = CAMPAIGN.workload_params(dataset_model(wildcards)).get("model_path")
+    return [QUANTISE[str(path)].marker] if str(path) in QUANTISE else []
+
+
 # model -> the dataset its cells read (none for other workloads), looked up per gate job
 MODEL_DATASETS = {m.id: ct_datasets.of_model(CAMPAIGN, m.id) for m in CAMPAIGN.models}
 
@@ -191,6 +199,10 @@ LANE_RESOURCES = {
 # Preparation (system facts, rootfs export, preflight) takes every lane: under --cores N it
 # never runs beside a measured cell of another lane.
 ALL_LANES = {lane.resource: 1 for lane in LANES.values()}
+# Checkpoints made here before any run reads them (rules/quantise.smk): under every lane.
+QUANTISE = {} if CAMPAIGN.is_import else ct_quantise.jobs(CAMPAIGN)
+QUANTISE_CT = CT
+MACHINE = ALL_LANES
 if any(lane.slurm or lane.host for lane in LANES.values()):
     LANE_RESOURCES.update({key: _slurm(key) for key in ct_lanes.SLURM_KEYS})
 

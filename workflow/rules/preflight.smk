@@ -86,6 +86,9 @@ rule preflight:
         image=image_marker,
         # the datasets first: preflight checks their folder from inside the environment
         datasets=list(DATASETS),
+        # the checkpoints made here (rules/quantise.smk): preflight checks them, as it
+        # checks a downloaded one, and every later run reads them
+        quantised=[job.marker for job in QUANTISE.values()],
     output:
         at(R.PREFLIGHT),
     log:
@@ -108,6 +111,8 @@ rule dataset:
     measured run makes it, and every environment reads the same bytes."""
     input:
         config=ancient(RESOLVED),
+        # its vocabulary is read from the checkpoint: a quantised one is made first
+        quantised=dataset_quantised,
     output:
         data="{dataset_dir}/{dataset_name}.jsonl",
         meta="{dataset_dir}/{dataset_name}.jsonl.json",

@@ -17,6 +17,7 @@ from containertax.campaign import paths as R
 from containertax.campaign import optimisation as ct_optimisation
 from containertax.campaign import integrity as ct_integrity
 from containertax.core import packaged as ct_packaged
+from containertax.campaign import quantise as ct_quantise
 from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
 
@@ -58,6 +59,30 @@ def planning_only():
     )
 
 
+# Checkpoints no one publishes, made once before the first campaign that reads them
+# (rules/quantise.smk): the same folders each campaign's own workflow would make, so its
+# nested run finds them done. One machine: where the study runs cells, a campaign (its
+# measured runs), a download and a quantisation each take it whole, whatever --cores says
+# (a study of analyses only runs its campaigns side by side).
+QUANTISE_OF = {
+    c.name: (
+        {}
+        if c.campaign.is_import or not STUDY.run_cells
+        else ct_quantise.jobs(c.campaign)
+    )
+    for c in STUDY.campaigns
+}
+QUANTISE = {d: j for jobs in QUANTISE_OF.values() for d, j in jobs.items()}
+QUANTISE_CT = f"{ENV} {PY} -m containertax"
+MACHINE = {"machine": 1} if STUDY.run_cells else {}
+workflow.register_resource("machine", 1)
+
+
+def quantised_inputs(wildcards):
+    """The markers of the checkpoints this campaign's runs read and the study makes."""
+    return [job.marker for job in QUANTISE_OF[wildcards.campaign].values()]
+
+
 # Options a campaign derives for another (phase 2B -> 2C, 2D): refreshed from the deriving
 # campaign's analysis before the DAG is built, and rewritten only when their content
 # changes, so that the campaigns using them rerun exactly then (mtime rerun triggers).
@@ -87,6 +112,12 @@ else:
         )
         print(
             f"study {STUDY.name}: campaign {_c.name} ({_c.config}): {_what}{_after}",
+            file=sys.stderr,
+        )
+    for _job in QUANTISE.values():
+        print(
+            f"study {STUDY.name}: {_job.model} quantised once into {_job.dest} "
+            f"(rules fetch_base, quantise; log {_job.log}) before the campaigns that read it",
             file=sys.stderr,
         )
 

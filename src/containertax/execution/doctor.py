@@ -23,9 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from containertax import runtimes
+from containertax.campaign import quantise as planned
 from containertax.campaign.config import Campaign
 from containertax.core.errors import ContainertaxError
-from containertax.execution import hostmemory
+from containertax.execution import hostmemory, quantise
 from containertax.runtimes import hostcpus
 from containertax.workloads import checkpoints, trtllm
 
@@ -207,6 +208,41 @@ def docker_rows(host: Host, campaign: Campaign) -> list[Row]:
     return rows
 
 
+MEMORY_LIMIT_UNVERIFIED = (
+    "whether GB10's unified-memory CUDA allocations count against the container's memory "
+    "cgroup is unverified here: if they do, TensorRT-LLM, which sizes its KV cache from "
+    "the device's free memory (torch.cuda.mem_get_info, blind to the cgroup), can grow "
+    "past the limit and be OOM-killed; if not, the limit bounds only host-side "
+    "allocations. Each run under a limit records its cgroup's peak and memory.events "
+    "oom_kill beside the engine's own memory (memory_chain.cgroup_accounting: counted, "
+    "not counted or unclear), so the campaign measures which")
+
+
+def memory_limit_rows(host: Host, campaign: Any) -> list[Row]:
+    """Environments with a memory limit (phase 2B's docker_memory_100g): Docker must apply
+    it (docker info MemoryLimit, cgroup v2), and what it bounds on GB10 is unknown."""
+    users = [(e.id, (e.spec.get("options") or {})["memory"]) for e in campaign.environments
+             if runtimes.get(e.kind).needs_image and (e.spec.get("options") or {}).get(
+                 "memory")]
+    if not users:
+        return []
+    names = ", ".join(f"{env} (--memory {limit})" for env, limit in users)
+    try:
+        info = (host.docker_info or _docker_info)()
+    except Exception:  # noqa: BLE001 - the Docker Engine row names it
+        return []
+    if info.get("MemoryLimit") is False:
+        return [Row("memory limit", FAIL, f"{names}: Docker reports no memory limit support "
+                    "(docker info: MemoryLimit false): --memory would not be applied",
+                    "enable the memory cgroup controller (DGX OS's default cgroup v2 has "
+                    "it), then sudo systemctl restart docker")]
+    version = str(info.get("CgroupVersion"))
+    other = "" if version == "2" else (
+        f"cgroup version {version}, not DGX OS's v2: the limit is accounted otherwise than on "
+        "the Spark; ")
+    return [Row("memory limit", WARN, f"{names}: {other}{MEMORY_LIMIT_UNVERIFIED}")]
+
+
 def images(campaign: Campaign) -> dict[str, list[str]]:
     """Each image and the environments that use it."""
     out: dict[str, list[str]] = {}
@@ -300,12 +336,30 @@ def checkpoint_rows(campaign: Campaign) -> tuple[list[Row], int]:
         source = checkpoints.source_of(str(p.get("model", "")), str(path), declared, image)
         name = f"checkpoint {m.id}"
         cfg = Path(path, "config.json")
+        made = checkpoints.SOURCES.get(str(p.get("model", "")))
+        gated = (f"  # gated: accept the licence at {source.licence}, then .venv/bin/hf "
+                 "auth login" if source.licence else "")
+        if not cfg.is_file() and isinstance(made, checkpoints.Quantised):
+            # the workflow makes it (rules fetch_base and quantise) before any run reads it
+            to_fetch += source.download_bytes
+            rows.append(Row(name, WARN, f"not made yet: the workflow quantises "
+                            f"{made.base} to {declared or made.qformat} at {path} before "
+                            f"the first run that reads it (~{made.hours}, "
+                            f"{source.download_bytes / 1e9:.0f} GB)",
+                            f"to make it now: .venv/bin/snakemake --cores 1 "
+                            f"{shlex.quote(planned.marker(str(path)))}{gated}"))
+            continue
         if not cfg.is_file():
             to_fetch += source.download_bytes
-            gated = (f"  # gated: accept the licence at {source.licence}, then .venv/bin/hf "
-                     "auth login" if source.licence else "")
             rows.append(Row(name, FAIL, f"no config.json at {path}",
                             source.command + gated))
+            continue
+        if quantise.made_by_double(str(path)):
+            rows.append(Row(name, FAIL, f"{path} was written by a TEST DOUBLE of hf_ptq.py "
+                            f"({planned.marker(str(path))}): no real weights",
+                            f"rm -r {shlex.quote(str(path))} "
+                            f"{shlex.quote(planned.marker(str(path)))}, then run the "
+                            f"workflow without {quantise.DOUBLE_ENV}"))
             continue
         have = checkpoints.quantisation(Path(path))
         if not checkpoints.matches(declared, have):
@@ -455,6 +509,7 @@ def diagnose(config_path: Path, host: Host | None = None) -> list[Row]:
     ckpt, fetch = checkpoint_rows(union)
     rows += ckpt
     rows += cpu_rows(host, _with_options(campaigns))
+    rows += memory_limit_rows(host, _with_options(campaigns))
     rows.append(cache_row(host, union))
     rows += limit_rows(union)
     rows.append(disk_row(host, campaigns, rootfs, fetch))

@@ -64,10 +64,41 @@ def from_probe(probe: dict[str, Any], metrics: dict[str, float]) -> dict[str, An
         "device": chain.get("device", "host"),
         "engine_view": engine_view(probe.get("log_key_lines") or []),
         "after": chain.get("after_allocation"),
+        # trtllm: the view before launch, the first after its sizing line, how far apart
+        # the views around the line were, and the cgroup after the run
+        "before_launch": chain.get("before_launch"),
+        "after_sizing": chain.get("after_sizing"),
+        "sizing_lag_s": chain.get("sizing_lag_s"),
+        "after_run": chain.get("after_run"),
     }
     if out["kv_cache_bytes"] is None and metrics.get("kv_cache_gib") is not None:
         out["kv_cache_bytes"] = int(metrics["kv_cache_gib"] * GIB)  # trtllm: from its log
+    out["cgroup_accounting"] = cgroup_accounting(out)
     return out
+
+
+# cgroup peak / the engine's own memory (its profiling peak + its KV cache): at or above
+# COUNTED the memory limit sees the engine's allocations; at or below NOT_COUNTED it does
+# not (on GB10 it is reported that cgroup v2 does not see CUDA allocations: issue #45)
+COUNTED, NOT_COUNTED = 0.8, 0.3
+
+
+def cgroup_accounting(chain: dict[str, Any]) -> dict[str, Any] | None:
+    """Does the environment's memory limit bound the engine? Its cgroup's peak after the run
+    against the engine's own memory; None without a limit (nothing to bound), without the
+    cgroup's peak, or without the engine's sizing line."""
+    cg = (chain.get("after_run") or {}).get("cgroup") or {}
+    view = chain.get("engine_view") or {}
+    limit, peak = cg.get("max_bytes"), cg.get("peak_bytes")
+    if limit is None or peak is None or view.get("peak_gib") is None:
+        return None
+    engine = view["peak_gib"] * GIB + (chain.get("kv_cache_bytes") or 0)
+    ratio = peak / engine if engine else None
+    verdict = ("unknown" if ratio is None else "counted" if ratio >= COUNTED
+               else "not counted" if ratio <= NOT_COUNTED else "unclear")
+    return {"limit_bytes": limit, "cgroup_peak_bytes": peak, "engine_bytes": int(engine),
+            "ratio": None if ratio is None else round(ratio, 3), "verdict": verdict,
+            "oom_kill": (cg.get("events") or {}).get("oom_kill")}
 
 
 def run_standin(campaign: Campaign, env_id: str, work: Path, fraction: float = 0.9,
@@ -133,6 +164,20 @@ def chain_rows(records: list[Any]) -> list[dict[str, str]]:
             for (m, e), row in means.iterrows()]
 
 
+def trtllm_when(records: list[Any]) -> str:
+    """When trtllm-bench's chains were read, as the records say (records before the
+    sampling at sizing was built read it just before start-up)."""
+    whens = [c.get("seen_when") for rec in records
+             if (c := getattr(rec, "memory_chain", None)) and c.get("engine") == "trtllm-bench"]
+    at, before = whens.count("at_sizing"), len(whens) - whens.count("at_sizing")
+    if not whens or not at:
+        return "just before start-up for \\texttt{trtllm-bench}"
+    sized = ("at sizing for \\texttt{trtllm-bench} too (the last view, sampled every "
+             "0.2~s, before its sizing line appeared in its log)")
+    return sized if not before else (f"{sized} in {at} runs and just before its start-up "
+                                     f"in {before}")
+
+
 def chain_table(records: list[Any]) -> str:
     """The paper's memory-chain table (tables/memory-chain.tex): empty without records that
     carry the chain, so the paper shows it only where it was measured."""
@@ -149,8 +194,8 @@ def chain_table(records: list[Any]) -> str:
     return (
         "\\paragraph{From free memory to the KV cache.} Table~\\ref{tab:memory-chain} shows, "
         "per model and environment, what the engine could see when it sized its KV cache "
-        "(read inside the environment, at sizing by the stand-in engine and just before "
-        "start-up for \\texttt{trtllm-bench}, whose own view is its log: the host's "
+        "(read inside the environment, at sizing by the stand-in engine and "
+        f"{trtllm_when(records)}, whose own view is its log: the host's "
         "available memory and page cache, the memory cgroup's limit and usage; `--' where "
         "there is none) and the cache it allocated, in GiB, mean over the runs.\n"
         "\\begin{table}[htbp]\\centering\\small\n"

@@ -93,19 +93,52 @@ def download_command(repo: str, dest: str, exclude: tuple[str, ...] = ()) -> str
     return " ".join(shlex.quote(w) for w in words)
 
 
-def quantise_command(q: Quantised, dest: str, image: str) -> str:
-    """Model Optimizer's PTQ in the TensorRT-LLM image, exporting to `dest` (its parent
-    bound at the same path), as the playbook's Step 5 runs it."""
-    parent = str(Path(dest).parent)
+# hf_ptq.py's arguments, as its argparse declares them at NVIDIA/Model-Optimizer commit
+# 9196696d328f09718767c0f2a9a10735a6bf1451 (examples/llm_ptq/hf_ptq.py): --pyt_ckpt_path (a
+# local folder or a Hugging Face name), --qformat (fp8, nvfp4, ...), --kv_cache_qformat
+# (none, fp8, nvfp4, ...; default fp8), --export_path; the unified Hugging Face export writes
+# config.json with its quantization_config and hf_quant_config.json beside the shards.
+KV_QFORMATS = ("fp8", "nvfp4")
+
+
+def base_path(q: Quantised, dest: str) -> str:
+    """Where the BF16 base model is downloaded: beside the quantised checkpoint, under the
+    base repository's own name (/models/Mixtral-8x7B-Instruct-v0.1 for
+    /models/Mixtral-8x7B-Instruct-v0.1-FP8)."""
+    return str(Path(dest).parent / q.base.rsplit("/", 1)[-1])
+
+
+def hf_ptq_args(q: Quantised, base: str, dest: str) -> list[str]:
+    """hf_ptq.py's arguments: the local base folder in, the unified checkpoint out."""
+    kv = q.qformat if q.qformat in KV_QFORMATS else "none"
+    return ["--pyt_ckpt_path", base, "--qformat", q.qformat, "--kv_cache_qformat", kv,
+            "--export_path", dest]
+
+
+def quantise_argv(q: Quantised, base: str, dest: str, image: str) -> list[str]:
+    """Model Optimizer's PTQ in the TensorRT-LLM image (the playbook's Step 5), reading the
+    base folder and exporting to `dest` (their folders bound at the same paths; the Hugging
+    Face cache for hf_ptq.py's calibration datasets)."""
+    binds = dict.fromkeys([str(Path(base).parent), str(Path(dest).parent)])
     inner = (f"git clone -b {MODELOPT} --single-branch https://github.com/NVIDIA/"
              "Model-Optimizer.git /app/Model-Optimizer && cd /app/Model-Optimizer && "
              "pip install -e '.[hf]' && cd examples/llm_ptq && python hf_ptq.py "
-             f"--pyt_ckpt_path {q.base} --qformat {q.qformat} --kv_cache_qformat {q.qformat} "
-             f"--export_path {dest}")
-    return (f"docker run --rm --gpus all --ipc=host --ulimit memlock=-1 --ulimit "
-            f"stack=67108864 -v {shlex.quote(parent)}:{shlex.quote(parent)} -v "
-            "$HOME/.cache/huggingface:/root/.cache/huggingface -e HF_TOKEN "
-            f"{shlex.quote(image)} bash -c {shlex.quote(inner)}")
+             + shlex.join(hf_ptq_args(q, base, dest)))
+    argv = ["docker", "run", "--rm", "--gpus", "all", "--ipc=host", "--ulimit", "memlock=-1",
+            "--ulimit", "stack=67108864"]
+    for folder in binds:
+        argv += ["-v", f"{folder}:{folder}"]
+    argv += ["-v", f"{Path.home()}/.cache/huggingface:/root/.cache/huggingface", "-e",
+             "HF_TOKEN", image, "bash", "-c", inner]
+    return argv
+
+
+def quantise_command(q: Quantised, dest: str, image: str) -> str:
+    """The base model's download, then its quantisation (what the workflow's rules
+    fetch_base and quantise run), as one line a user could type."""
+    base = base_path(q, dest)
+    return (f"{download_command(q.base, base)} && "
+            f"{shlex.join(quantise_argv(q, base, dest, image))}")
 
 
 def licence_page(repo: str) -> str:

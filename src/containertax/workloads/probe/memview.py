@@ -9,8 +9,10 @@ whose log line ends "device total memory %.2f GiB"). On GB10 device memory is th
 unified memory, so what the driver calls free depends on the host's free memory, and
 whether a container's memory cgroup enters it is the open question. This module records
 every input to that chain: NVML/CUDA free where a GPU answers, MemAvailable and Cached
-(/proc/meminfo), and the process's own memory cgroup (v2: memory.max/current/peak/stat;
-v1: limit_in_bytes/usage_in_bytes/max_usage_in_bytes/stat).
+(/proc/meminfo), and the process's own memory cgroup (v2: memory.max/current/peak/stat and
+memory.events; v1: limit_in_bytes/usage_in_bytes/max_usage_in_bytes/stat and oom_control):
+the events' oom_kill says whether the cgroup's limit killed a process (a 70B model under
+`--memory 100g` where unified-memory allocations are charged to the cgroup).
 """
 
 import ctypes
@@ -63,6 +65,17 @@ def _stat(text):
     return out
 
 
+def _events(text):
+    """memory.events (v2: 'oom_kill 1') or memory.oom_control (v1: 'oom_kill 1')."""
+    out = {}
+    for line in (text or "").splitlines():
+        k, _, v = line.partition(" ")
+        if k in ("low", "high", "max", "oom", "oom_kill", "oom_group_kill") \
+                and v.strip().isdigit():
+            out[k] = int(v)
+    return out
+
+
 def cgroup_memory(root="/"):
     """The memory cgroup of this process, read where this environment mounts it: the path
     of /proc/self/cgroup under /sys/fs/cgroup, else the mount's root (a container without
@@ -74,21 +87,23 @@ def cgroup_memory(root="/"):
     if v1 and os.path.isdir(os.path.join(base, "memory")):
         version, mount, own = 1, os.path.join(base, "memory"), v1[0]
         names = {"max": "memory.limit_in_bytes", "current": "memory.usage_in_bytes",
-                 "peak": "memory.max_usage_in_bytes", "stat": "memory.stat"}
+                 "peak": "memory.max_usage_in_bytes", "stat": "memory.stat",
+                 "events": "memory.oom_control"}
     elif v2:
         version, mount, own = 2, base, v2[0]
         names = {"max": "memory.max", "current": "memory.current", "peak": "memory.peak",
-                 "stat": "memory.stat"}
+                 "stat": "memory.stat", "events": "memory.events"}
     else:
         return {"version": None, "path": None, "read_at": None}
     folder = os.path.join(mount, own.lstrip("/"))
     if not os.path.exists(os.path.join(folder, names["current"])):
         folder = mount  # this environment's own cgroup, mounted at the root
-    values = {k: _int(_read(os.path.join(folder, f))) for k, f in names.items() if k != "stat"}
+    values = {k: _int(_read(os.path.join(folder, names[k]))) for k in ("max", "current", "peak")}
     return {"version": version, "path": own, "read_at": folder,
             "max_bytes": values["max"], "current_bytes": values["current"],
             "peak_bytes": values["peak"], "stat": _stat(_read(os.path.join(folder,
-                                                                           names["stat"])))}
+                                                                           names["stat"]))),
+            "events": _events(_read(os.path.join(folder, names["events"])))}
 
 
 def nvml_free():
@@ -116,8 +131,9 @@ def nvml_free():
         nvml.nvmlShutdown()
 
 
-def memory_view(root="/"):
-    """Everything an engine sizing its KV cache could have seen, at this moment."""
+def memory_view(root="/", nvml=True):
+    """Everything an engine sizing its KV cache could have seen, at this moment (nvml=False:
+    without NVML's query, for samples taken every fraction of a second)."""
     info = meminfo(root)
     return {"mem_total_bytes": info.get("MemTotal"),
             "mem_free_bytes": info.get("MemFree"),
@@ -125,7 +141,7 @@ def memory_view(root="/"):
             "cached_bytes": info.get("Cached"),
             "buffers_bytes": info.get("Buffers"),
             "cgroup": cgroup_memory(root),
-            "nvml": nvml_free()}
+            "nvml": nvml_free() if nvml else None}
 
 
 # What the stand-in calls free: MemAvailable (reclaimable page cache counted as free) or

@@ -259,11 +259,47 @@ def dataset_check(path):
     return meta, None
 
 
-def run(argv, log_path):
+# The engine's KV-cache sizing in its log: after the profiling run it reads
+# torch.cuda.mem_get_info() and logs "Memory dynamically allocated during inference (inside
+# torch) in memory usage profiling", then _cal_max_tokens logs "Peak memory during memory
+# usage profiling ..." (tensorrt_llm/_torch/pyexecutor/_util.py estimate_max_tokens,
+# NVIDIA/TensorRT-LLM d8ae02caed59708512e5aa578a09bb09f365bfed; 1.1's log has the second)
+SIZING_LINE = re.compile(r"Memory dynamically allocated during inference|"
+                         r"Peak memory during memory usage profiling")
+SAMPLE_S = 0.2
+
+
+def run(argv, log_path, sample=None, poll_s=SAMPLE_S):
+    """Run the engine into its log. With `sample` (a memory view): one view every poll_s
+    until the sizing line appears in the log, keeping the last view taken before it (read
+    at most poll_s before the engine logged its sizing) and the first after; no sampling
+    afterwards, so the measured requests run beside nothing of the probe's. Returns
+    (status, seconds, {"before": view, "after": view, "lag_s": s} or None)."""
     t0 = time.perf_counter()
     with open(log_path, "a") as log:
-        rc = subprocess.call(argv, stdout=log, stderr=subprocess.STDOUT)
-    return rc, time.perf_counter() - t0
+        start = log.tell()
+        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
+        if sample is None:
+            return proc.wait(), time.perf_counter() - t0, None
+        sizing, last, seen_at, tail = None, None, None, ""
+        with open(log_path, errors="replace") as reader:
+            reader.seek(start)
+            while proc.poll() is None:
+                view, taken = sample(), time.perf_counter()
+                tail = (tail + reader.read())[-4096:]
+                if SIZING_LINE.search(tail):
+                    # the line was written after `last` was taken (it was not in the log
+                    # then) and before `view`'s read of the log finished
+                    sizing = {"before": last[0] if last else None, "after": view,
+                              "lag_s": round(taken - last[1], 3) if last else None}
+                    seen_at = taken
+                    break
+                last = (view, taken)
+                time.sleep(poll_s)
+        rc = proc.wait()
+    if sizing is not None:
+        sizing["seen_after_start_s"] = round(seen_at - t0, 3)
+    return rc, time.perf_counter() - t0, sizing
 
 
 def load_json(path):
@@ -334,13 +370,22 @@ def main(argv=None):
     result["omitted_flags"] = omitted
     argv_ = flatten(without(dialect["segments"], omitted))
     result["bench_argv"] = argv_
-    # the memory the engine will size its KV cache from, read here just before it starts
-    # (its own view at sizing is its log line, memorychain.engine_view)
-    seen = memory_view()
+    # the memory the engine sizes its KV cache from: read just before it starts, then every
+    # SAMPLE_S until its sizing line, keeping the view just before that line (its own view
+    # at sizing is the line itself, memorychain.engine_view); no NVML in the samples
+    before = memory_view()
+    rc, result["bench_s"], sizing = run(argv_, log_path,
+                                        sample=lambda: memory_view(nvml=False))
+    seen = (sizing or {}).get("before") or before
     free, source = free_bytes(seen)
-    result["memory_chain"] = {"engine": "trtllm-bench", "seen_when": "before_launch",
-                              "sized_at": seen, "free_bytes": free, "free_source": source}
-    rc, result["bench_s"] = run(argv_, log_path)
+    result["memory_chain"] = {
+        "engine": "trtllm-bench",
+        "seen_when": "at_sizing" if sizing and sizing.get("before") else "before_launch",
+        "sized_at": seen, "free_bytes": free, "free_source": source,
+        "before_launch": before, "after_sizing": (sizing or {}).get("after"),
+        "sizing_lag_s": (sizing or {}).get("lag_s"),
+        "after_run": memory_view(nvml=False)}
+    oom = (result["memory_chain"]["after_run"].get("cgroup") or {}).get("events", {})
     log = read(log_path)
     result["log_tail"] = log[-20000:]
     result["log_key_lines"] = [ln for ln in log.splitlines() if KEY_LINE.search(ln)][-400:]
@@ -353,6 +398,12 @@ def main(argv=None):
     result["expected"] = json.loads(args.expect)
     if rc != 0:
         print(log[-3000:], file=sys.stderr)
+        if oom.get("oom_kill"):
+            cg = result["memory_chain"]["after_run"]["cgroup"]
+            print(f"trtllm-bench (status {rc}) ran in a memory cgroup whose OOM killer killed "
+                  f"{oom['oom_kill']} process(es) (memory.events oom_kill; limit "
+                  f"{cg.get('max_bytes')} bytes, peak {cg.get('peak_bytes')} bytes): the "
+                  "environment's memory limit, not the engine, ended the run", file=sys.stderr)
         return rc
     return finish(args.out, result, children=True)  # children: trtllm-bench's own RSS
 
