@@ -65,6 +65,16 @@ def _yaml_problem(exc: yaml.YAMLError) -> str:
     return where + what
 
 
+def strict_yaml(text: str) -> Any:
+    """YAML text read as strictly as a config (a key given twice is an error)."""
+    return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 (a SafeLoader)
+
+
+def yaml_problem(exc: yaml.YAMLError) -> str:
+    """Where and what, from a YAML error (for files other than configs: derived options)."""
+    return _yaml_problem(exc)
+
+
 def _read_yaml(path: Path, named_by: str) -> dict[str, Any]:
     """A config file's mapping, or a ConfigError naming the file (and who named it)."""
     via = "" if named_by == str(path) else f" (named by {named_by})"

@@ -46,6 +46,11 @@ LOG = "logs/{step}/{model}/{environment}/rep{rep}.log"
 # a record is parsed again only when one of those changes (campaign.integrity)
 VERIFIED = ".raw-verified.json"
 RUN_LOCK = ".run.lock"
+# Which working folder's Snakemake writes the campaign now: held (flock) by the invocation's
+# main process while it runs, with who holds it beside it (config.hold_folder). Snakemake's
+# own lock guards one working folder; two checkouts sharing a results_dir are refused here.
+WRITER_LOCK = ".writer.lock"
+WRITER = ".writer.json"
 SCHEDULE = "schedule.csv"
 SYSTEM = "system.json"
 RESOLVED = "config.resolved.json"
@@ -59,6 +64,9 @@ PREFLIGHT = "preflight/{environment}.json"
 ROOTFS = "rootfs/{image}"
 ROOTFS_MARKER = "rootfs/{image}.image.json"
 RUNS = "runs.csv"
+# what the import step did to an imported table (statistics/importer.py): the rows it read,
+# the exact copies it dropped and the runs it numbered by start time, for the data section
+IMPORT_REPORT = "stats/import.json"
 REQUESTS_ALL = "requests.csv"
 WORK = "work"
 COMPARISONS = "stats/comparisons.csv"
@@ -273,6 +281,15 @@ class CampaignPaths:
         return self.root / RUN_LOCK
 
     @property
+    def writer_lock(self) -> Path:
+        return self.root / WRITER_LOCK
+
+    @property
+    def writer(self) -> Path:
+        """Who holds writer_lock: working folder, config, process, host, since when."""
+        return self.root / WRITER
+
+    @property
     def schedule(self) -> Path:
         return self.root / SCHEDULE
 
@@ -322,6 +339,11 @@ class CampaignPaths:
     @property
     def runs(self) -> Path:
         return self.root / RUNS
+
+    @property
+    def import_report(self) -> Path:
+        """The import step's counts (IMPORT_REPORT)."""
+        return self.root / IMPORT_REPORT
 
     @property
     def requests_all(self) -> Path:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import json
 import os
 import tempfile
@@ -161,6 +162,38 @@ def read_ledger(root: Path, ledger: str | None = None, **match: str) -> list[dic
         return _read_ledger_file(paths[0], match)
     events = [e for p in paths for e in _read_ledger_file(p, match)]
     return sorted(events, key=lambda e: str(e.get("utc", "")))
+
+
+# --- files a step derives, verified like the raw records: a look's decision
+# (interim/lookK.json) and derived options (derived/ENV.yaml) lie two levels below their
+# campaign's root; the step that writes one ledgers its sha256, and every reader compares --
+
+def _written_name(path: Path) -> tuple[Path, str]:
+    """A derived file's campaign root and its name there (interim/look1.json)."""
+    path = Path(path)
+    return path.parent.parent, f"{path.parent.name}/{path.name}"
+
+
+def ledger_written(path: Path, step: str, text: str) -> None:
+    """Put the sha256 of the text just written to `path` in its campaign's ledger."""
+    root, name = _written_name(path)
+    append_ledger(root, {"step": step, "event": "written", "file": name,
+                         "sha256": hashlib.sha256(text.encode()).hexdigest()})
+
+
+def written_mismatch(path: Path, step: str, content: bytes) -> tuple[str, str] | None:
+    """(sha256 of `content`, sha256 the ledger holds) when the file's content is not what
+    `step` last wrote to it, i.e. edited since; None when it is, or when the ledger holds
+    no hash for it (a file written before hashes were ledgered, or by hand in a test)."""
+    root, name = _written_name(path)
+    want = None
+    for event in read_ledger(root, step=step, event="written"):
+        if event.get("file") == name and isinstance(event.get("sha256"), str):
+            want = event["sha256"]  # the latest write wins (a look decided again)
+    if want is None:
+        return None
+    have = hashlib.sha256(content).hexdigest()
+    return None if have == want else (have, want)
 
 
 CELL_STEPS = ("gate", "run", "cooldown")  # events of one cell: model, environment, repetition
