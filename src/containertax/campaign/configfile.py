@@ -101,6 +101,17 @@ def _read_yaml(path: Path, named_by: str) -> dict[str, Any]:
     return data
 
 
+def unreadable(path: Path) -> str | None:
+    """Why a config file cannot be read, as every reader of a config says it (the file, the
+    line and column, what is wrong, the fix); None when it reads as a mapping. Snakemake's
+    own refusal of a --configfile is reworded by this (snakemake_logger_plugin_containertax)."""
+    try:
+        _read_yaml(Path(path), str(path))
+    except ConfigError as exc:
+        return str(exc)
+    return None
+
+
 def study_campaigns(path: Path) -> list[Path] | None:
     """The campaign configs a study config names (relative to its folder), or None when the
     file is no study config (no top-level `study:` mapping). Only such a file is parsed here:
