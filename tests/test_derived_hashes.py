@@ -72,12 +72,24 @@ def test_a_look_written_before_hashes_were_ledgered_is_read(tmp_path, monkeypatc
     assert looks.read_look(look, seq.rule_of(campaign))["models"]
 
 
+def test_a_foreign_look_that_names_no_rule_is_refused(tmp_path, monkeypatch):
+    """Before: a look naming no rule (copied in by hand, no sha256 in the ledger) was read
+    "as it is", and the paper named the config's spending beside its decisions."""
+    campaign, _, look = _stopping_campaign(tmp_path, monkeypatch)
+    (campaign.root / records.LEDGER).unlink()  # no hash: only the rule can hold it
+    state = json.loads(look.read_text())
+    del state["rule_fingerprint"], state["rule"]
+    look.write_text(json.dumps(state))
+    with pytest.raises(looks.LookError, match="names no stopping rule"):
+        looks.read_looks(campaign.paths, seq.rule_of(campaign))
+
+
 def test_a_look_decided_again_is_held_to_its_latest_hash(tmp_path, monkeypatch):
     campaign, _, look = _stopping_campaign(tmp_path, monkeypatch)
     seq.write_interim(campaign, 1, look)  # decided again (after a move aside): same text
     text = look.read_text().replace('"look": 1', '"look": 1 ')
     look.write_text(text)
-    records.ledger_written(look, "interim", text)  # as a new write would ledger it
+    records.ledger_written(campaign.root, look, "interim", text)  # as a new write would
     assert looks.read_look(look, seq.rule_of(campaign))
 
 
@@ -118,3 +130,31 @@ def test_a_derived_file_edited_or_malformed_is_refused(tmp_path, monkeypatch, ca
     err = capsys.readouterr().err
     assert "results/phase-b/derived/optimised.yaml" in err and why in err, err
     assert "--derive optimised" in err and "Traceback" not in err
+
+
+def test_an_edited_runs_csv_is_refused_by_the_analysis(tmp_path, monkeypatch):
+    """runs.csv is derived too (the aggregate step, or the import's): before, a value
+    edited in it reached the paper at the next build (the quality step reran on its newer
+    mtime). Now the step that writes it ledgers its sha256 and the quality step compares."""
+    from containertax.campaign import config
+    from containertax.statistics import steps
+    from containertax.statistics.policy import AnalysisError
+
+    monkeypatch.chdir(tmp_path)
+    rows = [f"m1,{env},{r},time_s,{1 + 0.01 * r + (0.1 if env == 'docker' else 0)},s"
+            for r in range(1, 5) for env in ("native", "docker")]
+    (tmp_path / "table.csv").write_text(
+        "\n".join(["model,environment,repetition,metric,value,unit", *rows]) + "\n")
+    cfg = tmp_path / "imp.yaml"
+    cfg.write_text("campaign: imp\nreference_environment: native\nanalysis:\n"
+                   "  import_csv: table.csv\n  headline_metric: time_s\n")
+    campaign = config.load_file(cfg, tmp_path)
+    runs = campaign.paths.runs
+    runs.parent.mkdir(parents=True)
+    assert cli.main(["import", "--config", str(cfg), "--out", str(runs)]) == 0
+    steps.run_quality(campaign, runs, tmp_path / "q1", tmp_path / "order1.csv")  # as written
+    runs.write_text(runs.read_text().replace("1.11", "1110.0"))  # the planted hand edit
+    with pytest.raises(AnalysisError) as err:
+        steps.run_quality(campaign, runs, tmp_path / "q2", tmp_path / "order2.csv")
+    text = str(err.value)
+    assert f"{runs} is not what the import step wrote" in text and f"rm {runs}" in text

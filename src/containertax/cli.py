@@ -188,8 +188,11 @@ def _aggregate(a: argparse.Namespace) -> int:
 def _import(a: argparse.Namespace) -> int:
     from containertax.statistics import importer, steps
 
-    frame = steps.read_import(load(a.config))
-    records.atomic_write_text(Path(a.out), frame.to_csv(index=False))
+    campaign = load(a.config)
+    frame = steps.read_import(campaign)
+    text = frame.to_csv(index=False)
+    records.atomic_write_text(Path(a.out), text)
+    records.ledger_written(campaign.root, Path(a.out), "import", text)  # edited: refused
     if a.report_out:  # the copies dropped and the runs renumbered, for the data section
         records.write_json(Path(a.report_out), frame.attrs.get(importer.COUNTS, {}))
     if a.requests_out:

@@ -812,7 +812,7 @@ def read_derived(file: Path, key: str, config_file: str, env_id: str) -> dict[st
                 else "without its key 'options'" if "options" not in derived
                 else "its key 'options' is not a mapping")
         raise ConfigError(f"{file}: the derived options file is {what}; {fix} {key}.")
-    edited = written_mismatch(file, "derive", content)
+    edited = written_mismatch(file.parent.parent, file, content)  # root/derived/ENV.yaml
     if edited is not None:
         raise ConfigError(
             f"{file}: the derived options file is not what `best-options --derive` wrote "

@@ -76,7 +76,7 @@ def read_look(path: Path, rule: Rule | None = None) -> dict[str, Any]:
     except (OSError, ValueError) as exc:
         raise LookError(f"{path}: the stopping rule's look file is damaged ({exc}); "
                         f"{_fix_damaged(path)}.") from None
-    edited = written_mismatch(path, "interim", content)
+    edited = written_mismatch(path.parent.parent, path, content)  # root/interim/lookK
     if edited is not None:
         raise LookError(
             f"{path}: the look file is not what the interim checkpoint wrote (sha256 "
@@ -91,7 +91,12 @@ def read_look(path: Path, rule: Rule | None = None) -> dict[str, Any]:
                         f"blocks_allowed each, or 'continuing' not a list); "
                         f"{_fix_damaged(path)}.")
     recorded = _recorded(state)
-    if rule is not None and recorded is not None:  # a look that names no rule: as it is
+    if rule is not None and recorded is None:  # every look the checkpoint wrote names one
+        raise LookError(f"{path}: the look file names no stopping rule it was decided under "
+                        "(no 'rule_fingerprint', no 'rule' with 'looks'): not a look the "
+                        "interim checkpoint wrote, so its decisions are never obeyed; "
+                        f"{_fix_damaged(path)}.")
+    if rule is not None:
         changed = _differences(recorded, fingerprint(rule))
         if changed:
             folder = path.parent

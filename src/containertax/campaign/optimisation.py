@@ -329,7 +329,7 @@ def write_derived(campaign: Campaign, environment: str, metric: str = DEFAULT_ME
         return file, False
     file.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(file, text)
-    ledger_written(file, "derive", text)  # a file edited afterwards is refused (read_derived)
+    ledger_written(campaign.root, file, "derive", text)  # edited afterwards: refused
     return file, True
 
 

@@ -164,30 +164,36 @@ def read_ledger(root: Path, ledger: str | None = None, **match: str) -> list[dic
     return sorted(events, key=lambda e: str(e.get("utc", "")))
 
 
-# --- files a step derives, verified like the raw records: a look's decision
-# (interim/lookK.json) and derived options (derived/ENV.yaml) lie two levels below their
-# campaign's root; the step that writes one ledgers its sha256, and every reader compares --
+# --- files a step derives, verified like the raw records: the step that writes one (a
+# look's decision interim/lookK.json, derived options derived/ENV.yaml, runs.csv) puts its
+# sha256 in the campaign's ledger, and every reader compares --------------------------------
 
-def _written_name(path: Path) -> tuple[Path, str]:
-    """A derived file's campaign root and its name there (interim/look1.json)."""
-    path = Path(path)
-    return path.parent.parent, f"{path.parent.name}/{path.name}"
-
-
-def ledger_written(path: Path, step: str, text: str) -> None:
-    """Put the sha256 of the text just written to `path` in its campaign's ledger."""
-    root, name = _written_name(path)
-    append_ledger(root, {"step": step, "event": "written", "file": name,
-                         "sha256": hashlib.sha256(text.encode()).hexdigest()})
+def _written_name(root: Path, path: Path) -> str | None:
+    """A derived file's name in its campaign (interim/look1.json), as the ledger says it;
+    None for a file outside the campaign's folder (a step's output written elsewhere)."""
+    try:
+        return Path(path).resolve().relative_to(Path(root).resolve()).as_posix()
+    except ValueError:
+        return None
 
 
-def written_mismatch(path: Path, step: str, content: bytes) -> tuple[str, str] | None:
-    """(sha256 of `content`, sha256 the ledger holds) when the file's content is not what
-    `step` last wrote to it, i.e. edited since; None when it is, or when the ledger holds
+def ledger_written(root: Path, path: Path, step: str, text: str) -> None:
+    """Put the sha256 of the text `step` just wrote to `path` in the campaign's ledger."""
+    name = _written_name(root, path)
+    if name is not None:
+        append_ledger(root, {"step": step, "event": "written", "file": name,
+                             "sha256": hashlib.sha256(text.encode()).hexdigest()})
+
+
+def written_mismatch(root: Path, path: Path, content: bytes) -> tuple[str, str] | None:
+    """(sha256 of `content`, sha256 the ledger holds) when a derived file's content is not
+    what its step last wrote, i.e. edited since; None when it is, or when the ledger holds
     no hash for it (a file written before hashes were ledgered, or by hand in a test)."""
-    root, name = _written_name(path)
+    name = _written_name(root, path)
+    if name is None:
+        return None
     want = None
-    for event in read_ledger(root, step=step, event="written"):
+    for event in read_ledger(root, event="written"):
         if event.get("file") == name and isinstance(event.get("sha256"), str):
             want = event["sha256"]  # the latest write wins (a look decided again)
     if want is None:

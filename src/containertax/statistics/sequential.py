@@ -278,7 +278,8 @@ def write_interim(campaign: Any, look: int, out: Path,
     state = interim_state(campaign, tidy(campaign.root), look)
     text = json.dumps(state, indent=1, default=float) + "\n"
     atomic_write_text(Path(out), text)
-    ledger_written(Path(out), "interim", text)  # a look edited afterwards is refused (looks)
+    # a look edited afterwards is refused (campaign.looks)
+    ledger_written(campaign.root, Path(out), "interim", text)
     if log is not None:
         Path(log).parent.mkdir(parents=True, exist_ok=True)
         Path(log).write_text(json.dumps(state["models"], indent=1) + "\n")
