@@ -1,10 +1,11 @@
 """Issue #44: look files and derived options verified like the raw records. The step that
 writes one (the interim checkpoint, `best-options --derive`) puts its sha256 in the
-campaign's ledger; every reader compares. Before: a look decision edited from continue to
-stop was obeyed, a look stripped of its rule and fingerprint was accepted (silent); a
-derived options file edited by hand, without its `options` key (read as no options: valid
-records superseded) or with a key given twice was taken as it stood (silent). Fast: no
-cell runs; the files are written by the writers themselves."""
+campaign's hashes.jsonl (records.HASHES; the ledger is the cells' steps'); every reader
+compares. Before: a look decision edited from continue to stop was obeyed, a look stripped
+of its rule and fingerprint was accepted (silent); a derived options file edited by hand,
+without its `options` key (read as no options: valid records superseded) or with a key
+given twice was taken as it stood (silent). Fast: no cell runs; the files are written by
+the writers themselves."""
 
 from __future__ import annotations
 
@@ -64,19 +65,19 @@ def test_an_edited_look_is_refused_naming_the_file_and_the_fix(tmp_path, monkeyp
     assert "Traceback" not in err
 
 
-def test_a_look_written_before_hashes_were_ledgered_is_read(tmp_path, monkeypatch):
-    """The committed stopping campaigns' looks have no sha256 in their ledgers: read as
+def test_a_look_written_before_hashes_were_kept_is_read(tmp_path, monkeypatch):
+    """The committed stopping campaigns' looks have no sha256 in a hashes.jsonl: read as
     before (held to their rule's fingerprint only)."""
     campaign, _, look = _stopping_campaign(tmp_path, monkeypatch)
-    (campaign.root / records.LEDGER).unlink()
+    (campaign.root / records.HASHES).unlink()
     assert looks.read_look(look, seq.rule_of(campaign))["models"]
 
 
 def test_a_foreign_look_that_names_no_rule_is_refused(tmp_path, monkeypatch):
-    """Before: a look naming no rule (copied in by hand, no sha256 in the ledger) was read
+    """Before: a look naming no rule (copied in by hand, no sha256 in hashes.jsonl) was read
     "as it is", and the paper named the config's spending beside its decisions."""
     campaign, _, look = _stopping_campaign(tmp_path, monkeypatch)
-    (campaign.root / records.LEDGER).unlink()  # no hash: only the rule can hold it
+    (campaign.root / records.HASHES).unlink()  # no hash: only the rule can hold it
     state = json.loads(look.read_text())
     del state["rule_fingerprint"], state["rule"]
     look.write_text(json.dumps(state))
@@ -89,7 +90,7 @@ def test_a_look_decided_again_is_held_to_its_latest_hash(tmp_path, monkeypatch):
     seq.write_interim(campaign, 1, look)  # decided again (after a move aside): same text
     text = look.read_text().replace('"look": 1', '"look": 1 ')
     look.write_text(text)
-    records.ledger_written(campaign.root, look, "interim", text)  # as a new write would
+    records.hash_written(campaign.root, look, "interim", text)  # as a new write would
     assert looks.read_look(look, seq.rule_of(campaign))
 
 
@@ -135,7 +136,7 @@ def test_a_derived_file_edited_or_malformed_is_refused(tmp_path, monkeypatch, ca
 def test_an_edited_runs_csv_is_refused_by_the_analysis(tmp_path, monkeypatch):
     """runs.csv is derived too (the aggregate step, or the import's): before, a value
     edited in it reached the paper at the next build (the quality step reran on its newer
-    mtime). Now the step that writes it ledgers its sha256 and the quality step compares."""
+    mtime). Now the step that writes it keeps its sha256 and the quality step compares."""
     from containertax.campaign import config
     from containertax.statistics import steps
     from containertax.statistics.policy import AnalysisError
@@ -152,6 +153,8 @@ def test_an_edited_runs_csv_is_refused_by_the_analysis(tmp_path, monkeypatch):
     runs = campaign.paths.runs
     runs.parent.mkdir(parents=True)
     assert cli.main(["import", "--config", str(cfg), "--out", str(runs)]) == 0
+    assert "runs.csv" in campaign.paths.hashes.read_text()  # its sha256, kept apart from
+    assert not campaign.paths.ledger.exists()  # the cells' ledger: no cell was started
     steps.run_quality(campaign, runs, tmp_path / "q1", tmp_path / "order1.csv")  # as written
     runs.write_text(runs.read_text().replace("1.11", "1110.0"))  # the planted hand edit
     with pytest.raises(AnalysisError) as err:

@@ -192,7 +192,7 @@ def _import(a: argparse.Namespace) -> int:
     frame = steps.read_import(campaign)
     text = frame.to_csv(index=False)
     records.atomic_write_text(Path(a.out), text)
-    records.ledger_written(campaign.root, Path(a.out), "import", text)  # edited: refused
+    records.hash_written(campaign.root, Path(a.out), "import", text)  # edited: refused
     if a.report_out:  # the copies dropped and the runs renumbered, for the data section
         records.write_json(Path(a.report_out), frame.attrs.get(importer.COUNTS, {}))
     if a.requests_out:

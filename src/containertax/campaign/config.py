@@ -792,7 +792,7 @@ def read_derived(file: Path, key: str, config_file: str, env_id: str) -> dict[st
     unreadable, a folder, no `options` key, a key given twice) is an error naming that
     file, never "no options" (which would supersede valid records and measure them again);
     so is a file whose content is not what its derivation wrote (the sha256 it put in the
-    deriving campaign's ledger)."""
+    deriving campaign's hashes.jsonl)."""
     fix = (f"derive it again (`containertax best-options {config_file} --derive {env_id}`), "
            "or restore it from a backup; it is read because of")
     try:
@@ -816,7 +816,7 @@ def read_derived(file: Path, key: str, config_file: str, env_id: str) -> dict[st
     if edited is not None:
         raise ConfigError(
             f"{file}: the derived options file is not what `best-options --derive` wrote "
-            f"(sha256 {edited[0][:12]}, the ledger's {edited[1][:12]}): edited by hand "
+            f"(sha256 {edited[0][:12]}, hashes.jsonl has {edited[1][:12]}): edited by hand "
             f"after it was derived; {fix} {key} (options of your own: declared_by_hand: "
             "true with the options in the config).")
     return derived

@@ -3,7 +3,7 @@ it was decided under (`rule_fingerprint`), so a look decided under another rule 
 config's `stopping` or the analysis' alpha or margin changed since) is refused instead of
 being printed beside words of the new rule, a damaged file is named with its fix
 instead of a JSONDecodeError, and a file whose content is not what the checkpoint wrote
-(its sha256 in the ledger: core.records.ledger_written) is refused as edited. The
+(its sha256 in the campaign's hashes.jsonl: core.records.hash_written) is refused as edited. The
 workflow's planning, `check`, `status` and the paper read looks through read_look.
 
 Standard library only: the Snakefile reads the looks when it plans the workflow.
@@ -80,7 +80,7 @@ def read_look(path: Path, rule: Rule | None = None) -> dict[str, Any]:
     if edited is not None:
         raise LookError(
             f"{path}: the look file is not what the interim checkpoint wrote (sha256 "
-            f"{edited[0][:12]}, the ledger's {edited[1][:12]}): edited after its look was "
+            f"{edited[0][:12]}, hashes.jsonl has {edited[1][:12]}): edited after its look was "
             "decided (a decision, a rule or a fingerprint changed by hand is never obeyed). "
             f"Restore it (git checkout -- {path}), or {_fix_damaged(path)}.")
     models = state.get("models") if isinstance(state, dict) else None

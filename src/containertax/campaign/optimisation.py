@@ -307,11 +307,11 @@ def write_derived(campaign: Campaign, environment: str, metric: str = DEFAULT_ME
                   ) -> tuple[Path, bool]:
     """Derive `environment`'s options from this campaign's comparisons and write them to
     paths.derived_options only when their content changed, its sha256 in the deriving
-    campaign's ledger; returns (file, written)."""
+    campaign's hashes.jsonl; returns (file, written)."""
     import pandas as pd
 
     from containertax.campaign.paths import derived_options
-    from containertax.core.records import atomic_write_text, ledger_written
+    from containertax.core.records import atomic_write_text, hash_written
 
     comparisons = campaign.paths.effects if campaign.raw.get("factorial") \
         else campaign.paths.comparisons
@@ -329,7 +329,7 @@ def write_derived(campaign: Campaign, environment: str, metric: str = DEFAULT_ME
         return file, False
     file.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(file, text)
-    ledger_written(campaign.root, file, "derive", text)  # edited afterwards: refused
+    hash_written(campaign.root, file, "derive", text)  # edited afterwards: refused
     return file, True
 
 

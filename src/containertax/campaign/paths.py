@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from containertax.core.records import LEDGER  # the ledger's name; core cannot import up
+from containertax.core.records import HASHES, LEDGER  # their names; core cannot import up
 
 REP_WIDTH = 3
 
@@ -259,6 +259,13 @@ class CampaignPaths:
     @property
     def ledger(self) -> Path:
         return self.root / LEDGER
+
+    @property
+    def hashes(self) -> Path:
+        """The sha256 of each file a step derived (a look, derived options, runs.csv), one
+        JSON line per write (core.records.hash_written): not the ledger, which holds the
+        cells' steps, so building a paper from committed records writes no ledger."""
+        return self.root / HASHES
 
     def ledgers(self) -> list[Path]:
         """Every ledger the campaign holds: each lane's, and the copies each visit to a

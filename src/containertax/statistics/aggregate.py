@@ -157,7 +157,7 @@ def write(root: Path, out: Path, out_requests: Path | None = None,
     frame = tidy(root, skip)
     text = frame.to_csv(index=False)
     records.atomic_write_text(out, text)
-    records.ledger_written(root, out, "aggregate", text)  # edited afterwards: refused
+    records.hash_written(root, out, "aggregate", text)  # edited afterwards: refused
     if out_requests is not None:
         records.atomic_write_text(out_requests, requests_tidy(root, skip).to_csv(index=False))
     return frame
