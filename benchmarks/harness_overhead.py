@@ -49,7 +49,7 @@ from typing import Any
 
 import yaml
 
-from containertax.core.records import read_ledger
+from containertax.core.records import cell_events, read_ledger
 
 REPO = Path(__file__).resolve().parents[1]
 STEPS = ("gate", "run", "cooldown")
@@ -63,12 +63,10 @@ def _t(event: dict) -> float:
 def cells_of(root: Path) -> list[dict[str, Any]]:
     """Per complete cell: start/end of each step and its deliberate time (last attempt)."""
     cells: dict[tuple, dict[str, Any]] = {}
-    for e in read_ledger(root):
-        key = (e.get("model"), e.get("environment"), e.get("repetition"))
-        c = cells.setdefault(key, {"environment": e.get("environment")})
+    for e in cell_events(read_ledger(root)):  # gate, run, cooldown: a move aside is none
+        key = (e["model"], e["environment"], e["repetition"])
+        c = cells.setdefault(key, {"environment": e["environment"]})
         step = e["step"]
-        if step not in STEPS:
-            continue
         if e["event"] == "start":
             c[f"{step}_start"] = _t(e)
         elif e.get("status") == "ok":

@@ -19,15 +19,17 @@ grep -E "Finished job|interim|Error|error" "$workdir/visit.log" | tail -15
 name=$(basename "$cfg" .yaml)
 root="$workdir/results/$name"
 ls "$root" "$root/interim" 2>/dev/null
-# this visit's ledger, schedule, pin, system facts and look decisions, kept beside the records
+# this visit's ledger, schedule, pin, system facts and look decisions (their sha256 in
+# hashes.jsonl), kept beside the records
 visit="$root/raw/visits/$(date -u +%Y%m%dT%H%M%SZ)"
 mkdir -p "$visit"
-for f in "$root"/ledger*.jsonl "$root"/schedule.csv "$root"/system.json "$root"/campaign.pin.json; do
+for f in "$root"/ledger*.jsonl "$root"/hashes.jsonl "$root"/schedule.csv "$root"/system.json \
+  "$root"/campaign.pin.json; do
   if [ -f "$f" ]; then cp "$f" "$visit/"; fi
 done
 if [ -d "$root/interim" ]; then cp -r "$root/interim" "$visit/"; fi
 cp "$workdir/visit.log" "$visit/" 2>/dev/null || true
 if [ -n "${OUT:-}" ]; then
-  tar czf "$OUT/campaign.tgz" -C "$root" --exclude=work --exclude=compile-cache --exclude=ledger.lock . 2>/dev/null
+  tar czf "$OUT/campaign.tgz" -C "$root" --exclude=work --exclude=compile-cache --exclude=ledger.lock --exclude=hashes.lock . 2>/dev/null
   cp "$workdir/visit.log" "$OUT/" 2>/dev/null
 fi

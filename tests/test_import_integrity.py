@@ -9,12 +9,17 @@ imported without editing the file. Each is planted below and shown caught or rea
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from containertax import cli
 from containertax.statistics import importer
+from tests.conftest import REPO
 
 HEADER = "model,environment,repetition,metric,value,unit"
 
@@ -124,3 +129,65 @@ def test_true_duplicates_are_named_and_dropped_by_a_declared_option(tmp_path, ca
     frame = _read(tmp_path, data, duplicates="drop")
     assert len(frame) == 6 and "2 row(s) repeat another row exactly" in _logged(capsys)
     assert _check(tmp_path, data, capsys, "  import_duplicates: drop\n")[0] == 0
+
+
+def _copied_and_restarted() -> bytes:
+    """Two measuring periods that each restarted their count, plus two exact copies."""
+    lines = _restarted().decode().splitlines()
+    return ("\n".join([*lines, lines[1], lines[3]]) + "\n").encode()
+
+
+def test_dropped_and_renumbered_counts_reach_the_paper_values(tmp_path, capsys,
+                                                               monkeypatch):
+    """Before: the counts were only logged; the paper said nothing of rows dropped or
+    runs renumbered. Now the import step writes them (paths.IMPORT_REPORT) and the data
+    section's values come from that file."""
+    from containertax.campaign import config
+    from containertax.publishing import design_values
+
+    code, out = _check(tmp_path, _copied_and_restarted(), capsys,
+                       "  import_repeats: number_by_start\n  import_duplicates: drop\n")
+    assert code == 0, out
+    monkeypatch.chdir(tmp_path)  # where import_csv and results_dir are relative to
+    campaign = config.load_file(tmp_path / "imp.yaml")
+    report = campaign.paths.import_report
+    report.parent.mkdir(parents=True)
+    assert cli.main(["import", "--config", str(tmp_path / "imp.yaml"), "--out",
+                     str(tmp_path / "out.csv"), "--report-out", str(report)]) == 0
+    values = design_values.import_count_values(campaign)
+    assert values == {"import-rows-read": 10, "import-dropped": 2,
+                      "has-import-dropped": True, "import-renumbered": 4,
+                      "has-import-renumbered": True}
+    report.unlink()  # no report (an import analysed before it was written): nothing said
+    assert not design_values.import_count_values(campaign)["has-import-dropped"]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("latexmk") is None, reason="needs TeX Live")
+def test_the_data_section_prints_the_dropped_and_renumbered_counts(tmp_path):
+    """Through a real Snakemake run to the PDF: the data section says how many rows were
+    dropped as copies and how many runs were numbered by start time, with the run's
+    counts (8 of 16 runs renumbered, 2 copies among 18 rows read)."""
+    rows = [HEADER + ",timestamp"]
+    for day in ("2024-01-01", "2024-01-02"):
+        for r in range(1, 5):
+            for env, factor in (("bare", 1.0), ("sandbox", 1.03)):
+                jitter = 1 + 0.01 * ((r * 7 + int(day[-1])) % 5 - 2)
+                rows.append(f"m1,{env},{r},time_s,{factor * jitter:.4f},s,{day}T0{r}:00:00Z")
+    rows += [rows[1], rows[4]]
+    (tmp_path / "runs.csv").write_text("\n".join(rows) + "\n")
+    (tmp_path / "study.yaml").write_text(yaml.safe_dump({
+        "campaign": "copies", "reference_environment": "bare",
+        "analysis": {"import_csv": str(tmp_path / "runs.csv"), "headline_metric": "time_s",
+                     "import_repeats": "number_by_start", "import_duplicates": "drop",
+                     "import_study": {"title": "a planted export", "order": "interleaved"}}}))
+    out = subprocess.run(
+        [sys.executable, "-m", "snakemake", "--cores", "1", "--snakefile",
+         str(REPO / "Snakefile"), "--directory", str(tmp_path), "--configfile",
+         str(tmp_path / "study.yaml")], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    pdf = tmp_path / "results" / "copies" / "paper" / "paper.pdf"
+    text = " ".join(subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True,
+                                   text=True).stdout.split())
+    assert "Of the 18 rows read, 2 were exact copies of another row" in text, text[:3000]
+    assert "In 8 runs the source" in text and "repetition number repeated" in text

@@ -21,7 +21,7 @@ LANES = [{"id": "a", "gpu": 0}, {"id": "b", "gpu": 1}]
 def step_intervals(root: Path) -> list[dict]:
     """Every step attempt: lane, step, position, start and end (from the lanes' ledgers)."""
     starts, out = {}, []
-    for e in records.read_ledger(root):
+    for e in records.cell_events(records.read_ledger(root)):  # a move aside has no attempt
         if e["event"] == "start":
             starts[e["attempt"]] = e
         else:

@@ -93,3 +93,23 @@ def test_a_torn_tail_never_swallows_the_next_event(tmp_path):
         ("gate", "start"), ("run", "start"), ("run", "end")]
     assert [e["event"] for e in records.read_ledger(tmp_path, step="run")] == ["start", "end"]
     assert records.ledger_damage(tmp_path) == {records.LEDGER: 1}
+
+
+def test_readers_of_cells_read_only_cells_events_and_hashes_stay_out_of_the_ledger(tmp_path):
+    """A reader that pairs or counts cells (status, rehearsal, the workflow tests) took every
+    ledger line for a cell's and failed with KeyError 'model' on another step's event. Planted:
+    a record moved aside (no repetition), a cell step's line without its model, and a derived
+    file's sha256, which goes to hashes.jsonl, never the cells' ledger."""
+    cell = {"model": "m", "environment": "native", "repetition": 1}
+    records.append_ledger(tmp_path, {"step": "gate", "event": "start", **cell})
+    records.append_ledger(tmp_path, {"step": "supersede", "event": "moved_aside",
+                                     "model": "m", "environment": "native"})
+    records.append_ledger(tmp_path, {"step": "run", "event": "start", "environment": "x",
+                                     "repetition": 1})
+    (tmp_path / "runs.csv").write_text("a\n1\n")
+    records.hash_written(tmp_path, tmp_path / "runs.csv", "aggregate", "a\n1\n")
+    assert len(records.read_ledger(tmp_path)) == 3  # no 'written' event among them
+    assert [(e["step"], e["event"]) for e in records.cell_events(
+        records.read_ledger(tmp_path))] == [("gate", "start")]
+    assert records.written_mismatch(tmp_path, tmp_path / "runs.csv", b"a\n1\n") is None
+    assert records.written_mismatch(tmp_path, tmp_path / "runs.csv", b"a\n2\n")  # edited

@@ -454,8 +454,11 @@ def test_visit_targets_respect_the_looks(tmp_path):
         schedule.block_targets(campaign, {7})
     look1 = campaign.paths.interim(1)
     look1.parent.mkdir(parents=True)
+    from containertax.campaign.looks import fingerprint
+
     look1.write_text(json.dumps({"models": {"quiet": {"blocks_allowed": 6},
-                                            "noisy": {"blocks_allowed": 8}}}))
+                                            "noisy": {"blocks_allowed": 8}},
+                                 "rule_fingerprint": fingerprint(seq.rule_of(campaign))}))
     got = schedule.block_targets(campaign, {7, 8})
     assert len(got) == 2 * 2 and all("/noisy/" in t for t in got)
 

@@ -96,3 +96,42 @@ def test_a_summary_whose_analysis_changed_is_made_again_not_a_loop(tmp_path):
     # after parsing: the campaign's own workflow is not what this test runs)
     run = study_smk("--cores", "1", str(study))
     assert not summary.exists() and "summarising it again" in run.stdout + run.stderr
+
+
+@pytest.mark.slow
+def test_a_value_edited_in_place_after_its_run_stops_the_study(tmp_path):
+    """Issue #44: a record value multiplied by 1000 by hand (still valid JSON, its cell
+    unchanged): before, the study re-summarised it while the campaign's runs.csv kept the
+    old value. The run step ledgers each record's sha256 (planted here as it would have,
+    the committed records predating it); the study's plan compares and names the record."""
+    import hashlib
+    import json
+
+    from containertax.core import records
+
+    (tmp_path / "config").mkdir()
+    shutil.copy(REPO / "config" / f"{CAMPAIGN}.yaml", tmp_path / "config")
+    study = tmp_path / "config" / "study-one.yaml"
+    study.write_text(f"study:\n  name: study-one\n  campaigns:\n"
+                     f"    - {{name: {CAMPAIGN}, config: {CAMPAIGN}.yaml}}\n")
+    root = tmp_path / "results" / CAMPAIGN
+    shutil.copytree(REPO / "results" / CAMPAIGN / "raw", root / "raw")
+    record = root / "raw" / "mm-4096" / "docker" / "rep01.json"
+    data = record.read_bytes()
+    records.append_ledger(root, {"step": "run", "event": "end", "status": "ok",
+                                 "model": "mm-4096", "environment": "docker",
+                                 "repetition": 1,
+                                 "record_sha256": hashlib.sha256(data).hexdigest()})
+    edited = json.loads(data)
+    edited["metrics"][0]["value"] *= 1000  # the planted hand edit
+    record.chmod(0o644)
+    record.write_text(json.dumps(edited, indent=2))
+    out = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-n", "--snakefile",
+         str(REPO / "workflow" / "study.smk"), "--directory", str(tmp_path),
+         "--configfile", str(study)], capture_output=True, text=True, timeout=300)
+    text = out.stdout + out.stderr
+    assert out.returncode != 0, text[-3000:]
+    assert f"campaign {CAMPAIGN}" in text and "edited after the run" in text, text[-3000:]
+    assert f"results/{CAMPAIGN}/raw/mm-4096/docker/rep01.json" in text
+    assert "Traceback" not in text

@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from containertax.campaign.paths import CampaignPaths
-from containertax.core import rawrecord
+from containertax.core import rawrecord, records
 from containertax.runtimes import launch
 from tests.conftest import DEMO_IMAGE, REPO, demo_config, needs_docker
 
@@ -57,8 +57,12 @@ def snakemake(tmp_path: Path, cfg: Path, *args: str, timeout: float = 1800,
 
 
 def ledger(root: Path) -> list[dict]:
+    """The cells' events (gate, run, cooldown), every line parsed: a torn one fails the test;
+    another step's event (a record moved aside) is no cell's and is left out."""
     path = CampaignPaths(root).ledger
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+    events = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() \
+        else []
+    return records.cell_events(events)
 
 
 def steps(events: list[dict], step: str, event: str = "start") -> list[tuple]:
@@ -375,6 +379,8 @@ def test_committed_h100_campaign_rebuilds_its_paper_without_a_gpu(committed_pape
     conftest.committed_paper)."""
     root = committed_paper(campaign) / "results" / campaign
     assert not CampaignPaths(root).ledger.exists(), "a benchmark cell was started"
+    # what the build derived is held apart from the cells' ledger: runs.csv's sha256
+    assert '"file": "runs.csv"' in CampaignPaths(root).hashes.read_text()
     assert (root / "paper" / "paper.pdf").exists()
     comp = list(csv.DictReader(CampaignPaths(root).comparisons.open()))
     assert {r["model"] for r in comp} == models

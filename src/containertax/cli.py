@@ -186,10 +186,15 @@ def _aggregate(a: argparse.Namespace) -> int:
 
 
 def _import(a: argparse.Namespace) -> int:
-    from containertax.statistics import steps
+    from containertax.statistics import importer, steps
 
-    frame = steps.read_import(load(a.config))
-    records.atomic_write_text(Path(a.out), frame.to_csv(index=False))
+    campaign = load(a.config)
+    frame = steps.read_import(campaign)
+    text = frame.to_csv(index=False)
+    records.atomic_write_text(Path(a.out), text)
+    records.hash_written(campaign.root, Path(a.out), "import", text)  # edited: refused
+    if a.report_out:  # the copies dropped and the runs renumbered, for the data section
+        records.write_json(Path(a.report_out), frame.attrs.get(importer.COUNTS, {}))
     if a.requests_out:
         records.atomic_write_text(Path(a.requests_out), "")
     return 0
@@ -383,6 +388,7 @@ def _table_step_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", required=True)
     p.add_argument("--out", required=True)
     p.add_argument("--requests-out")
+    p.add_argument("--report-out")  # import: its counts (paths.IMPORT_REPORT)
     p.add_argument("--log")
 
 

@@ -166,6 +166,8 @@ rule numbers:
         facts=at(R.FACTS),
         quality=at(R.QUALITY),
         order=at(R.ORDER),
+        # an import's copies dropped and runs renumbered (the data section prints them)
+        imported=at(R.IMPORT_REPORT) if CAMPAIGN.is_import else [],
         code=ANALYSIS_CODE,
     output:
         numbers=at(R.NUMBERS_TEX),

@@ -101,8 +101,19 @@ def planning_only():
 # above refuses another config that measures a pinned model or environment differently).
 # Owner check, pin and resolved config under one lock (config.claim): of two configs
 # started at once on a new campaign, the second sees the first's pin and is refused.
+# One working folder writes a campaign at a time (config.hold_folder): the main process
+# holds the campaign's writer lock while it runs; another checkout or folder whose
+# results_dir is the same folder is refused naming both (Snakemake's lock is per folder).
 if not planning_only():
     try:
+        if workflow.is_main_process:
+            _LAST_WRITER = ct_config.hold_folder(CAMPAIGN)
+            if _LAST_WRITER:
+                logger.warning(
+                    f"{CONFIG_SOURCE}: the campaign folder {ROOT} was last written from "
+                    f"another working folder, {_LAST_WRITER}; this invocation continues it "
+                    f"from {Path.cwd()}."
+                )
         ct_config.claim(CAMPAIGN, PATHS.resolved)
     except ct_config.ConfigError as exc:
         raise WorkflowError(str(exc)) from None

@@ -9,6 +9,7 @@ rule import_runs:
     output:
         runs=at(R.RUNS),
         requests=at(R.REQUESTS_ALL),
+        report=at(R.IMPORT_REPORT),
     log:
         at(R.STEP_LOG, step="import"),
     conda:
@@ -17,4 +18,4 @@ rule import_runs:
         ct=CT,
     shell:
         "{params.ct} import --config {input.config:q} --out {output.runs:q} "
-        "--requests-out {output.requests:q} --log {log:q}"
+        "--requests-out {output.requests:q} --report-out {output.report:q} --log {log:q}"

@@ -22,10 +22,17 @@ import yaml
 from containertax import workloads
 from containertax.campaign import factorial
 from containertax.campaign.configerror import ConfigError  # config.ConfigError, as ever
-from containertax.campaign.configfile import merge, read_config_file, resolve_base
+from containertax.campaign.configfile import (
+    merge,
+    read_config_file,
+    resolve_base,
+    strict_yaml,
+    yaml_problem,
+)
 from containertax.campaign.paths import CampaignPaths
 from containertax.campaign.validation import schema, validate
 from containertax.core.cell import ID_RULE, ID_WORDS
+from containertax.core.records import written_mismatch
 
 
 @dataclass(frozen=True)
@@ -628,6 +635,62 @@ def claim(campaign: Campaign, resolved: Path, now: str | None = None) -> None:
         write_resolved(campaign, resolved)
 
 
+_HELD: dict[str, int] = {}  # campaign root -> the open descriptor that holds its writer lock
+
+
+def hold_folder(campaign: Campaign, workdir: Path | None = None) -> str | None:
+    """One working folder writes a campaign at a time. Snakemake's lock lives in the
+    working folder (.snakemake/), so two checkouts (or two folders' configs) whose
+    results_dir is the same folder each took their own lock and interleaved their steps in
+    it: one's preflight removed the other's work folder, and the other failed with "fix
+    environments.docker.python". The main Snakemake process of an invocation that runs jobs
+    holds paths.WRITER_LOCK (flock, dropped by the kernel when it ends, even by SIGKILL) for
+    its lifetime and writes who it is to paths.WRITER. While another process holds it, a
+    ConfigError names both working folders and configs and the fix. Returns the working
+    folder that wrote the campaign last, where it is another (said as a warning: a campaign
+    continued from another clone is allowed), else None."""
+    import fcntl
+    import os
+    import socket
+
+    from containertax.core.records import atomic_write_text, utc_now
+
+    here = str(Path(workdir or Path.cwd()).resolve())
+    paths = campaign.paths
+    key = str(paths.root.resolve())
+    if key in _HELD:
+        return None
+    try:
+        before = json.loads(paths.writer.read_text())
+    except (OSError, ValueError):
+        before = {}
+    before = before if isinstance(before, dict) else {}
+    paths.root.mkdir(parents=True, exist_ok=True)
+    fd = os.open(paths.writer_lock, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        other = before.get("workdir", "(unknown)")
+        where = ("another working folder" if other != here
+                 else "another invocation in this working folder")
+        raise ConfigError(
+            f"{campaign.source}: key 'results_dir': the campaign folder {paths.root} is being "
+            f"written by {where}: {other} (config {before.get('config_source', '?')}, "
+            f"process {before.get('pid', '?')} on {before.get('host', '?')}, since "
+            f"{before.get('utc', '?')}); this invocation runs in {here} (config "
+            f"{campaign.source}). Snakemake's lock guards one working folder only, so the "
+            "two would interleave their cells and steps in one campaign folder. Fix: wait "
+            "for that invocation to end (or stop it), or give this config a results folder "
+            "of its own (results_dir, or another campaign name).") from None
+    _HELD[key] = fd
+    atomic_write_text(paths.writer, json.dumps({
+        "workdir": here, "config_source": campaign.source, "pid": os.getpid(),
+        "host": socket.gethostname(), "utc": utc_now()}, indent=1) + "\n")
+    last = before.get("workdir")
+    return str(last) if last and last != here else None
+
+
 def pin_campaign(campaign: Campaign, now: str | None = None) -> None:
     """Pin the campaign's identity (the first invocation that runs jobs; a campaign whose
     pin is missing is pinned as its records say first), add the models and environments
@@ -726,22 +789,36 @@ def resolve_derived(envs: dict[str, Any], source: str, workdir: Path = Path(".")
 def read_derived(file: Path, key: str, config_file: str, env_id: str) -> dict[str, Any]:
     """A derived options file (optimisation.write_derived), read strictly: a file that is
     not UTF-8 YAML holding a mapping with an `options` mapping (empty, a list, binary,
-    unreadable, a folder) is an error naming that file, never "no options" (which would
-    supersede valid records and measure them again)."""
+    unreadable, a folder, no `options` key, a key given twice) is an error naming that
+    file, never "no options" (which would supersede valid records and measure them again);
+    so is a file whose content is not what its derivation wrote (the sha256 it put in the
+    deriving campaign's hashes.jsonl)."""
     fix = (f"derive it again (`containertax best-options {config_file} --derive {env_id}`), "
            "or restore it from a backup; it is read because of")
     try:
-        text = file.read_bytes().decode("utf-8")
-        derived = yaml.safe_load(text)
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        content = file.read_bytes()
+        derived = strict_yaml(content.decode("utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
         why = f"{type(exc).__name__}: {exc}".splitlines()[0]
         raise ConfigError(f"{file}: the derived options file cannot be read ({why}); {fix} "
                           f"{key}.") from None
-    if not isinstance(derived, dict) or not isinstance(derived.get("options", {}), dict):
+    except yaml.YAMLError as exc:  # a key given twice included (strict_yaml)
+        raise ConfigError(f"{file}: the derived options file cannot be read "
+                          f"({type(exc).__name__}: {yaml_problem(exc)}); {fix} {key}."
+                          ) from None
+    if not isinstance(derived, dict) or not isinstance(derived.get("options"), dict):
         what = ("empty" if derived is None else
                 f"a {type(derived).__name__}, not a mapping" if not isinstance(derived, dict)
+                else "without its key 'options'" if "options" not in derived
                 else "its key 'options' is not a mapping")
         raise ConfigError(f"{file}: the derived options file is {what}; {fix} {key}.")
+    edited = written_mismatch(file.parent.parent, file, content)  # root/derived/ENV.yaml
+    if edited is not None:
+        raise ConfigError(
+            f"{file}: the derived options file is not what `best-options --derive` wrote "
+            f"(sha256 {edited[0][:12]}, hashes.jsonl has {edited[1][:12]}): edited by hand "
+            f"after it was derived; {fix} {key} (options of your own: declared_by_hand: "
+            "true with the options in the config).")
     return derived
 
 

@@ -65,6 +65,16 @@ def _yaml_problem(exc: yaml.YAMLError) -> str:
     return where + what
 
 
+def strict_yaml(text: str) -> Any:
+    """YAML text read as strictly as a config (a key given twice is an error)."""
+    return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 (a SafeLoader)
+
+
+def yaml_problem(exc: yaml.YAMLError) -> str:
+    """Where and what, from a YAML error (for files other than configs: derived options)."""
+    return _yaml_problem(exc)
+
+
 def _read_yaml(path: Path, named_by: str) -> dict[str, Any]:
     """A config file's mapping, or a ConfigError naming the file (and who named it)."""
     via = "" if named_by == str(path) else f" (named by {named_by})"
@@ -89,6 +99,17 @@ def _read_yaml(path: Path, named_by: str) -> dict[str, Any]:
             f"{path}{via} is {what}, not a mapping of keys: a config starts with e.g. "
             "'campaign: NAME' (config/README.md documents each key).")
     return data
+
+
+def unreadable(path: Path) -> str | None:
+    """Why a config file cannot be read, as every reader of a config says it (the file, the
+    line and column, what is wrong, the fix); None when it reads as a mapping. Snakemake's
+    own refusal of a --configfile is reworded by this (snakemake_logger_plugin_containertax)."""
+    try:
+        _read_yaml(Path(path), str(path))
+    except ConfigError as exc:
+        return str(exc)
+    return None
 
 
 def study_campaigns(path: Path) -> list[Path] | None:

@@ -1,9 +1,10 @@
 """A stopping rule's look files (paths.INTERIM), read in one place: each records the rule
 it was decided under (`rule_fingerprint`), so a look decided under another rule (the
 config's `stopping` or the analysis' alpha or margin changed since) is refused instead of
-being printed beside words of the new rule, and a damaged file is named with its fix
-instead of a JSONDecodeError. The workflow's planning, `check`, `status` and the paper
-read looks through read_look.
+being printed beside words of the new rule, a damaged file is named with its fix
+instead of a JSONDecodeError, and a file whose content is not what the checkpoint wrote
+(its sha256 in the campaign's hashes.jsonl: core.records.hash_written) is refused as edited. The
+workflow's planning, `check`, `status` and the paper read looks through read_look.
 
 Standard library only: the Snakefile reads the looks when it plans the workflow.
 """
@@ -18,6 +19,7 @@ from typing import Any
 
 from containertax.campaign.configerror import ConfigError
 from containertax.campaign.stopping import Rule
+from containertax.core.records import written_mismatch
 
 
 class LookError(ConfigError):
@@ -67,12 +69,20 @@ def read_look(path: Path, rule: Rule | None = None) -> dict[str, Any]:
     LookError naming the file and the fix."""
     path = Path(path)
     try:
-        state = json.loads(path.read_bytes())
+        content = path.read_bytes()
+        state = json.loads(content)
     except FileNotFoundError:
         raise
     except (OSError, ValueError) as exc:
         raise LookError(f"{path}: the stopping rule's look file is damaged ({exc}); "
                         f"{_fix_damaged(path)}.") from None
+    edited = written_mismatch(path.parent.parent, path, content)  # root/interim/lookK
+    if edited is not None:
+        raise LookError(
+            f"{path}: the look file is not what the interim checkpoint wrote (sha256 "
+            f"{edited[0][:12]}, hashes.jsonl has {edited[1][:12]}): edited after its look was "
+            "decided (a decision, a rule or a fingerprint changed by hand is never obeyed). "
+            f"Restore it (git checkout -- {path}), or {_fix_damaged(path)}.")
     models = state.get("models") if isinstance(state, dict) else None
     if not isinstance(models, dict) or not isinstance(state.get("continuing", []), list) \
             or any(not isinstance(v, dict) or not isinstance(v.get("blocks_allowed"), int)
@@ -81,7 +91,12 @@ def read_look(path: Path, rule: Rule | None = None) -> dict[str, Any]:
                         f"blocks_allowed each, or 'continuing' not a list); "
                         f"{_fix_damaged(path)}.")
     recorded = _recorded(state)
-    if rule is not None and recorded is not None:  # a look that names no rule: as it is
+    if rule is not None and recorded is None:  # every look the checkpoint wrote names one
+        raise LookError(f"{path}: the look file names no stopping rule it was decided under "
+                        "(no 'rule_fingerprint', no 'rule' with 'looks'): not a look the "
+                        "interim checkpoint wrote, so its decisions are never obeyed; "
+                        f"{_fix_damaged(path)}.")
+    if rule is not None:
         changed = _differences(recorded, fingerprint(rule))
         if changed:
             folder = path.parent

@@ -306,11 +306,12 @@ def _derived_factorial_text(campaign: Campaign, metric: str, effects_csv: Path) 
 def write_derived(campaign: Campaign, environment: str, metric: str = DEFAULT_METRIC
                   ) -> tuple[Path, bool]:
     """Derive `environment`'s options from this campaign's comparisons and write them to
-    paths.derived_options only when their content changed; returns (file, written)."""
+    paths.derived_options only when their content changed, its sha256 in the deriving
+    campaign's hashes.jsonl; returns (file, written)."""
     import pandas as pd
 
     from containertax.campaign.paths import derived_options
-    from containertax.core.records import atomic_write_text
+    from containertax.core.records import atomic_write_text, hash_written
 
     comparisons = campaign.paths.effects if campaign.raw.get("factorial") \
         else campaign.paths.comparisons
@@ -328,6 +329,7 @@ def write_derived(campaign: Campaign, environment: str, metric: str = DEFAULT_ME
         return file, False
     file.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(file, text)
+    hash_written(campaign.root, file, "derive", text)  # edited afterwards: refused
     return file, True
 
 

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from containertax.core.records import LEDGER  # the ledger's name; core cannot import up
+from containertax.core.records import HASHES, LEDGER  # their names; core cannot import up
 
 REP_WIDTH = 3
 
@@ -46,6 +46,11 @@ LOG = "logs/{step}/{model}/{environment}/rep{rep}.log"
 # a record is parsed again only when one of those changes (campaign.integrity)
 VERIFIED = ".raw-verified.json"
 RUN_LOCK = ".run.lock"
+# Which working folder's Snakemake writes the campaign now: held (flock) by the invocation's
+# main process while it runs, with who holds it beside it (config.hold_folder). Snakemake's
+# own lock guards one working folder; two checkouts sharing a results_dir are refused here.
+WRITER_LOCK = ".writer.lock"
+WRITER = ".writer.json"
 SCHEDULE = "schedule.csv"
 SYSTEM = "system.json"
 RESOLVED = "config.resolved.json"
@@ -59,6 +64,9 @@ PREFLIGHT = "preflight/{environment}.json"
 ROOTFS = "rootfs/{image}"
 ROOTFS_MARKER = "rootfs/{image}.image.json"
 RUNS = "runs.csv"
+# what the import step did to an imported table (statistics/importer.py): the rows it read,
+# the exact copies it dropped and the runs it numbered by start time, for the data section
+IMPORT_REPORT = "stats/import.json"
 REQUESTS_ALL = "requests.csv"
 WORK = "work"
 COMPARISONS = "stats/comparisons.csv"
@@ -252,6 +260,13 @@ class CampaignPaths:
     def ledger(self) -> Path:
         return self.root / LEDGER
 
+    @property
+    def hashes(self) -> Path:
+        """The sha256 of each file a step derived (a look, derived options, runs.csv), one
+        JSON line per write (core.records.hash_written): not the ledger, which holds the
+        cells' steps, so building a paper from committed records writes no ledger."""
+        return self.root / HASHES
+
     def ledgers(self) -> list[Path]:
         """Every ledger the campaign holds: each lane's, and the copies each visit to a
         machine keeps under raw/visits/ (scripts/gpu-campaign.sh), which a fresh clone
@@ -271,6 +286,15 @@ class CampaignPaths:
     @property
     def run_lock(self) -> Path:
         return self.root / RUN_LOCK
+
+    @property
+    def writer_lock(self) -> Path:
+        return self.root / WRITER_LOCK
+
+    @property
+    def writer(self) -> Path:
+        """Who holds writer_lock: working folder, config, process, host, since when."""
+        return self.root / WRITER
 
     @property
     def schedule(self) -> Path:
@@ -322,6 +346,11 @@ class CampaignPaths:
     @property
     def runs(self) -> Path:
         return self.root / RUNS
+
+    @property
+    def import_report(self) -> Path:
+        """The import step's counts (IMPORT_REPORT)."""
+        return self.root / IMPORT_REPORT
 
     @property
     def requests_all(self) -> Path:

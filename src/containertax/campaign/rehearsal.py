@@ -196,7 +196,7 @@ def _size(paths: list[Path]) -> int:
 
 def judge(study: Campaign, rehearsal: Campaign, root: Path) -> dict[str, Any]:
     """One row per model x environment, and the study's projected wall time and disk."""
-    ledger = records.read_ledger(root)
+    ledger = records.cell_events(records.read_ledger(root))  # a move aside is no cell's
     failures: dict[tuple[str, str], str] = {}
     for e in ledger:
         if e.get("event") == "end" and e.get("status") == "failed":

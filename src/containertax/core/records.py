@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import json
 import os
 import tempfile
@@ -26,6 +27,10 @@ from containertax.core.errors import ContainertaxError
 # the ledger's file name below a campaign root (the implicit lane's; campaign.paths names
 # the full path, campaign.lanes each lane's own)
 LEDGER = "ledger.jsonl"
+# the sha256 of each file a step derives (a look, derived options, runs.csv) below a campaign
+# root: not the ledger, whose events are the cells' steps (a paper built from committed
+# records starts no cell and writes no ledger, but does write runs.csv)
+HASHES = "hashes.jsonl"
 
 
 class RecordExistsError(ContainertaxError, FileExistsError):
@@ -163,6 +168,45 @@ def read_ledger(root: Path, ledger: str | None = None, **match: str) -> list[dic
     return sorted(events, key=lambda e: str(e.get("utc", "")))
 
 
+# --- files a step derives, verified like the raw records: the step that writes one (a
+# look's decision interim/lookK.json, derived options derived/ENV.yaml, runs.csv) puts its
+# sha256 in the campaign's HASHES file (one whole JSON line per write, appended as the
+# ledger is), and every reader compares ---------------------------------------------------
+
+def _written_name(root: Path, path: Path) -> str | None:
+    """A derived file's name in its campaign (interim/look1.json), as HASHES says it;
+    None for a file outside the campaign's folder (a step's output written elsewhere)."""
+    try:
+        return Path(path).resolve().relative_to(Path(root).resolve()).as_posix()
+    except ValueError:
+        return None
+
+
+def hash_written(root: Path, path: Path, step: str, text: str) -> None:
+    """Put the sha256 of the text `step` just wrote to `path` in the campaign's HASHES."""
+    name = _written_name(root, path)
+    if name is not None:
+        append_ledger(root, {"step": step, "event": "written", "file": name,
+                             "sha256": hashlib.sha256(text.encode()).hexdigest()}, HASHES)
+
+
+def written_mismatch(root: Path, path: Path, content: bytes) -> tuple[str, str] | None:
+    """(sha256 of `content`, sha256 HASHES holds) when a derived file's content is not
+    what its step last wrote, i.e. edited since; None when it is, or when HASHES holds
+    no hash for it (a file written before hashes were kept, or by hand in a test)."""
+    name = _written_name(root, path)
+    if name is None:
+        return None
+    want = None
+    for event in read_ledger(root, HASHES, event="written"):
+        if event.get("file") == name and isinstance(event.get("sha256"), str):
+            want = event["sha256"]  # the latest write wins (a look decided again)
+    if want is None:
+        return None
+    have = hashlib.sha256(content).hexdigest()
+    return None if have == want else (have, want)
+
+
 CELL_STEPS = ("gate", "run", "cooldown")  # events of one cell: model, environment, repetition
 
 
@@ -184,6 +228,14 @@ def event_problem(event: Any) -> str | None:
         if not isinstance(rep, int) or isinstance(rep, bool):
             return f"'repetition' is not a whole number ({rep!r})"
     return None
+
+
+def cell_events(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The events of cells' steps (gate, run, cooldown) that name their cell, in order:
+    what a reader that counts or pairs cells reads. The ledger holds other steps' events
+    too (a record moved aside: `supersede`), and a line may lack what a cell's needs."""
+    return [e for e in events
+            if isinstance(e, dict) and e.get("step") in CELL_STEPS and event_problem(e) is None]
 
 
 def _time_problem(event: Any) -> str | None:

@@ -6,6 +6,7 @@ the sentences are in paper/main.tex.
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,7 @@ def design_values(campaign: Campaign, runs: pd.DataFrame) -> dict[str, Any]:
                                                                 for reps in blocks})),
                 "gate-constant": False, "random-weights": False,
                 **import_study_values(campaign),
+                **import_count_values(campaign),
                 # nothing is known of how the source read peak memory
                 **memory_source_values({}, runs)}
     thermal, sched = campaign.thermal, campaign.schedule
@@ -195,6 +197,23 @@ def import_study_values(campaign: Campaign) -> dict[str, Any]:
             "import-citep": f" \\citep{{{key}}}" if key else "",
             "import-citet": f"\\citet{{{key}}}" if key else "",
             **{f"order-{known}": order == known for known in IMPORT_ORDERS}}
+
+
+def import_count_values(campaign: Campaign) -> dict[str, Any]:
+    """What the import step did to the table (paths.IMPORT_REPORT, written by the run's
+    import step): the exact copies it dropped (analysis.import_duplicates: drop) and the
+    runs it numbered by start time (analysis.import_repeats: number_by_start), so that the
+    data section says how the analysed rows differ from the source's."""
+    try:
+        counts = json.loads(campaign.paths.import_report.read_text())
+    except (OSError, ValueError):
+        counts = {}
+    counts = counts if isinstance(counts, dict) else {}
+    dropped, renumbered = (int(counts.get(k) or 0) for k in ("copies_dropped",
+                                                              "runs_renumbered"))
+    return {"import-rows-read": int(counts.get("rows_read") or 0),
+            "import-dropped": dropped, "has-import-dropped": dropped > 0,
+            "import-renumbered": renumbered, "has-import-renumbered": renumbered > 0}
 
 
 def cpuset_values(found: dict[str, Any]) -> dict[str, Any]:

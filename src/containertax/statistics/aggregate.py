@@ -155,7 +155,9 @@ def write(root: Path, out: Path, out_requests: Path | None = None,
     """runs.csv (and requests.csv) of every record but those in `skip`: records outside
     the campaign's schedule are never analysed (the workflow moves them aside first)."""
     frame = tidy(root, skip)
-    records.atomic_write_text(out, frame.to_csv(index=False))
+    text = frame.to_csv(index=False)
+    records.atomic_write_text(out, text)
+    records.hash_written(root, out, "aggregate", text)  # edited afterwards: refused
     if out_requests is not None:
         records.atomic_write_text(out_requests, requests_tidy(root, skip).to_csv(index=False))
     return frame

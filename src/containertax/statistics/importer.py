@@ -198,6 +198,10 @@ def _read_tidy(path: Path) -> tuple[pd.DataFrame, list[int]]:
     return frame, lines
 
 
+# frame.attrs key of check_against's counts (rows read, copies dropped, runs renumbered)
+COUNTS = "import_counts"
+
+
 def number_repeats(frame: pd.DataFrame) -> tuple[pd.DataFrame, int]:
     """analysis.import_repeats: number_by_start. A source whose separate measuring periods
     each restarted their count at 1 repeats (model, environment, repetition, metric) with
@@ -238,7 +242,8 @@ def check_against(frame: pd.DataFrame, path: Path, metrics: Iterable[str],
     time. lines: the file
     line of each row (read_tidy's). repeats, duplicates: analysis.import_repeats and
     analysis.import_duplicates (a true copy dropped; runs that restarted their count
-    numbered by start time), each count logged. Returns the frame to analyse."""
+    numbered by start time), each count logged and kept in the frame's attrs[COUNTS] (the
+    paper's data section prints them). Returns the frame to analyse."""
 
     def row_of(_frame: pd.DataFrame, index: object) -> int:
         return _row(lines or [], index)
@@ -266,8 +271,11 @@ def check_against(frame: pd.DataFrame, path: Path, metrics: Iterable[str],
                 "another quantity.")
     from containertax.statistics.quality import duplicate_mask
 
+    counts = {"rows_read": len(frame), "copies_dropped": 0, "runs_renumbered": 0,
+              "import_duplicates": duplicates, "import_repeats": repeats}
     copies = true_duplicates(frame)
     if copies.any() and duplicates == "drop":
+        counts["copies_dropped"] = int(copies.sum())
         log.warning("%s: %d row(s) repeat another row exactly (same run, metric, value%s): "
                     "dropped (analysis.import_duplicates: drop)", path, int(copies.sum()),
                     ", start time" if "timestamp" in frame else "")
@@ -275,6 +283,7 @@ def check_against(frame: pd.DataFrame, path: Path, metrics: Iterable[str],
     if duplicate_mask(frame).any() and repeats == "number_by_start" \
             and not true_duplicates(frame).any():
         frame, changed = number_repeats(frame)
+        counts["runs_renumbered"] = changed
         log.warning("%s: %d run(s) repeated a (model, environment, repetition) with another "
                     "start time: numbered by start time (analysis.import_repeats: "
                     "number_by_start)", path, changed)
@@ -325,6 +334,7 @@ def check_against(frame: pd.DataFrame, path: Path, metrics: Iterable[str],
             f"time ({int(negative.sum())} such row(s)), which no run can take: correct the "
             "source (a swapped subtraction, a clock set back) or write NaN for a value "
             "that is missing.")
+    frame.attrs[COUNTS] = counts  # the import step writes them for the data section
     return frame
 
 

@@ -267,15 +267,19 @@ def interim_state(campaign: Any, runs: Any, look: int) -> dict[str, Any]:
 
 def write_interim(campaign: Any, look: int, out: Path,
                   log: Path | None = None) -> dict[str, Any]:
-    """The interim checkpoint's step: the state after a look, written atomically; the
+    """The interim checkpoint's step: the state after a look, written atomically with its
+    sha256 in hashes.jsonl (a decision edited afterwards is refused: campaign.looks); the
     per-model decisions to the log."""
     import json
 
-    from containertax.core.records import atomic_write_text
+    from containertax.core.records import atomic_write_text, hash_written
     from containertax.statistics.aggregate import tidy
 
     state = interim_state(campaign, tidy(campaign.root), look)
-    atomic_write_text(Path(out), json.dumps(state, indent=1, default=float) + "\n")
+    text = json.dumps(state, indent=1, default=float) + "\n"
+    atomic_write_text(Path(out), text)
+    # a look edited afterwards is refused (campaign.looks)
+    hash_written(campaign.root, Path(out), "interim", text)
     if log is not None:
         Path(log).parent.mkdir(parents=True, exist_ok=True)
         Path(log).write_text(json.dumps(state["models"], indent=1) + "\n")

@@ -47,6 +47,16 @@ def read_import(campaign: Campaign) -> pd.DataFrame:
 
 def run_quality(campaign: Campaign, runs_csv: Path, out_dir: Path,
                 out_order: Path | None = None) -> None:
+    edited = (records.written_mismatch(campaign.root, runs_csv, runs_csv.read_bytes())
+              if runs_csv.is_file() else None)
+    if edited is not None:  # the aggregate or import step put its sha256 in hashes.jsonl
+        raise AnalysisError(
+            f"{runs_csv} is not what the {'import' if campaign.is_import else 'aggregate'} "
+            f"step wrote (sha256 {edited[0][:12]}, hashes.jsonl has {edited[1][:12]}): edited "
+            "by hand, so the analysis would not be of what was measured. Remove it (rm "
+            f"{runs_csv}) and run Snakemake again: it is rebuilt from the "
+            f"{'imported table' if campaign.is_import else 'raw records'} (a value to "
+            "change is changed there, or excluded by analysis.exclude).")
     table = read_table(runs_csv)
     if table is None:
         raise AnalysisError(f"{runs_csv} holds no runs: there are no raw records under "
