@@ -132,3 +132,27 @@ def test_an_interaction_that_undoes_two_gains_keeps_only_the_better_option() -> 
                for line in choice.evidence)
     assert choice.predicted["n64"] == pytest.approx(math.exp(-math.log(0.90) + 0.06) - 1,
                                                     abs=0.01)
+
+
+def test_the_abstract_of_a_factorial_campaign_states_its_effects_not_its_rows() -> None:
+    """A factorial campaign's headline is its effects (publishing/factorial_paper.abstract):
+    the h200-factorial paper's abstract had listed each of its 16 rows against the base, two
+    runs each, in 510 words. Planted: cpuset doubles the time; the abstract names it with the
+    size and interval of effects.csv and says the others are not shown to matter."""
+    from containertax.publishing import factorial_paper
+
+    campaign = _campaign()
+    truth = {"A": math.log(2.0)}
+    frame = effects(campaign, _records(campaign, truth, blocks=4, cv=0.01),
+                    {"n64": ["compute_time_s"]})
+    design = factorial.design_of(campaign.raw, campaign.source)
+    text = factorial_paper.abstract(campaign, design, frame)
+    compare = text.split("\\newcommand{\\fxcompare}{", 1)[1].split("}\n", 1)[0]
+    headline = text.split("\\newcommand{\\fxheadline}{", 1)[1]
+    assert compare.startswith("base, base-aa and the 16 rows of a $2^{7-3}$ design over seven")
+    cpuset = frame.set_index("factors").loc["cpuset"]
+    assert (f"cpuset $+{100 * cpuset['rel']:.1f}$\\,\\% ($+{100 * cpuset['rel_low']:.1f}$ to "
+            f"$+{100 * cpuset['rel_high']:.1f}$\\,\\%)") in headline
+    assert "the options that matter are cpuset ($+" in headline
+    assert headline.count("\\,\\% ($") == 7  # every main effect's interval, no interaction's
+    assert not any(f"f{n:02d}" in text for n in range(1, 17))

@@ -196,6 +196,7 @@ if FACTORIAL:
         output:
             effects=at(R.EFFECTS),
             tex=at(R.FACTORIAL_TEX),
+            abstract=at(R.FACTORIAL_ABSTRACT),
         log:
             at(R.STEP_LOG, step="effects"),
         conda:

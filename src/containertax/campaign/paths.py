@@ -117,6 +117,8 @@ PDF = PAPER_DIR + "/paper.pdf"
 # which the half-normal plots lie (publishing/factorial_paper.py)
 EFFECTS = "stats/effects.csv"
 FACTORIAL_TEX = PAPER_DIR + "/factorial.tex"
+# a factorial campaign's abstract words (\fxcompare, \fxheadline), written beside it
+FACTORIAL_ABSTRACT = PAPER_DIR + "/factorial-abstract.tex"
 REVIEW = PAPER_DIR + "/review.json"  # what a reviewer would reject (publishing/review.py)
 
 # A rehearsal's own files (campaign/rehearsal.py), in the rehearsal campaign's root

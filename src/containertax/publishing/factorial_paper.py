@@ -14,8 +14,9 @@ import pandas as pd
 
 from containertax.campaign import factorial
 from containertax.campaign.config import Campaign
+from containertax.campaign.paths import FACTORIAL_ABSTRACT
 from containertax.core.records import atomic_write_text
-from containertax.publishing.tables import join_words, metric_tex, pct, pval
+from containertax.publishing.tables import in_prose, join_words, metric_tex, pct, pval
 from containertax.statistics import factorial as effects_stats
 from containertax.statistics import policy
 from containertax.statistics.texts import tex
@@ -80,15 +81,15 @@ def effects_table(frame: pd.DataFrame, model: str, metric: str, shown: str) -> s
             + "\n".join(rows) + "\n\\end{longtable}}\n")
 
 
-def sentences(frame: pd.DataFrame, model: str, shown: str, res: float) -> str:
+def verdict_clauses(frame: pd.DataFrame, res: float) -> list[str]:
+    """Which options matter, which interact, which are equivalent to none: the section's
+    sentence and the abstract's, from one place."""
     main = frame[frame["kind"] == "main"]
     inter = frame[frame["kind"] == "interaction"]
-    said = []
     matter = [f"{tex(r.factors)} ({pct(r.rel)}\\,\\%)" for r in main.itertuples()
               if r.verdict == "difference"]
-    said.append(f"On {shown} of {tex(model)}, "
-                + (f"the options that matter are {join_words(matter)}"
-                   if matter else "no option's main effect is shown to differ from zero"))
+    said = [f"the options that matter are {join_words(matter)}" if matter
+            else "no option's main effect is shown to differ from zero"]
     pairs = [f"{tex(r.factors)}" for r in inter.itertuples() if r.verdict == "difference"]
     said.append(f"the interactions shown are {join_words(pairs)}" if pairs
                 else "no two-factor interaction is shown")
@@ -97,7 +98,11 @@ def sentences(frame: pd.DataFrame, model: str, shown: str, res: float) -> str:
                 f"effect within $\\pm${res:g}\\,\\%" if eq
                 else f"no main effect is shown equivalent to no effect within "
                 f"$\\pm${res:g}\\,\\%")
-    return "; ".join(said) + ".\n"
+    return said
+
+
+def sentences(frame: pd.DataFrame, model: str, shown: str, res: float) -> str:
+    return f"On {shown} of {tex(model)}, " + "; ".join(verdict_clauses(frame, res)) + ".\n"
 
 
 def section(campaign: Campaign, design: factorial.Design, frame: pd.DataFrame,
@@ -126,9 +131,39 @@ def section(campaign: Campaign, design: factorial.Design, frame: pd.DataFrame,
     return "\n".join(parts)
 
 
+def abstract(campaign: Campaign, design: factorial.Design, frame: pd.DataFrame) -> str:
+    """The abstract's words for a factorial campaign (paper/main.tex: \\fxcompare,
+    \\fxheadline): what was compared, and each model's main effects on its first primary
+    metric with the sentences of the section. Its rows compared one by one with the base
+    (two runs each in a small design) are not its headline: its effects are."""
+    rows = set(design.env_ids())
+    others = [tex(env.id) for env in campaign.environments if env.id not in rows]
+    words = {2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight"}
+    k = len(design.factors)
+    compare = join_words([*others, f"the {len(design.rows)} rows of a {_name(design)} design "
+                          f"over {words.get(k, str(k))} of {tex(design.base)}'s options "
+                          f"({join_words(tex(f.id) for f in design.factors)})"])
+    names = policy.metric_registry(campaign)
+    res = campaign.analysis["resolution_pct"]
+    said = []
+    for model, sub in frame.groupby("model", sort=False):
+        metric = str(sub["metric"].iloc[0])
+        sub = sub[sub["metric"] == metric]
+        main = [f"{tex(r.factors)} {pct(r.rel)}\\,\\% ({pct(r.rel_low)} to "
+                f"{pct(r.rel_high)}\\,\\%)" for r in sub[sub["kind"] == "main"].itertuples()]
+        said.append(f"The main effect of each option on {tex(in_prose(names.get(metric), metric))}"
+                    f" of {tex(str(model))}, from its low to its high level with simultaneous "
+                    f"95\\,\\% intervals (Section~\\ref{{sec:factorial}}): {', '.join(main)}; "
+                    + "; ".join(verdict_clauses(sub, res)) + ".")
+    return ("% a factorial campaign's abstract (publishing/factorial_paper.abstract)\n"
+            f"\\newcommand{{\\fxcompare}}{{{compare}}}\n"
+            f"\\newcommand{{\\fxheadline}}{{{' '.join(said)}}}\n")
+
+
 def run_effects(campaign: Campaign, kept_csv: Path, out_csv: Path, out_tex: Path) -> None:
-    """The effects step: effects.csv, the half-normal plots beside the section, and the
-    section factorial.tex (empty for a campaign without a design)."""
+    """The effects step: effects.csv, the half-normal plots beside the section, the
+    section factorial.tex (empty for a campaign without a design) and the abstract's words
+    beside it (paths.FACTORIAL_ABSTRACT, absent without a design)."""
     design = factorial.design_of(campaign.raw, campaign.source)
     kept = pd.read_csv(kept_csv, dtype={"model": str}) if kept_csv.stat().st_size > 1 \
         else pd.DataFrame(columns=["model", "metric", "environment", "block", "value"])
@@ -148,3 +183,5 @@ def run_effects(campaign: Campaign, kept_csv: Path, out_csv: Path, out_tex: Path
                                   f"{model}, {info.label if info else metric}")
         figures[(str(model), str(metric))] = f"factorial/{name}"
     atomic_write_text(out_tex, section(campaign, design, frame, figures))
+    atomic_write_text(out_tex.with_name(Path(FACTORIAL_ABSTRACT).name),
+                      abstract(campaign, design, frame))
