@@ -156,3 +156,37 @@ def test_the_abstract_of_a_factorial_campaign_states_its_effects_not_its_rows() 
     assert "the options that matter are cpuset ($+" in headline
     assert headline.count("\\,\\% ($") == 7  # every main effect's interval, no interaction's
     assert not any(f"f{n:02d}" in text for n in range(1, 17))
+
+
+@pytest.mark.slow
+def test_the_committed_h200_factorial_builds_its_paper_with_its_effects_in_the_abstract(
+        tmp_path) -> None:
+    """results/h200-factorial, rebuilt from its raw records alone: the review is empty (the
+    abstract within 250 words; before, its 16 rows made it 510) and the abstract states the
+    five main effects with the intervals of stats/effects.csv."""
+    import json
+    import shutil
+    import subprocess
+    import sys
+
+    from containertax.publishing import review
+    from tests.conftest import REPO
+
+    root = tmp_path / "results" / "h200-factorial"
+    shutil.copytree(REPO / "results" / "h200-factorial" / "raw", root / "raw")
+    out = subprocess.run(
+        [sys.executable, "-m", "snakemake", "paper", "--cores", "1", "--snakefile",
+         str(REPO / "Snakefile"), "--directory", str(tmp_path), "--configfile",
+         str(REPO / "config" / "h200-factorial.yaml")], capture_output=True, text=True,
+        timeout=1800)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert json.loads((root / "paper" / "review.json").read_text()) == []
+    flat = " ".join(review.prose_text(root / "paper" / "paper.pdf").split())
+    abstract = flat.split("Abstract", 1)[1].split("1 Introduction", 1)[0]
+    frame = pd.read_csv(root / "stats" / "effects.csv")
+    first = frame[(frame["metric"] == frame["metric"].iloc[0]) & (frame["kind"] == "main")]
+    assert len(first) == 5
+    for r in first.itertuples():
+        shown = f"{r.factors} {100 * r.rel:+.1f} % ({100 * r.rel_low:+.1f} to"
+        assert shown.replace("-", "\u2212") in abstract, (shown, abstract)
+    assert " f01 " not in abstract and "16 rows" in abstract
