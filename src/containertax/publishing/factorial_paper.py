@@ -37,7 +37,7 @@ def factor_table(design: factorial.Design) -> str:
     return ("\\begin{table}[htbp]\n\\centering\n\\small\n\\caption{The factors of the "
             f"{_name(design)} design: each row of the design is {_opts(design.base)} with "
             "the options of its levels (base: the base environment's own).}\n"
-            "\\label{tab:factors}\n\\begin{tabular}{llll}\n\\toprule\n"
+            "\\label{tab:design-factors}\n\\begin{tabular}{llll}\n\\toprule\n"
             "factor & id & low ($-$) & high ($+$) \\\\\n\\midrule\n" + "\n".join(rows)
             + "\n\\bottomrule\n\\end{tabular}\n\\end{table}\n")
 
@@ -111,8 +111,9 @@ def section(campaign: Campaign, design: factorial.Design, frame: pd.DataFrame,
     parts = ["\\subsection{Factorial design}\\label{sec:factorial}\n",
              f"The environments {_opts(design.env_ids()[0])} to "
              f"{_opts(design.env_ids()[-1])} are the {len(design.rows)} rows of a two-level "
-             f"design over {len(design.factors)} options (Table~\\ref{{tab:factors}}); each "
-             "block ran every row once, in a random order. Every main effect is estimated "
+             f"design over {len(design.factors)} options "
+             "(Table~\\ref{tab:design-factors}); each block ran every row once, in a random "
+             "order. Every main effect is estimated "
              "from all rows, half at each level.\n",
              factor_table(design), alias_text(design)]
     names = policy.metric_registry(campaign)
