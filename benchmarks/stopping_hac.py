@@ -27,24 +27,12 @@ import time
 
 import numpy as np
 from scipy import stats as sps
+from stopping_design import noise  # the design table's noise, one home (benchmarks/ on path)
 
 from containertax.campaign import stopping
 from containertax.core.seeds import stable_seed
 
 VARIANTS = ("plain", "hac", "trend", "trend30")
-
-
-def _noise(kind: str, cv: float, shape: tuple[int, int], rng: np.random.Generator
-           ) -> np.ndarray:
-    """The design table's noise (benchmarks/stopping_design.py), one home."""
-    import importlib.util
-    from pathlib import Path
-
-    spec = importlib.util.spec_from_file_location(
-        "stopping_design", Path(__file__).with_name("stopping_design.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod.noise(kind, cv, shape, rng)
 
 
 def se_df(x: np.ndarray, variant: str, max_blocks: int) -> tuple[np.ndarray, np.ndarray, int]:
@@ -99,7 +87,7 @@ def run_variant(d: np.ndarray, rule: stopping.Rule, variant: str) -> dict[str, n
     return out
 
 
-def _check_statsmodels() -> None:
+def check_statsmodels() -> None:
     """The hac variant equals statsmodels' Newey-West (lag 1, small-sample corrected)."""
     import statsmodels.api as sm
 
@@ -114,7 +102,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--reps", type=int, default=2000)
     args = ap.parse_args()
-    _check_statsmodels()
+    check_statsmodels()
     rule = stopping.Rule(6, 30, 2, spending="hsd", gamma=-1.0)
     start = time.process_time()
     print(f"{args.reps} replicates per cell; HSD -1 6..30 every 2, checks on; seeds "
@@ -125,7 +113,7 @@ def main() -> None:
         for cv in (0.02, 0.05):
             seed = stable_seed(rule.looks(), rule.spending, rule.gamma, rule.shape_check,
                                rule.drift_check, kind, cv, 0.0)
-            d = _noise(kind, cv, (args.reps, rule.max_blocks), np.random.default_rng(seed))
+            d = noise(kind, cv, (args.reps, rule.max_blocks), np.random.default_rng(seed))
             for v in VARIANTS:
                 r = run_variant(d, rule, v)
                 print(f"| {kind} | {cv:.1%} | {v} | "

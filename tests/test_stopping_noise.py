@@ -52,3 +52,27 @@ def test_rehearsal_warns_at_a_planted_cv_of_4_and_not_1_percent():
     assert "warning: stopping: run CV 4 %" in above and "did not hold" in above
     below = "\n".join(rehearsal._render_stopping(_stopping([0.01 * math.sqrt(2)])))
     assert "warning: stopping: run CV" not in below and "did not hold" in below
+
+
+def test_the_remedy_benchmark_is_the_rule_with_its_variance_swapped():
+    """benchmarks/stopping_hac.py: its 'plain' variant gives run_rule's answers, blocks and
+    intervals on the same data, and its Newey-West SE is statsmodels' (issue #41 A)."""
+    import sys
+
+    import numpy as np
+
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import stopping_hac as sh
+
+    sh.check_statsmodels()
+    rule = stopping.Rule(6, 12, 2, spending="hsd", gamma=-1.0)
+    d = sh.noise("ar1", 0.05, (300, 12), np.random.default_rng(7))
+    mine, theirs = sh.run_variant(d, rule, "plain"), stopping.run_rule(d, rule)
+    assert (mine["answer"] == theirs["answer"]).all()
+    assert np.array_equal(mine["blocks"], theirs["blocks"])
+    assert np.allclose(mine["low"], theirs["low"]) and np.allclose(mine["high"], theirs["high"])
+    # the extrapolated trend term on a planted linear drift: the intercept is the mean
+    # over the design's blocks, not over the blocks seen
+    x = np.arange(6, dtype=float)[None, :] * 0.01
+    est, _, df = sh.se_df(x, "trend30", 12)
+    assert df == 4 and math.isclose(float(est[0]), 0.055)
