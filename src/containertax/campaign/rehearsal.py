@@ -487,6 +487,12 @@ def _render_stopping(s: dict[str, Any]) -> list[str]:
         lines.append(f"| {100 * sc['sd']:g} % | {100 * sc['effect']:g} % | "
                      f"{sc['expected_blocks']:.1f} | {_dur(sc['wall_s'])} | "
                      f"{sc['saved_pct']:g} % |")
+    # the planning SDs as run CVs (a block's log ratio of two runs: SD = CV sqrt 2); the
+    # rehearsal runs one block and measures no CV, so these are the CVs it can name
+    cvs = sorted({sc["sd"] / math.sqrt(2) for sc in s["scenarios"]})
+    warned = [w for cv in cvs if (w := stopping.noise_warning(
+        cv, f"per-block SD {100 * cv * math.sqrt(2):g} %, a planning value, not measured"))]
+    lines += ["", stopping.noise_words(), *warned]
     lines += ["", "Proposed for the first look: per planning SD, the looks and spending "
               "function with the fewest expected blocks under no true difference (same "
               "alpha, exact boundaries; a config takes it as its `stopping:`):", "",
