@@ -181,19 +181,25 @@ def test_the_study_is_timed_from_one_rehearsal():
 
     paths = configfile.study_campaigns(REPO / "config" / "study-spark.yaml")
     campaigns = [config.load_file(p) for p in paths]
-    rows = [{"model": m, "environment": e, "projected_s": s}
-            for m, e, s in [("qwen2-1.5b", "chroot", 90.0), ("qwen2-1.5b", "docker_baseline",
-                                                              100.0),
-                            ("llama-3-8b", "chroot", 100.0),
-                            ("llama-3.3-70b-nvfp4", "chroot", 100.0)]]
+    rows = [{"model": m, "environment": e, "projected_s": s, "model_path": path}
+            for m, e, s, path in [
+                ("qwen2-1.5b", "chroot", 90.0, "/models/Qwen2-1.5B-Instruct"),
+                ("qwen2-1.5b", "docker_baseline", 100.0, "/models/Qwen2-1.5B-Instruct"),
+                ("llama-3-8b", "chroot", 100.0, "/models/Meta-Llama-3-8B-Instruct"),
+                ("llama-3.3-70b-nvfp4", "chroot", 100.0, "/models/Llama-3.3-70B-Instruct-FP4")]]
     result = {"rows": rows, "estimate": {"cooldown_s_per_cell": 300, "gate_s_per_cell": 20,
                                          "harness_s_per_cell": 5}}
     est = {r["campaign"]: r for r in rehearsal.study_estimate(result, campaigns)}
     assert est["dgx-spark-2a"] == {"campaign": "dgx-spark-2a", "cells": 60, "run_s": 6000.0,
                                    "wait_s": 60 * 325.0, "wall_s": 6000.0 + 60 * 325.0,
-                                   "from_timeout": []}
+                                   "from_timeout": [], "from_checkpoint": []}
     assert est["dgx-spark-2b"]["cells"] == 270 and est["dgx-spark"]["cells"] == 900
     assert est["dgx-spark-2f"]["cells"] == 160  # issue #40's falsifiers: 2 x 4 arms x 2 x 10
+    # its arms are the rehearsed checkpoints under other ids: timed from them (issue #45:
+    # they were counted at their 8000 s timeouts), 160 runs of 100 s
+    assert est["dgx-spark-2f"]["from_timeout"] == []
+    assert len(est["dgx-spark-2f"]["from_checkpoint"]) == 8
+    assert est["dgx-spark-2f"]["run_s"] == 160 * 100.0
     assert "mixtral-8x7b" in est["dgx-spark"]["from_timeout"]
     text = rehearsal.render_study(list(est.values()))
     assert "Study: 1480 runs" in text and "at timeout: " in text

@@ -220,6 +220,7 @@ def judge(study: Campaign, rehearsal: Campaign, root: Path) -> dict[str, Any]:
                                 .get("at_risk") or [] if preflight else [])
                     if r["model"] == model.id]
             row: dict[str, Any] = {"model": model.id, "environment": env.id,
+                                   "model_path": params.get("model_path"),
                                    "preflight": preflight, "ran": paths["raw"].exists(),
                                    "timeout_s": timeout, "requests": f"{few}/{full}"}
             if risk:
@@ -289,25 +290,38 @@ def study_estimate(result: dict[str, Any], campaigns: list[Campaign]) -> list[di
     """Each campaign of a study, timed from one rehearsal (of the study's widest campaign):
     per cell, its model's projected run (the longest over the environments rehearsed, else
     its timeout) plus the rehearsal's cooldown, minimum-interval, gate and workflow time per
-    cell, times the campaign's repetitions and environments."""
+    cell, times the campaign's repetitions and environments. A model the rehearsal did not
+    time takes the run of the same checkpoint (model_path) where one was timed: phase 2F's
+    arms (llama-3-8b-pinned-cold, ...) are the rehearsed models under other ids, and were
+    counted at their 8000 s timeouts (issue #45)."""
     e = result["estimate"]
     per_cell_wait = e["cooldown_s_per_cell"] + e["gate_s_per_cell"] + e["harness_s_per_cell"]
     runs: dict[str, float] = {}
+    by_path: dict[str, float] = {}
     for row in result["rows"]:
         runs[row["model"]] = max(runs.get(row["model"], 0.0), float(row["projected_s"]))
+        if row.get("model_path"):
+            by_path[row["model_path"]] = max(by_path.get(row["model_path"], 0.0),
+                                             float(row["projected_s"]))
+
+    def projected(c: Campaign, model: str) -> float | None:
+        return runs.get(model, by_path.get(c.workload_params(model).get("model_path") or ""))
+
     out = []
     for c in campaigns:
         t = c.thermal
         wait = max(float(t["cooldown_s"]), float(t["min_interval_s"])) - float(
             e["cooldown_s_per_cell"]) + per_cell_wait
         cells = c.repetitions * len(c.environments) * len(c.models)
+        timed = {m.id: projected(c, m.id) for m in c.models}
         run_s = c.repetitions * len(c.environments) * sum(
-            runs.get(m.id, float(c.workload_params(m.id).get("timeout_s",
-                                                              c.workload["timeout_s"])))
-            for m in c.models)
+            float(c.workload_params(m.id).get("timeout_s", c.workload["timeout_s"]))
+            if timed[m.id] is None else timed[m.id] for m in c.models)
         out.append({"campaign": c.name, "cells": cells, "run_s": round(run_s, 1),
                     "wait_s": round(cells * wait, 1), "wall_s": round(run_s + cells * wait, 1),
-                    "from_timeout": [m.id for m in c.models if m.id not in runs]})
+                    "from_timeout": [m.id for m in c.models if timed[m.id] is None],
+                    "from_checkpoint": [m.id for m in c.models
+                                        if m.id not in runs and timed[m.id] is not None]})
     return out
 
 
@@ -317,6 +331,9 @@ def render_study(rows: list[dict[str, Any]]) -> str:
              "wall time |", "|---|---|---|---|---|"]
     for r in rows:
         note = f" (at timeout: {', '.join(r['from_timeout'])})" if r["from_timeout"] else ""
+        if r.get("from_checkpoint"):
+            note += (f" (from the run of the same checkpoint: "
+                     f"{', '.join(r['from_checkpoint'])})")
         lines.append(f"| {r['campaign']} | {r['cells']} | {_dur(r['run_s'])}{note} | "
                      f"{_dur(r['wait_s'])} | {_dur(r['wall_s'])} |")
     total = sum(r["wall_s"] for r in rows)
