@@ -96,7 +96,14 @@ all four regenerated: the abstract names one finding beyond the headline (h100-e
 f-abstract, f-shown 2 -> 1, f-more 1 -> 2) and one data-quality finding (new q-abstract,
 q-more, q-listed: the findings section lists them all), the A/A comparisons are listed in
 the findings section (new fa-listed) and the reference's kind in the abstract's few words
-(new ref-kind); no other key changed."""
+(new ref-kind); no other key changed.
+
+Then for the split blocks (#39: a block whose runs ran on more than one GPU is named beside
+the headline, with the headline without it), all four regenerated: new keys only,
+split-count (0 in all four: every block of these campaigns ran on one GPU), split-each
+(empty) and has-machine-adjusted (1 on h100-engine-gqa, whose runs measured two GPUs, else
+0; the methods print the machine-adjusted headline only where it holds); no other key
+changed."""
 
 from __future__ import annotations
 

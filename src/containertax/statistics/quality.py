@@ -308,9 +308,11 @@ def machines(runs: pd.DataFrame) -> list[Finding]:
     f = [Finding("machines", "info", f"runs on {runs['machine'].nunique()} machines: "
                  f"{listed}; the statistics add machine-adjusted estimates",
                  details={"machines": sorted(runs["machine"].unique())})]
-    split = (runs.groupby(["model", "block"])["machine"].nunique() > 1)
-    if split.any():
-        blocks = [{"model": m, "block": int(b)} for m, b in split[split].index]
+    from containertax.statistics.facts import split_blocks  # one home for the split
+
+    blocks = [{"model": m, "block": b} for m, found in split_blocks(runs).items()
+              for b in found]
+    if blocks:
         f.append(Finding("block_split", "warning",
                          f"{len(blocks)} blocks ran on more than one machine: their paired "
                          "comparisons mix machines" if len(blocks) > 1 else "one block ran on "
