@@ -75,6 +75,12 @@ def numbers_values(campaign: Campaign, runs: pd.DataFrame, results: pd.DataFrame
     values.update(findings_values(campaign, runs, results, others, reg, said))
     values.update(split_values(campaign, runs, results, others, reg, quality_report))
     values["resolution"] = f"{100 * resolution(campaign):g}"
+    from containertax.publishing import benchmarking
+
+    values.update(benchmarking.values(
+        values, reg, analysed_metrics(campaign, runs),
+        shape_checked=bool(campaign.raw.get("stopping"))
+        and sequential.rule_of(campaign).shape_check))
     overridden = policy.headline_override(campaign, runs)
     values["headline-overridden"] = bool(overridden)
     values["headline-configured"] = (texts.tex(tables.in_prose(reg.get(overridden), overridden))
@@ -244,6 +250,7 @@ def result_values(campaign: Campaign, results: pd.DataFrame | None, runs: pd.Dat
     heads = policy.headline_rows(campaign, results, runs, quality_report)
     values["hl-count"] = len(heads)
     values["hl-each"] = "".join(f"\\hlitem{{{number}}}" for number in range(1, len(heads) + 1))
+    values["hl-bases"] = "".join(f"\\hlbase{{{number}}}" for number in range(1, len(heads) + 1))
     for number, head in enumerate(heads, 1):
         row, info = head["row"], reg.get(head["metric"])
         values[f"hl/{number}/model"] = texts.tex(head["model"])
@@ -268,6 +275,18 @@ def result_values(campaign: Campaign, results: pd.DataFrame | None, runs: pd.Dat
             if look == look and look is not None else "--")
         for word in decisions.WORDS:
             values[f"hl/{number}/{word.replace(' ', '-')}"] = head["verdict"] == word
+        # the ratio's base (Hoefler and Belli's rule 1): the reference's mean, and n
+        ref = runs[(runs["model"].astype(str) == str(head["model"]))
+                   & (runs["environment"] == row.get("reference", campaign.reference))
+                   & (runs["metric"] == head["metric"])]["value"]
+        unit = info.unit if info else ""
+        values[f"hl/{number}/base"] = (f"{tables.num(ref.mean())}\\,{texts.tex(unit)}"
+                                       if len(ref) and ref.mean() == ref.mean() else "--")
+        blocks = row.get("look_blocks") if look == look and look is not None else row.get(
+            "n_blocks", row.get("n_ref"))
+        values[f"hl/{number}/n"] = int(blocks) if blocks == blocks and blocks is not None \
+            else 0
+        values[f"hl/{number}/ref"] = texts.tex(str(row.get("reference", campaign.reference)))
         values[f"hl/{number}/caveat"] = caveat_text(
             head["decision"].caveats, tables.in_prose(info, head["metric"]), res_pct)
         if head["verdict"] in ("overhead", "equivalent", "inconclusive", "advantage"):
