@@ -103,7 +103,10 @@ the headline, with the headline without it), all four regenerated: new keys only
 split-count (0 in all four: every block of these campaigns ran on one GPU), split-each
 (empty) and has-machine-adjusted (1 on h100-engine-gqa, whose runs measured two GPUs, else
 0; the methods print the machine-adjusted headline only where it holds); no other key
-changed."""
+changed. Then for Hoefler and Belli's rules (#39), all four regenerated: new keys only,
+each headline ratio's base (hl/N/base: the reference's mean with its unit, hl/N/n: the
+blocks it rests on, hl/N/ref, hl-bases) and the checklist (hb-count, hb/N/rule, status,
+where); a key-by-key comparison found no other key changed."""
 
 from __future__ import annotations
 

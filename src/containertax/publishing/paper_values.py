@@ -283,7 +283,9 @@ def result_values(campaign: Campaign, results: pd.DataFrame | None, runs: pd.Dat
         values[f"hl/{number}/base"] = (f"{tables.num(ref.mean())}\\,{texts.tex(unit)}"
                                        if len(ref) and ref.mean() == ref.mean() else "--")
         blocks = row.get("look_blocks") if look == look and look is not None else row.get(
-            "n_blocks", row.get("n_ref"))
+            "n_blocks")
+        if blocks is None or blocks != blocks:  # an independent design: the reference's runs
+            blocks = row.get("n_ref")
         values[f"hl/{number}/n"] = int(blocks) if blocks == blocks and blocks is not None \
             else 0
         values[f"hl/{number}/ref"] = texts.tex(str(row.get("reference", campaign.reference)))
