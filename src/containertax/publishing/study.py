@@ -513,7 +513,7 @@ def combined_tex(table: pd.DataFrame, reg: dict[str, Any]) -> str:
     """The study's family, one block of rows per campaign (its name as the block's head)."""
     header = ["Model", "Metric", "Env.", r"$\Delta$ \% [95\,\% CI]", r"MDE \%", "$p$",
               r"\shortstack{$p_\mathrm{BH}$\\campaign}", r"\shortstack{$p_\mathrm{BH}$\\study}",
-              r"\shortstack{$p_\mathrm{TOST}$\\campaign\\study}", "Verdict"]
+              r"\shortstack{$p_\mathrm{TOST}$\\own\\study}", "Verdict"]
     rows = []
     for campaign, rows_of in table.groupby("campaign", sort=False):
         rows.append([f"\\multicolumn{{{len(header)}}}{{l}}{{\\textit{{Campaign "
