@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from containertax.campaign.config import load_file
-from containertax.statistics import aggregate, facts
+from containertax.statistics import aggregate, facts, quality
 from tests.conftest import REPO
 
 
@@ -140,7 +140,7 @@ def test_the_committed_split_block_is_left_out_at_the_looks_level():
 
     campaign = _campaign("h100-stopping-exact")
     runs = aggregate.tidy(campaign.root)
-    assert facts.split_blocks(runs) == {"qwen2-0.5b": [3]}
+    assert quality.split_blocks(runs) == {"qwen2-0.5b": [3]}
     _, table, split = _split_rows(campaign, runs)
     assert len(split) == 1
     row = split.iloc[0]

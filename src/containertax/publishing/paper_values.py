@@ -14,8 +14,7 @@ import pandas as pd
 
 from containertax.campaign.config import Campaign
 from containertax.publishing import design_values, discussion, facts, tables
-from containertax.statistics import decisions, findings, order, policy, sequential, texts
-from containertax.statistics import facts as stats_facts
+from containertax.statistics import decisions, findings, order, policy, quality, sequential, texts
 from containertax.statistics.policy import (
     AnalysisError,
     analysed_metrics,
@@ -300,7 +299,7 @@ def result_values(campaign: Campaign, results: pd.DataFrame | None, runs: pd.Dat
     # where runs measured several machines (GPUs): the headline with a fixed effect per machine
     # (a model with a block split across machines: its headline without that block is
     # printed beside the headline instead, split_values; the two estimates coincide)
-    split = stats_facts.split_blocks(runs)
+    split = quality.split_blocks(runs)
     adjusted = [head for head in heads if head["row"].get("machines", 1) >= 2
                 and str(head["model"]) not in split
                 and head["row"].get("machine_adjusted_rel")

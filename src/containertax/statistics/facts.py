@@ -100,22 +100,6 @@ def compiled(evidence: pd.DataFrame, compiles: dict[str, bool]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=COMPILED_COLUMNS)
 
 
-def split_blocks(frame: pd.DataFrame) -> dict[str, list[int]]:
-    """Per model, the blocks whose runs ran on more than one machine (GPU): a block pairs
-    its runs as if on one device, so the paper names such a block beside the headline and
-    prints the headline without it (findings.split_excluded). `frame`: one row per run or
-    per run and metric, with model, block and machine."""
-    if frame.empty or not {"model", "block", "machine"} <= set(frame.columns):
-        return {}
-    known = frame[frame["block"].notna()]
-    per = known.groupby([known["model"].astype(str), "block"])["machine"].nunique()
-    out: dict[str, list[int]] = {}
-    for (model, block), n in per.items():
-        if n > 1:
-            out.setdefault(str(model), []).append(int(block))
-    return {model: sorted(blocks) for model, blocks in out.items()}
-
-
 def _blocks(runs: pd.DataFrame, model: str, n_envs: int) -> tuple[int, int]:
     """(blocks with a run of every environment, blocks with any run) of one model."""
     g = runs[runs["model"].astype(str) == model]
@@ -129,7 +113,7 @@ def _blocks(runs: pd.DataFrame, model: str, n_envs: int) -> tuple[int, int]:
 def build(campaign: Campaign, runs: pd.DataFrame) -> dict[str, Any]:
     """The facts of one campaign (module docstring) from its kept runs and its records."""
     from containertax import workloads
-    from containertax.statistics import policy, sequential
+    from containertax.statistics import policy, quality, sequential
 
     envs = list(dict.fromkeys(runs["environment"])) if not runs.empty else []
     primary = policy.primary_metrics(campaign, runs) if not runs.empty else {}
@@ -153,7 +137,7 @@ def build(campaign: Campaign, runs: pd.DataFrame) -> dict[str, Any]:
         mine = evidence[evidence["model"] == model] if "machine" in evidence else evidence
         gpus = {int(b): sorted(set(g["machine"])) for b, g in mine.groupby("block")} if len(
             mine) else {}
-        split = split_blocks(mine).get(model, []) if len(mine) else []
+        split = quality.split_blocks(mine).get(model, []) if len(mine) else []
         stop = stops.get(model, {})
         models[model] = {
             "blocks": complete, "blocks_any": any_,

@@ -237,15 +237,15 @@ def compile_excluded(campaign: Campaign, runs: pd.DataFrame) -> pd.DataFrame:
 def split_excluded(campaign: Campaign, runs: pd.DataFrame, heads: list[dict[str, Any]]
                    ) -> pd.DataFrame:
     """Each headline comparison of a model with a block split across machines (its runs
-    on more than one GPU: statistics/facts.split_blocks), recomputed without those blocks
+    on more than one GPU: quality.split_blocks), recomputed without those blocks
     by the headline's own analysis: under a stopping rule the blocks of the look where the
     model stopped, less the split ones, at that look's level (the repeated-look interval);
     otherwise the primary analysis (comparisons.py) on the other blocks. A different
     quantity from the headline (fewer blocks), printed once beside it."""
     from containertax.statistics import comparisons as st
-    from containertax.statistics import facts, policy
+    from containertax.statistics import policy, quality
 
-    split = facts.split_blocks(runs)
+    split = quality.split_blocks(runs)
     rows = []
     for head in heads:
         model, r = str(head["model"]), head["row"]

@@ -297,6 +297,23 @@ def check(runs: pd.DataFrame, registry: dict[str, MetricInfo], *,
     return f
 
 
+def split_blocks(frame: pd.DataFrame) -> dict[str, list[int]]:
+    """Per model, the blocks whose runs ran on more than one machine (GPU): a block pairs
+    its runs as if on one device, so the paper names such a block beside the headline and
+    prints the headline without it (findings.split_excluded; facts.json records it per
+    model); machines() below warns of it (block_split). `frame`: one row per run or per
+    run and metric, with model, block and machine."""
+    if frame.empty or not {"model", "block", "machine"} <= set(frame.columns):
+        return {}
+    known = frame[frame["block"].notna()]
+    per = known.groupby([known["model"].astype(str), "block"])["machine"].nunique()
+    out: dict[str, list[int]] = {}
+    for (model, block), n in per.items():
+        if n > 1:
+            out.setdefault(str(model), []).append(int(block))
+    return {model: sorted(blocks) for model, blocks in out.items()}
+
+
 def machines(runs: pd.DataFrame) -> list[Finding]:
     """Runs on several physical devices: say so, and flag any block split between two (a
     block's environments must be compared on one machine)."""
@@ -308,8 +325,6 @@ def machines(runs: pd.DataFrame) -> list[Finding]:
     f = [Finding("machines", "info", f"runs on {runs['machine'].nunique()} machines: "
                  f"{listed}; the statistics add machine-adjusted estimates",
                  details={"machines": sorted(runs["machine"].unique())})]
-    from containertax.statistics.facts import split_blocks  # one home for the split
-
     blocks = [{"model": m, "block": b} for m, found in split_blocks(runs).items()
               for b in found]
     if blocks:
