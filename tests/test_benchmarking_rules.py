@@ -80,7 +80,8 @@ def _reg() -> dict[str, MetricInfo]:
 def test_the_checklist_follows_what_the_build_has():
     """Statuses are the build's, not a template's: rates make rule 3 'not met', a roofline
     metric meets rule 11, a shape check or a sign-flip test meets rule 6, a headline
-    without a base value fails rule 1."""
+    without a base value fails rule 1; rule 2 names the hardware the records show (a CPU
+    campaign's printed 'one GPU per run' once)."""
     values = {"hl-count": 1, "hl/1/has-rel": True, "hl/1/has-ci": True,
               "hl/1/base": "0.0409\\,s", "hl/1/test": "paired t", "imported": False}
     costs = benchmarking.checklist(values, _reg(), ["compute_time_s"])
@@ -95,5 +96,13 @@ def test_the_checklist_follows_what_the_build_has():
     assert signflip[6][0] == benchmarking.MET
     no_base = benchmarking.checklist({**values, "hl/1/base": "--"}, _reg(), ["compute_time_s"])
     assert no_base[1][0] == benchmarking.NOT_MET
+    assert "the CPU (the records show no GPU)" in costs[2][1] and "GPU per" not in costs[2][1]
+    h100 = benchmarking.checklist({**values, "gpu": True, "n-gpus": 3, "gpu-names": "H100"},
+                                  _reg(), ["compute_time_s"])
+    assert "the 3 GPUs (H100) the records show" in h100[2][1]
+    imported = benchmarking.checklist({**values, "imported": True}, _reg(), ["compute_time_s"])
+    assert "GPU" not in imported[2][1] and "the hardware" in imported[2][1]
+    # an import's factors are printed, its set-up is the source's: rule 9 is not met
+    assert imported[9][0] == benchmarking.NOT_MET and "tab:factors" in imported[9][1]
     keys = benchmarking.values(values, _reg(), ["compute_time_s"])
     assert keys["hb-count"] == 12 and all(f"hb/{n}/status" in keys for n in range(1, 13))

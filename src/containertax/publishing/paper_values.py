@@ -283,7 +283,9 @@ def result_values(campaign: Campaign, results: pd.DataFrame | None, runs: pd.Dat
                                        if len(ref) and ref.mean() == ref.mean() else "--")
         blocks = row.get("look_blocks") if look == look and look is not None else row.get(
             "n_blocks")
-        if blocks is None or blocks != blocks:  # an independent design: the reference's runs
+        # an independent design (n_blocks 0: an import printed 'n = 0 runs'): the
+        # reference's runs
+        if row.get("design") == "independent" or blocks is None or blocks != blocks:
             blocks = row.get("n_ref")
         values[f"hl/{number}/n"] = int(blocks) if blocks == blocks and blocks is not None \
             else 0

@@ -884,8 +884,7 @@ def check_benchmarking(text: str, numbers: dict[str, str], found: dict | None = 
     if not _SPREAD.search(flat):
         out.append(Problem("hb-spread", "figures", "rule 12: no figure caption shows the "
                            "spread (per run, per block, boxes or intervals)"))
-    if numbers.get("imported") != "1" and not re.search(r"Table \d+: Factors and levels",
-                                                        flat):
+    if not re.search(r"Table \d+: Factors and levels", flat):  # an import's too
         out.append(Problem("hb-factors", "text", "rule 9: no table of factors and levels"))
     trees = [t.get("commit", "") for t in (found or {}).get("measuring_trees") or []]
     missing = [c for c in trees if c and c not in flat]
