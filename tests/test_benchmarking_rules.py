@@ -96,12 +96,13 @@ def test_the_checklist_follows_what_the_build_has():
     assert signflip[6][0] == benchmarking.MET
     no_base = benchmarking.checklist({**values, "hl/1/base": "--"}, _reg(), ["compute_time_s"])
     assert no_base[1][0] == benchmarking.NOT_MET
-    assert "the CPU (the records show no GPU)" in costs[2][1] and "GPU per" not in costs[2][1]
+    assert "(the records show no GPU: every run on the CPU)" in costs[2][1]
+    assert "GPU per" not in costs[2][1]
     h100 = benchmarking.checklist({**values, "gpu": True, "n-gpus": 3, "gpu-names": "H100"},
                                   _reg(), ["compute_time_s"])
-    assert "the 3 GPUs (H100) the records show" in h100[2][1]
+    assert "(the records show 3 GPUs: H100)" in h100[2][1]
     imported = benchmarking.checklist({**values, "imported": True}, _reg(), ["compute_time_s"])
-    assert "GPU" not in imported[2][1] and "the hardware" in imported[2][1]
+    assert "GPU" not in imported[2][1] and "(the source's)" in imported[2][1]
     # an import's factors are printed, its set-up is the source's: rule 9 is not met
     assert imported[9][0] == benchmarking.NOT_MET and "tab:factors" in imported[9][1]
     keys = benchmarking.values(values, _reg(), ["compute_time_s"])

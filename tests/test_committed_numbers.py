@@ -106,7 +106,14 @@ split-count (0 in all four: every block of these campaigns ran on one GPU), spli
 changed. Then for Hoefler and Belli's rules (#39), all four regenerated: new keys only,
 each headline ratio's base (hl/N/base: the reference's mean with its unit, hl/N/n: the
 blocks it rests on, hl/N/ref, hl-bases) and the checklist (hb-count, hb/N/rule, status,
-where); a key-by-key comparison found no other key changed."""
+where); a key-by-key comparison found no other key changed. Rebased onto main at 9ec3b32
+(whose files here were those of this branch's base) and regenerated, all four: no new key
+(the new keys of #39 are those above: split-count, split-each, sp/*, has-machine-adjusted,
+hl/N/base, hl/N/n, hl/N/ref, hl-bases, hb-count, hb/N/*); two texts of the checklist
+changed, hb/2/where (the hardware the records show, '1 GPU: NVIDIA H100 80GB HBM3', not the
+template's 'one GPU per run', which a CPU campaign printed too) and hb/4/where (the
+estimator of the campaign's design, paired here: 'geometric means of the per-block
+ratios'); no other key changed."""
 
 from __future__ import annotations
 

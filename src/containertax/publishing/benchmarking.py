@@ -61,12 +61,12 @@ def checklist(values: dict[str, Any], reg: dict[str, MetricInfo],
     # the hardware as the records show it (design_values: gpu, n-gpus, gpu-names), never a
     # template's: a CPU campaign has no GPU, an import's table records no hardware
     gpus = int(values.get("n-gpus") or 0)
-    hardware = ("the hardware" if _yes(values, "imported") else
-                f"the {gpus} {'GPU' if gpus == 1 else 'GPUs'} ({values.get('gpu-names', '--')})"
-                " the records show" if _yes(values, "gpu") and gpus else
-                "the CPU (the records show no GPU)")
-    out[2] = (NOT_MET, f"the paper does not say why these workloads and {hardware} were "
-                       "chosen")
+    shown = ("the source's" if _yes(values, "imported") else
+             f"the records show {gpus} {'GPU' if gpus == 1 else 'GPUs'}: "
+             f"{values.get('gpu-names', '--')}" if _yes(values, "gpu") and gpus else
+             "the records show no GPU: every run on the CPU")
+    out[2] = (NOT_MET, f"the paper does not say why these workloads and this hardware "
+                       f"({shown}) were chosen")
     rates = [m for m in metrics if reg.get(m) is not None and reg[m].direction == "higher"]
     out[3] = ((NOT_MET, "rates (" + ", ".join(tex(in_prose(reg[m], m)) for m in rates) + ") are "
                "summarised by arithmetic and geometric means, not harmonic means") if rates
