@@ -96,7 +96,24 @@ all four regenerated: the abstract names one finding beyond the headline (h100-e
 f-abstract, f-shown 2 -> 1, f-more 1 -> 2) and one data-quality finding (new q-abstract,
 q-more, q-listed: the findings section lists them all), the A/A comparisons are listed in
 the findings section (new fa-listed) and the reference's kind in the abstract's few words
-(new ref-kind); no other key changed."""
+(new ref-kind); no other key changed.
+
+Then for the split blocks (#39: a block whose runs ran on more than one GPU is named beside
+the headline, with the headline without it), all four regenerated: new keys only,
+split-count (0 in all four: every block of these campaigns ran on one GPU), split-each
+(empty) and has-machine-adjusted (1 on h100-engine-gqa, whose runs measured two GPUs, else
+0; the methods print the machine-adjusted headline only where it holds); no other key
+changed. Then for Hoefler and Belli's rules (#39), all four regenerated: new keys only,
+each headline ratio's base (hl/N/base: the reference's mean with its unit, hl/N/n: the
+blocks it rests on, hl/N/ref, hl-bases) and the checklist (hb-count, hb/N/rule, status,
+where); a key-by-key comparison found no other key changed. Rebased onto main at 9ec3b32
+(whose files here were those of this branch's base) and regenerated, all four: no new key
+(the new keys of #39 are those above: split-count, split-each, sp/*, has-machine-adjusted,
+hl/N/base, hl/N/n, hl/N/ref, hl-bases, hb-count, hb/N/*); two texts of the checklist
+changed, hb/2/where (the hardware the records show, '1 GPU: NVIDIA H100 80GB HBM3', not the
+template's 'one GPU per run', which a CPU campaign printed too) and hb/4/where (the
+estimator of the campaign's design, paired here: 'geometric means of the per-block
+ratios'); no other key changed."""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from containertax.campaign.config import load_file
-from containertax.statistics import aggregate, facts
+from containertax.statistics import aggregate, facts, quality
 from tests.conftest import REPO
 
 
@@ -116,3 +116,91 @@ def test_the_headline_of_each_model_is_the_metric_its_rule_decided_on():
     old = "The headline metric is token throughput, the primary metric the rule decided on."
     assert [p.check for p in review.check_claims(old, found, review.metric_words())] == [
         "claim-metric"]
+
+
+# --- split blocks: named beside the headline, the headline printed without them ----------
+
+def _split_rows(campaign, runs):
+    from containertax.statistics import comparisons as st
+    from containertax.statistics import findings, policy
+
+    results = st.analyse(runs, st.Settings.from_config(campaign.analysis, campaign.reference),
+                         policy.analysed_metrics(campaign, runs),
+                         policy.comparison_plan(campaign, runs))
+    table = findings.build(campaign, runs, results, None)
+    return results, table, table[table["family"] == findings.SPLIT_FAMILY]
+
+
+@pytest.mark.filterwarnings("ignore::statsmodels.tools.sm_exceptions.SingularMatrixWarning")
+def test_the_committed_split_block_is_left_out_at_the_looks_level():
+    """h100-stopping-exact: qwen2's block 3 paired native on one GPU with docker on
+    another two hours later. Its headline without block 3 is the stopping look's blocks
+    less block 3, at that look's level, recomputed here with scipy alone."""
+    from scipy import stats as sps
+
+    campaign = _campaign("h100-stopping-exact")
+    runs = aggregate.tidy(campaign.root)
+    assert quality.split_blocks(runs) == {"qwen2-0.5b": [3]}
+    _, table, split = _split_rows(campaign, runs)
+    assert len(split) == 1
+    row = split.iloc[0]
+    head = table[(table.family == "primary") & (table.model == "qwen2-0.5b")
+                 & (table.metric == "token_throughput")].iloc[0]
+    assert (row.environment, row.metric, row.split_blocks) == ("docker", "token_throughput",
+                                                               "3")
+    assert row.reach == "beside the headline" and row.look_alpha == head.look_alpha
+    g = runs[(runs.model == "qwen2-0.5b") & (runs.metric == "token_throughput")]
+    wide = g.pivot_table(index="block", columns="environment", values="value")
+    order = g.groupby("block")["position"].min().sort_values().index[:int(head.look_blocks)]
+    d = np.log(wide.loc[order, "docker"] / wide.loc[order, "native"]).drop(3).to_numpy()
+    q = sps.t.ppf(1 - head.look_alpha / 2, len(d) - 1)
+    se = d.std(ddof=1) / np.sqrt(len(d))
+    assert row.look_blocks == len(d) == 7
+    assert row.estimate == pytest.approx(np.expm1(d.mean()))
+    assert (row.ci_low, row.ci_high) == pytest.approx(
+        (np.expm1(d.mean() - q * se), np.expm1(d.mean() + q * se)))
+    assert (row.text_est, row.text_ci) == ("-3.8", "[-9.4, +2.1]")
+
+
+@pytest.mark.filterwarnings("ignore::statsmodels.tools.sm_exceptions.SingularMatrixWarning")
+def test_planted_split_block_is_named_and_a_campaign_without_one_prints_nothing():
+    """Planted: in a fixed-design campaign (h100-engine-balanced, no stopping rule: the
+    primary analysis decides), its model's second block's docker run moved to another
+    GPU. The numbers name the block with the headline without it, recomputed by the same
+    analysis on the other blocks; with every block on one GPU they print nothing."""
+    from containertax.publishing import paper_values
+    from containertax.statistics import comparisons as st
+    from containertax.statistics import policy
+
+    campaign = _campaign("h100-engine-balanced")
+    runs = aggregate.tidy(campaign.root)
+    one = runs.assign(machine="gpu-a")
+    results, table, split = _split_rows(campaign, one)
+    reg = policy.metric_registry(campaign)
+    base, others = table[table.family.isin(["primary", "secondary", "derived", "calibration",
+                                            "calibration-secondary"])], table
+    assert split.empty
+    assert paper_values.split_values(campaign, one, base, others, reg) == {
+        "split-count": 0, "split-each": ""}
+    model = str(runs["model"].iloc[0])
+    block = sorted(runs["block"].unique())[1]
+    planted = one.copy()
+    planted.loc[(planted.model == model) & (planted.block == block)
+                & (planted.environment == "docker"), "machine"] = "gpu-b"
+    results, table, split = _split_rows(campaign, planted)
+    assert list(split.model) == [model] and list(split.split_blocks) == [str(block)]
+    base = table[table.family.isin(["primary", "secondary", "derived", "calibration",
+                                    "calibration-secondary"])]
+    values = paper_values.split_values(campaign, planted, base, table, reg)
+    assert values["split-count"] == 1 and values["split-each"] == "\\splititem{1}"
+    assert values["sp/1/blocks"] == f"block {block}" and values["sp/1/gpus"] == 2
+    # the same analysis on the other blocks, by hand: the primary comparison without it
+    row = split.iloc[0]
+    rest = planted[(planted.model == model) & (planted.block != block)]
+    again = st.analyse(rest, st.Settings.from_config(campaign.analysis, campaign.reference),
+                       [row.metric], policy.comparison_plan(campaign, planted))
+    again = again[again.environment == row.environment].iloc[0]
+    assert row.estimate == pytest.approx(again.rel_overhead)
+    assert (row.ci_low, row.ci_high) == pytest.approx((again.rel_ci_low, again.rel_ci_high))
+    assert values["sp/1/est"] == f"${row.text_est}$"
+    assert values["sp/1/n"] == int(again.n_blocks) == runs[runs.model == model].block.nunique() - 1

@@ -203,8 +203,8 @@ def _synthetic_import(path, order: str) -> None:
 def test_a_third_party_import_builds_its_own_paper(tmp_path, order):
     """A study that is not Sani et al., with a memory metric (whose caption once stopped
     LaTeX: the peak-memory source was never defined for an import), through a real
-    Snakemake run to a PDF that names the study, never Sani, and warns of
-    pseudo-replication unless the runs were interleaved."""
+    Snakemake run to a PDF that names the study, never Sani, warns of pseudo-replication
+    unless the runs were interleaved, and prints its factors and its headline's n."""
     _synthetic_import(tmp_path, order)
     out = subprocess.run(
         [sys.executable, "-m", "snakemake", "--cores", "1", "--snakefile",
@@ -218,6 +218,9 @@ def test_a_third_party_import_builds_its_own_paper(tmp_path, order):
     assert "Sani" not in text
     assert "Memory per model" in text and "Time to first token" in text
     assert ("Pseudo-replication." in text) == (order != "interleaved")
+    # its factors table (the checklist's rule 9 refers to it) and its headline's n, the
+    # reference's 8 runs (an independent design's n_blocks is 0: 'n = 0 runs' once)
+    assert "Factors and levels" in text and "n = 8 runs" in text
     assert json.loads((paper / "review.json").read_text()) == []
 
 

@@ -127,9 +127,9 @@ def test_h100_study_builds_one_pdf_from_committed_raw_records(tmp_path):
         assert r["tost_p"] == pytest.approx(own["tost_p"], nan_ok=True)
         assert r["mde_rel"] == pytest.approx(own["mde_rel"], nan_ok=True)
         word = r["verdict_study"].split(" (")[0]
-        assert (word == "equivalent") == (r["tost_p"] < 0.05)
+        assert (word == "equivalent") == (r["tost_p_holm_study"] < 0.05)
         if word == "inconclusive":
-            assert r["p_bh_study"] >= 0.05 and not r["tost_p"] < 0.05
+            assert r["p_bh_study"] >= 0.05 and not r["tost_p_holm_study"] < 0.05
 
 
 def _frame(family_sizes: dict[str, int]) -> pd.DataFrame:
@@ -382,6 +382,33 @@ def _rows(specs: list[tuple[float, float, float]]) -> pd.DataFrame:
                           "rel_ci_high": rel + 0.01, "p": p, "p_bonferroni": p, "p_bh": p,
                           "tost_p": tost, "mde_rel": 0.03}
                          for i, (rel, p, tost) in enumerate(specs)])
+
+
+def test_study_equivalence_is_holm_corrected_across_the_study():
+    """Issue #39: the h100 study called 5 comparisons equivalent by their uncorrected TOST;
+    mm-4096's (p 0.018) is 0.071 after Holm over the study's 8 tests. Planted: eight TOST
+    p values; only those Holm keeps below alpha are equivalent in the study's verdict, the
+    campaign's verdict keeps its own per-comparison TOST."""
+    from statsmodels.stats.multitest import multipletests
+
+    tost = [0.001, 0.002, 0.003, 0.018, 0.9, 0.6, 0.5, 0.4]
+    comps = {"a": _rows([(0.0, 0.9, t) for t in tost[:4]]),
+             "b": _rows([(0.0, 0.9, t) for t in tost[4:]])}
+    table = ct_study.combine(_study(["a", "b"]), comps, {"a": _evidence(), "b": _evidence()})
+    holm = multipletests(tost, method="holm")[1]
+    assert table["tost_p_holm_study"].tolist() == pytest.approx(list(holm))
+    assert holm[3] == pytest.approx(0.09)  # 0.018 x 5 (the fourth smallest of eight)
+    assert list(table["verdict_campaign"])[:4] == ["equivalent"] * 4
+    assert list(table["verdict_study"])[:4] == ["equivalent"] * 3 + ["inconclusive"]
+    assert list(table["equivalent"])[:4] == [True] * 4  # the campaign's own, per comparison
+    tex = ct_study.combined_tex(table, {})
+    assert r"\verdictpair{inconclusive}{equivalent}" in tex
+    assert r"\shortstack[r]{0.018\\0.090}" in tex  # the campaign's p over the study's
+    # degenerate: no TOST at all (NaN) stays NaN and claims nothing
+    none = ct_study.combine(_study(["a"]), {"a": _rows([(0.0, 0.9, float("nan"))])},
+                            {"a": _evidence()})
+    assert none["tost_p_holm_study"].isna().all()
+    assert list(none["verdict_study"]) != ["equivalent"]
 
 
 def test_study_verdicts_follow_the_campaign_decision_table():

@@ -14,7 +14,7 @@ import pandas as pd
 
 from containertax.campaign.config import Campaign
 from containertax.publishing import design_values, discussion, facts, tables
-from containertax.statistics import decisions, findings, order, policy, sequential, texts
+from containertax.statistics import decisions, findings, order, policy, quality, sequential, texts
 from containertax.statistics.policy import (
     AnalysisError,
     analysed_metrics,
@@ -72,7 +72,14 @@ def numbers_values(campaign: Campaign, runs: pd.DataFrame, results: pd.DataFrame
     # abstract (the findings section lists it)
     said = {"startup_s"} if values.get("startup-robust") or values.get("startup-one") else set()
     values.update(findings_values(campaign, runs, results, others, reg, said))
+    values.update(split_values(campaign, runs, results, others, reg, quality_report))
     values["resolution"] = f"{100 * resolution(campaign):g}"
+    from containertax.publishing import benchmarking
+
+    values.update(benchmarking.values(
+        values, reg, analysed_metrics(campaign, runs),
+        shape_checked=bool(campaign.raw.get("stopping"))
+        and sequential.rule_of(campaign).shape_check))
     overridden = policy.headline_override(campaign, runs)
     values["headline-overridden"] = bool(overridden)
     values["headline-configured"] = (texts.tex(tables.in_prose(reg.get(overridden), overridden))
@@ -84,6 +91,53 @@ def numbers_values(campaign: Campaign, runs: pd.DataFrame, results: pd.DataFrame
         values[f"mean/{model}/{env}/{metric}"] = (tables.num(mean) if not math.isnan(mean)
                                                   else "--")
     return values
+
+
+def split_values(campaign: Campaign, runs: pd.DataFrame, results: pd.DataFrame | None,
+                 others: pd.DataFrame | None, reg: dict[str, MetricInfo],
+                 quality_report: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Each headline comparison of a model with a block split across GPUs (statistics/
+    findings.split_excluded): the block named and the headline without it, printed from
+    the findings table's own text (sp/...; split-count 0 where no block was split)."""
+    v: dict[str, Any] = {"split-count": 0, "split-each": ""}
+    if (results is None or results.empty or others is None or others.empty
+            or "family" not in others):
+        return v
+    rows = others[others["family"] == findings.SPLIT_FAMILY]
+    n = 0
+    for head in policy.headline_rows(campaign, results, runs, quality_report):
+        found = rows[(rows["model"].astype(str) == str(head["model"]))
+                     & (rows["environment"] == head["environment"])
+                     & (rows["metric"] == head["metric"])]
+        if found.empty:
+            continue
+        n += 1
+        r = found.iloc[0]
+        blocks = [int(float(b)) for b in str(r["split_blocks"]).split()]
+        model = str(head["model"])
+        mine = runs[(runs["model"].astype(str) == model) & runs["block"].isin(blocks)]
+        est, low, high = tables.rel_texts(r)
+        v[f"sp/{n}/model"] = texts.tex(model)
+        v[f"sp/{n}/env"] = texts.tex(head["environment"])
+        v[f"sp/{n}/metric"] = texts.tex(tables.in_prose(reg.get(head["metric"]),
+                                                        head["metric"]))
+        v[f"sp/{n}/blocks"] = ("block " if len(blocks) == 1 else "blocks ") + \
+            tables.join_words([str(b) for b in blocks])
+        v[f"sp/{n}/it"] = "it" if len(blocks) == 1 else "them"
+        v[f"sp/{n}/gpus"] = int(mine["machine"].nunique())
+        v[f"sp/{n}/est"] = est
+        v[f"sp/{n}/has-ci"] = low != "--"
+        v[f"sp/{n}/ci"] = f"{low}, {high}" if low != "--" else tables.NOT_ESTIMABLE
+        v[f"sp/{n}/n"] = int(r["look_blocks"]) if r["look_blocks"] == r["look_blocks"] else 0
+        look = r.get("look")
+        v[f"sp/{n}/interval"] = (
+            f"the {100 * (1 - float(r['look_alpha'])):.4g}\\,\\% repeated-look adjusted "
+            f"interval of look {int(float(look))} (level {float(r['look_alpha']):.3g})"
+            if look == look and look is not None and str(look) != ""
+            else f"its {texts.tex(str(r.get('interval_kind') or ''))} interval")
+    v["split-count"] = n
+    v["split-each"] = "".join(f"\\splititem{{{k}}}" for k in range(1, n + 1))
+    return v
 
 
 def headline_words(per_model: dict[str, str], reg: dict[str, MetricInfo]) -> str:
@@ -195,6 +249,7 @@ def result_values(campaign: Campaign, results: pd.DataFrame | None, runs: pd.Dat
     heads = policy.headline_rows(campaign, results, runs, quality_report)
     values["hl-count"] = len(heads)
     values["hl-each"] = "".join(f"\\hlitem{{{number}}}" for number in range(1, len(heads) + 1))
+    values["hl-bases"] = "".join(f"\\hlbase{{{number}}}" for number in range(1, len(heads) + 1))
     for number, head in enumerate(heads, 1):
         row, info = head["row"], reg.get(head["metric"])
         values[f"hl/{number}/model"] = texts.tex(head["model"])
@@ -219,6 +274,22 @@ def result_values(campaign: Campaign, results: pd.DataFrame | None, runs: pd.Dat
             if look == look and look is not None else "--")
         for word in decisions.WORDS:
             values[f"hl/{number}/{word.replace(' ', '-')}"] = head["verdict"] == word
+        # the ratio's base (Hoefler and Belli's rule 1): the reference's mean, and n
+        ref = runs[(runs["model"].astype(str) == str(head["model"]))
+                   & (runs["environment"] == row.get("reference", campaign.reference))
+                   & (runs["metric"] == head["metric"])]["value"]
+        unit = info.unit if info else ""
+        values[f"hl/{number}/base"] = (f"{tables.num(ref.mean())}\\,{texts.tex(unit)}"
+                                       if len(ref) and ref.mean() == ref.mean() else "--")
+        blocks = row.get("look_blocks") if look == look and look is not None else row.get(
+            "n_blocks")
+        # an independent design (n_blocks 0: an import printed 'n = 0 runs'): the
+        # reference's runs
+        if row.get("design") == "independent" or blocks is None or blocks != blocks:
+            blocks = row.get("n_ref")
+        values[f"hl/{number}/n"] = int(blocks) if blocks == blocks and blocks is not None \
+            else 0
+        values[f"hl/{number}/ref"] = texts.tex(str(row.get("reference", campaign.reference)))
         values[f"hl/{number}/caveat"] = caveat_text(
             head["decision"].caveats, tables.in_prose(info, head["metric"]), res_pct)
         if head["verdict"] in ("overhead", "equivalent", "inconclusive", "advantage"):
@@ -228,7 +299,11 @@ def result_values(campaign: Campaign, results: pd.DataFrame | None, runs: pd.Dat
             [(head["decision"], tables.in_prose(reg.get(head["metric"]), head["metric"]))
              for head in heads if head["verdict"] == word], res_pct)
     # where runs measured several machines (GPUs): the headline with a fixed effect per machine
+    # (a model with a block split across machines: its headline without that block is
+    # printed beside the headline instead, split_values; the two estimates coincide)
+    split = quality.split_blocks(runs)
     adjusted = [head for head in heads if head["row"].get("machines", 1) >= 2
+                and str(head["model"]) not in split
                 and head["row"].get("machine_adjusted_rel")
                 == head["row"].get("machine_adjusted_rel")]
     values["machine-adjusted"] = tables.join_words([
@@ -238,6 +313,7 @@ def result_values(campaign: Campaign, results: pd.DataFrame | None, runs: pd.Dat
                                    head["row"].machine_adjusted_ci_low,
                                    head["row"].machine_adjusted_ci_high))
         for head in adjusted]) or "--"
+    values["has-machine-adjusted"] = bool(adjusted)
     mdes = [100 * head["row"].get("mde_rel", math.nan) for head in heads
             if head["verdict"] == "inconclusive"]
     mdes = [mde for mde in mdes if mde == mde]

@@ -816,11 +816,87 @@ def review(build_dir: Path, pdf: Path, names: list[str],
                                       recorded_environments(campaign_root))
         problems += check_printed_once(text, canonical_intervals(campaign_root / FINDINGS),
                                        margin_band(build_dir / "numbers.tex"))
+        problems += check_benchmarking(pdf_text(pdf).replace("\n", " "),
+                                       read_numbers(build_dir / "numbers.tex"),
+                                       read_facts(campaign_root))
     problems += check_fonts(pdf, min_pt)
     figs = sorted((build_dir / "figures").glob("*.pdf"))
     problems += check_figure_labels(figs, names)
     problems += check_figure_edges(figs)
     return problems
+
+
+# --- Hoefler and Belli's rules, those a generated paper's text can be held to ----------
+
+# the tests the paper may name (statistics/comparisons.py, the stopping rule's t)
+TEST_WORDS = ("paired t", "t test", "sign-flip", "welch", "mann-whitney", "wilcoxon",
+              "permutation test", "two one-sided")
+_SPREAD = re.compile(r"Figure \d+: [^.]*?\b(?:per block|per run|each run|every block|boxes|"
+                     r"every run|interval)")
+
+
+def read_numbers(numbers_tex: Path) -> dict[str, str]:
+    """numbers.tex as key -> value (one \\ctxdef per line); {} where there is none."""
+    if not numbers_tex.exists():
+        return {}
+    return dict(re.findall(r"^\\ctxdef\{([^}]*)\}\{(.*)\}\s*$",
+                           numbers_tex.read_text(errors="replace"), re.MULTILINE))
+
+
+def _plain(tex: str) -> str:
+    """A numbers.tex value as the PDF's text prints it: '$-4.3$' -> '-4.3', '\\,' -> ' '."""
+    tex = re.sub(r"\\times\s*", " \u00d7 ", tex.replace("\\,", " "))
+    tex = re.sub(r"\^\{([^}]*)\}", r"\1", tex)  # '10^{-4}' prints as '10-4'
+    return " ".join(tex.replace("$", "").replace("\\%", "%").split())
+
+
+def check_benchmarking(text: str, numbers: dict[str, str], found: dict | None = None
+                       ) -> list[Problem]:
+    """The rules of Hoefler and Belli (SC '15; publishing/benchmarking.py) a paper's text
+    can be checked against: each headline ratio with its base value (rule 1), its interval
+    and n (5), a named test (8), a figure that shows the spread (12), the factor and level
+    table and the measuring tree that a rerun needs (9). `numbers`: the build's numbers.tex
+    (read_numbers); a paper without the checklist (hb-count) is not held to it."""
+    if "hb-count" not in numbers:
+        return []
+    flat = " ".join(text.replace("\u2212", "-").replace("\u2009", " ").replace(
+        "\u00a0", " ").replace("\u2019", "'").split())
+    out = []
+    heads = [n for n in range(1, int(numbers.get("hl-count", "0") or 0) + 1)
+             if numbers.get(f"hl/{n}/has-rel") == "1"]
+    no_base = [numbers.get(f"hl/{n}/model", str(n)) for n in heads
+               if numbers.get(f"hl/{n}/base", "--") == "--"
+               or _plain(numbers[f"hl/{n}/base"]).rsplit(" ", 1)[0] not in flat]
+    if no_base:
+        out.append(Problem("hb-ratio-base", "text", "rule 1: headline ratio(s) printed without "
+                           "their base value (the reference's mean): " + ", ".join(no_base)))
+    no_ci = [numbers.get(f"hl/{n}/model", str(n)) for n in heads
+             if numbers.get(f"hl/{n}/has-ci") != "1"
+             or f"[{_plain(numbers[f'hl/{n}/ci'])}]" not in flat]
+    no_n = [numbers.get(f"hl/{n}/model", str(n)) for n in heads
+            if not re.search(rf"n = {re.escape(numbers.get(f'hl/{n}/n', '?'))}\b", flat)]
+    if no_ci or no_n:
+        out.append(Problem("hb-interval-n", "text", "rule 5: headline estimate(s) without "
+                           "their interval (" + (", ".join(no_ci) or "none") + ") or n ("
+                           + (", ".join(no_n) or "none") + ")"))
+    if not any(word in flat.lower() for word in TEST_WORDS):
+        out.append(Problem("hb-named-test", "text", "rule 8: no statistical test is named"))
+    if not _SPREAD.search(flat):
+        out.append(Problem("hb-spread", "figures", "rule 12: no figure caption shows the "
+                           "spread (per run, per block, boxes or intervals)"))
+    if not re.search(r"Table \d+: Factors and levels", flat):  # an import's too
+        out.append(Problem("hb-factors", "text", "rule 9: no table of factors and levels"))
+    trees = [t.get("commit", "") for t in (found or {}).get("measuring_trees") or []]
+    missing = [c for c in trees if c and c not in flat]
+    if missing or (numbers.get("imported") != "1"
+                   and not re.search(r"Table \d+: System and software", flat)):
+        out.append(Problem("hb-environment", "text", "rule 9: the set-up a rerun needs is not "
+                           "printed (system table, or the measuring tree "
+                           + (", ".join(missing) or "present") + ")"))
+    if not re.search(r"Table \d+: The twelve rules", flat):
+        out.append(Problem("hb-checklist", "appendix", "the benchmarking checklist (Hoefler "
+                           "and Belli's rules) is not printed"))
+    return out
 
 
 def as_dicts(problems: list[Problem]) -> list[dict[str, str]]:

@@ -12,10 +12,12 @@ environment takes options derived from another campaign's analysis (`derived_fro
 Each comparison of the family gets its verdict word from the campaign paper's decision table
 (statistics/decisions.py: TOST within the campaign's equivalence margin, the BH-corrected
 difference, the A/A and quality caveats), once with the campaign's own correction and once
-with the study's; each campaign's quality findings, exclusions and A/A status, and the
-system it ran on (read from its raw records), travel with it into the study's paper, which
-states from those records what the campaigns share (they are separate runs, not
-independent replications, where they share a host, a GPU, an image or a day).
+with the study's (BH for the difference, Holm over the family's TOST p values for
+equivalence: a claim across the study holds family-wise either way); each campaign's
+quality findings, exclusions and A/A status, and the system it ran on (read from its raw
+records), travel with it into the study's paper, which states from those records what
+the campaigns share (they are separate runs, not independent replications, where they
+share a host, a GPU, an image or a day).
 """
 
 from __future__ import annotations
@@ -351,8 +353,9 @@ def combine(study: Study, comparisons: dict[str, pd.DataFrame],
     """The study's family: every campaign's comparisons in the declared families, corrected
     together (correction.correct over one family; the per-campaign adjustments kept), each
     with its campaign's equivalence test and MDE and its verdict by the decision table:
-    `verdict_campaign` with the campaign's BH p (as its paper says), `verdict_study` with
-    the study's (what the study may say)."""
+    `verdict_campaign` with the campaign's BH p and its TOST p (as its paper says),
+    `verdict_study` with the study's BH p and the TOST p Holm-corrected over the study's
+    family (what the study may say: equivalence, too, is claimed family-wise)."""
     evidence = evidence or {}
     frames = []
     for entry in study.campaigns:
@@ -375,9 +378,13 @@ def combine(study: Study, comparisons: dict[str, pd.DataFrame],
     out["equivalence_margin"] = [e.equivalence_margin for e in ev]
     out["equivalent"] = [bool(r["tost_p"] < e.alpha) if pd.notna(r["tost_p"]) else None
                          for r, e in zip(rows, ev, strict=True)]
+    # equivalence across the study is a family-wise claim like the difference: Holm over
+    # the family's TOST p values (the campaign's verdict keeps its own, per comparison)
+    out["tost_p_holm_study"] = correction.holm(out["tost_p"])
     out["verdict_campaign"] = [_verdict(r, e, "p_bh_campaign")
                                for r, e in zip(rows, ev, strict=True)]
-    out["verdict_study"] = [_verdict(r, e, "p_bh_study") for r, e in zip(rows, ev, strict=True)]
+    out["verdict_study"] = [_verdict({**r, "tost_p": h}, e, "p_bh_study") for r, e, h in
+                            zip(rows, ev, out["tost_p_holm_study"], strict=True)]
     return out
 
 
@@ -506,7 +513,7 @@ def combined_tex(table: pd.DataFrame, reg: dict[str, Any]) -> str:
     """The study's family, one block of rows per campaign (its name as the block's head)."""
     header = ["Model", "Metric", "Env.", r"$\Delta$ \% [95\,\% CI]", r"MDE \%", "$p$",
               r"\shortstack{$p_\mathrm{BH}$\\campaign}", r"\shortstack{$p_\mathrm{BH}$\\study}",
-              r"$p_\mathrm{TOST}$", "Verdict"]
+              r"\shortstack{$p_\mathrm{TOST}$\\own\\study}", "Verdict"]
     rows = []
     for campaign, rows_of in table.groupby("campaign", sort=False):
         rows.append([f"\\multicolumn{{{len(header)}}}{{l}}{{\\textit{{Campaign "
@@ -517,7 +524,10 @@ def combined_tex(table: pd.DataFrame, reg: dict[str, Any]) -> str:
                          tables.code(texts.tex(r["environment"])), tables.rel_with_ci(r),
                          tables.num(100 * r["mde_rel"], 2) if pd.notna(r["mde_rel"]) else "--",
                          tables.pval(r["p"]), tables.pval(r["p_bh_campaign"]),
-                         tables.pval(r["p_bh_study"]), tables.pval(r["tost_p"]),
+                         tables.pval(r["p_bh_study"]),
+                         # the campaign's TOST over the study's (Holm) in one cell
+                         f"\\shortstack[r]{{{tables.pval(r['tost_p'])}\\\\"
+                         f"{tables.pval(r.get('tost_p_holm_study', math.nan))}}}",
                          verdict_cell(r)])
     return tables.longtable(header, rows, "lL{1.6cm}lrrrrrrL{1.7cm}",
                             "tab:study-combined", colsep="2.5pt")

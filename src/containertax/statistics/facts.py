@@ -113,7 +113,7 @@ def _blocks(runs: pd.DataFrame, model: str, n_envs: int) -> tuple[int, int]:
 def build(campaign: Campaign, runs: pd.DataFrame) -> dict[str, Any]:
     """The facts of one campaign (module docstring) from its kept runs and its records."""
     from containertax import workloads
-    from containertax.statistics import policy, sequential
+    from containertax.statistics import policy, quality, sequential
 
     envs = list(dict.fromkeys(runs["environment"])) if not runs.empty else []
     primary = policy.primary_metrics(campaign, runs) if not runs.empty else {}
@@ -137,6 +137,7 @@ def build(campaign: Campaign, runs: pd.DataFrame) -> dict[str, Any]:
         mine = evidence[evidence["model"] == model] if "machine" in evidence else evidence
         gpus = {int(b): sorted(set(g["machine"])) for b, g in mine.groupby("block")} if len(
             mine) else {}
+        split = quality.split_blocks(mine).get(model, []) if len(mine) else []
         stop = stops.get(model, {})
         models[model] = {
             "blocks": complete, "blocks_any": any_,
@@ -145,7 +146,7 @@ def build(campaign: Campaign, runs: pd.DataFrame) -> dict[str, Any]:
             "primary_metrics": list(primary.get(model) or []),
             "stop_look": stop.get("look"), "stop_decision": stop.get("decision"),
             "gpus_per_block": {str(b): len(u) for b, u in gpus.items()},
-            "split_blocks": [b for b, u in gpus.items() if len(u) > 1],
+            "split_blocks": split,
             "kind": kind, "compiles": compiles[model],
             "workload": {k: params[k] for k in WORKLOAD_PARAMS
                          if isinstance(params.get(k), str | int | float)}}

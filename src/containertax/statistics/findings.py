@@ -50,6 +50,8 @@ COMPARISON_FAMILIES = ("primary", "secondary", "derived", "calibration",
 EXCLUDED_FAMILY = "compile-excluded"  # exploratory: process time and energy without the
 EXCLUDED_AA_FAMILY = "compile-excluded A/A"  # blocks that hold a compiling run
 QUALITY_FAMILY = "quality"
+SPLIT_FAMILY = "split-excluded"  # a headline comparison without its blocks split across GPUs
+BESIDE_HEADLINE = "beside the headline"  # where the paper says it (never the abstract)
 # quality findings that restate A/A comparisons, which are findings rows of their own
 RESTATED = ("aa_resolution", "aa_secondary")
 # a family in the paper's words
@@ -57,7 +59,8 @@ FAMILY_WORDS = {"primary": "primary", "secondary": "secondary",
                 "derived": "derived", "calibration": "A/A control",
                 "calibration-secondary": "A/A control, secondary",
                 "compile-excluded": "without the blocks that compiled",
-                "compile-excluded A/A": "A/A control without the blocks that compiled"}
+                "compile-excluded A/A": "A/A control without the blocks that compiled",
+                SPLIT_FAMILY: "without the blocks split across GPUs"}
 EXTRA_COLUMNS = ["kind", "estimator", "interval_kind", "estimate", "ci_low", "ci_high", "look",
                  "look_blocks", "look_alpha", "look_p", "answer", "verdict", "caveats",
                  "severity", "reach", "why", "text_est", "text_low", "text_high",
@@ -231,6 +234,70 @@ def compile_excluded(campaign: Campaign, runs: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def split_excluded(campaign: Campaign, runs: pd.DataFrame, heads: list[dict[str, Any]]
+                   ) -> pd.DataFrame:
+    """Each headline comparison of a model with a block split across machines (its runs
+    on more than one GPU: quality.split_blocks), recomputed without those blocks
+    by the headline's own analysis: under a stopping rule the blocks of the look where the
+    model stopped, less the split ones, at that look's level (the repeated-look interval);
+    otherwise the primary analysis (comparisons.py) on the other blocks. A different
+    quantity from the headline (fewer blocks), printed once beside it."""
+    from containertax.statistics import comparisons as st
+    from containertax.statistics import policy, quality
+
+    split = quality.split_blocks(runs)
+    rows = []
+    for head in heads:
+        model, r = str(head["model"]), head["row"]
+        blocks = split.get(model)
+        if not blocks:
+            continue
+        metric, env, ref = head["metric"], head["environment"], r["reference"]
+        row: dict[str, Any] = {
+            "kind": "comparison", "family": SPLIT_FAMILY, "model": model, "metric": metric,
+            "environment": env, "reference": ref, "unit": r.get("unit", ""),
+            "estimator": r.get("estimator", ""), "split_blocks": " ".join(map(str, blocks))}
+        look = r.get("look", math.nan)
+        if look == look and look is not None:
+            from containertax.campaign.stopping import look_stats
+            from containertax.statistics import sequential
+
+            d = sequential.block_log_ratios(runs, model, metric, env, ref)
+            d = d.iloc[:int(r["look_blocks"])]
+            kept = d[~d.index.isin(blocks)].to_numpy(float)
+            a = float(r["look_alpha"])
+            n = len(kept)
+            est = low = high = p = math.nan
+            if n >= 2:
+                s = look_stats(np.array([kept.mean()]), np.array([kept.std(ddof=1)]), n, a,
+                               sequential.rule_of(campaign).margin_of(False))
+                est, low, high = (math.expm1(kept.mean()), math.expm1(float(s["low"][0])),
+                                  math.expm1(float(s["high"][0])))
+                p = float(s["p"][0])
+            row.update(interval_kind=f"{100 * (1 - a):.4g} % repeated-look adjusted "
+                                     f"(look {int(look)}, level {a:.3g})",
+                       look=int(look), look_alpha=a, look_blocks=n, look_p=p, p=p)
+        else:
+            mine = runs[(runs["model"].astype(str) == model) & ~runs["block"].isin(blocks)]
+            settings = st.Settings.from_config(campaign.analysis, campaign.reference)
+            out = st.analyse(mine, settings, [metric], policy.comparison_plan(campaign, runs),
+                             st.metric_scales(runs, [metric])) if len(mine) else pd.DataFrame()
+            out = out[out["environment"] == env] if not out.empty else out
+            first = out.iloc[0] if len(out) else {}
+            est = _f(first.get("rel_overhead")) if len(out) else math.nan
+            low = _f(first.get("rel_ci_low")) if len(out) else math.nan
+            high = _f(first.get("rel_ci_high")) if len(out) else math.nan
+            n = int(first.get("n_blocks") or first.get("n_env") or 0) if len(out) else 0
+            row.update(interval_kind=r.get("interval_kind", "95 % t"), look_blocks=n,
+                       p=_f(first.get("p")) if len(out) else math.nan)
+        row.update(estimate=est, rel_overhead=est, ci_low=low, ci_high=high,
+                   rel_ci_low=low, rel_ci_high=high, verdict="", caveats="")
+        row["text_est"], row["text_low"], row["text_high"] = interval_texts(est, low, high)
+        row["text_ci"] = _ci_text(row)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
 # --- data-quality findings ----------------------------------------------------------------
 
 
@@ -265,6 +332,9 @@ def quality_rows(quality_report: dict[str, Any] | None, res: float) -> list[dict
 def reach(row: Any, alpha: float, res: float, reported: set[str]) -> tuple[str, str, str]:
     """(reach, severity, why) of one finding: the findings rule of this module's docstring."""
     fam = row.get("family")
+    if fam == SPLIT_FAMILY:
+        return BESIDE_HEADLINE, "caveat", ("a headline comparison without its blocks split "
+                                           "across GPUs")
     if row.get("kind") == "quality":
         if row.get("severity") == "error":
             return ABSTRACT, "error", "a data-quality error"
@@ -309,6 +379,11 @@ def build(campaign: Campaign, runs: pd.DataFrame, results: pd.DataFrame | None,
     parts = []
     if results is not None and not results.empty:
         parts.append(comparison_rows(campaign, results, runs, quality_report))
+        if runs is not None and {"block", "machine"} <= set(runs.columns):
+            from containertax.statistics.policy import headline_rows
+
+            parts.append(split_excluded(campaign, runs, headline_rows(
+                campaign, parts[-1], runs, quality_report)))
     excluded = compile_excluded(campaign, runs) if runs is not None and "block" in runs else None
     if excluded is not None and not excluded.empty:
         parts.append(comparison_rows(campaign, excluded, runs, quality_report))

@@ -297,6 +297,23 @@ def check(runs: pd.DataFrame, registry: dict[str, MetricInfo], *,
     return f
 
 
+def split_blocks(frame: pd.DataFrame) -> dict[str, list[int]]:
+    """Per model, the blocks whose runs ran on more than one machine (GPU): a block pairs
+    its runs as if on one device, so the paper names such a block beside the headline and
+    prints the headline without it (findings.split_excluded; facts.json records it per
+    model); machines() below warns of it (block_split). `frame`: one row per run or per
+    run and metric, with model, block and machine."""
+    if frame.empty or not {"model", "block", "machine"} <= set(frame.columns):
+        return {}
+    known = frame[frame["block"].notna()]
+    per = known.groupby([known["model"].astype(str), "block"])["machine"].nunique()
+    out: dict[str, list[int]] = {}
+    for (model, block), n in per.items():
+        if n > 1:
+            out.setdefault(str(model), []).append(int(block))
+    return {model: sorted(blocks) for model, blocks in out.items()}
+
+
 def machines(runs: pd.DataFrame) -> list[Finding]:
     """Runs on several physical devices: say so, and flag any block split between two (a
     block's environments must be compared on one machine)."""
@@ -308,9 +325,9 @@ def machines(runs: pd.DataFrame) -> list[Finding]:
     f = [Finding("machines", "info", f"runs on {runs['machine'].nunique()} machines: "
                  f"{listed}; the statistics add machine-adjusted estimates",
                  details={"machines": sorted(runs["machine"].unique())})]
-    split = (runs.groupby(["model", "block"])["machine"].nunique() > 1)
-    if split.any():
-        blocks = [{"model": m, "block": int(b)} for m, b in split[split].index]
+    blocks = [{"model": m, "block": b} for m, found in split_blocks(runs).items()
+              for b in found]
+    if blocks:
         f.append(Finding("block_split", "warning",
                          f"{len(blocks)} blocks ran on more than one machine: their paired "
                          "comparisons mix machines" if len(blocks) > 1 else "one block ran on "

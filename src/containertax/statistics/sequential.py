@@ -72,16 +72,24 @@ def _pairs(campaign: Any) -> list[tuple[str, str]]:
 def log_ratios(runs: Any, model: str, metric: str, env: str, against: str) -> np.ndarray:
     """Per complete block of one model (in realised order, by first position), the log
     ratio env / against of one metric; blocks with a missing or non-positive value out."""
-    g = runs[(runs.model == model) & (runs.metric == metric)]
+    return block_log_ratios(runs, model, metric, env, against).to_numpy(float)
+
+
+def block_log_ratios(runs: Any, model: str, metric: str, env: str, against: str) -> Any:
+    """log_ratios with each block's label (a pandas Series indexed by block, in realised
+    order): the looks take its first n, the split-block check leaves some out by label."""
+    import pandas as pd
+
+    g = runs[(runs.model.astype(str) == str(model)) & (runs.metric == metric)]
     wide = g.pivot_table(index="block", columns="environment", values="value",
                          aggfunc="first")
     if env not in wide or against not in wide:
-        return np.array([])
+        return pd.Series(dtype=float)
     first = g.groupby("block")["position"].min()
     wide = wide.loc[first.sort_values(kind="stable").index.intersection(wide.index)]
     pair = wide[[env, against]].dropna()
     pair = pair[(pair[env] > 0) & (pair[against] > 0)]
-    return np.log(pair[env].to_numpy(float)) - np.log(pair[against].to_numpy(float))
+    return np.log(pair[env].astype(float)) - np.log(pair[against].astype(float))
 
 
 def decide(runs: Any, campaign: Any, primary: dict[str, list[str]]) -> list[dict[str, Any]]:

@@ -1,0 +1,109 @@
+"""Hoefler and Belli's rules (SC '15), checked (issue #39): the checklist's statuses come
+from what the build has (a campaign without a roofline metric does not claim rule 11, one
+with only costs meets rule 3), and the review catches a paper text that breaks each rule
+it can check: a planted violation of each (ratio without its base, estimate without its
+interval or n, no named test, no figure of the spread, no factor table, the measuring tree
+missing, no checklist) is caught, and the intact text passes."""
+
+from __future__ import annotations
+
+import pytest
+
+from containertax.publishing import benchmarking, review
+from containertax.workloads.base import MetricInfo
+
+NUMBERS = {"hb-count": "12", "hl-count": "2", "imported": "0",
+           "hl/1/model": "qwen2-0.5b", "hl/1/has-rel": "1", "hl/1/has-ci": "1",
+           "hl/1/ci": "$-9.2$, $+0.8$", "hl/1/base": "3850\\,tok/s", "hl/1/n": "8",
+           "hl/2/model": "mm-4096", "hl/2/has-rel": "1", "hl/2/has-ci": "1",
+           "hl/2/ci": "$-4.1$, $+10.8$", "hl/2/base": "$2.17\\times10^{-4}$\\,s",
+           "hl/2/n": "8"}
+FACTS = {"measuring_trees": [{"commit": "da9dacd", "dirty": True}]}
+# the parts of a paper each rule needs, as pdftotext prints them (minus signs U+2212)
+PARTS = {
+    "base": "qwen2-0.5b, token throughput: 3850 tok/s in native, n = 8 blocks; mm-4096, "
+            "compute time per product: 2.17 \u00d7 10\u22124 s in native, n = 8 blocks.",
+    "ci": "qwen2-0.5b in docker: \u22124.3 % [\u22129.2, +0.8]; mm-4096 in docker: "
+          "+3.1 % [\u22124.1, +10.8].",
+    "test": "The primary test is the paired t test on the log ratios.",
+    "spread": "Figure 1: Headline metric of each comparison, per block: the difference.",
+    "factors": "Table 4: Factors and levels: what varied between the runs.",
+    "system": "Table 1: System and software of the runs. Git commit da9dacd2e1f7 (dirty).",
+    "checklist": "Table 13: The twelve rules of Hoefler and Belli (2015) (paraphrased).",
+}
+PLANTED = {"base": "hb-ratio-base", "ci": "hb-interval-n", "test": "hb-named-test",
+           "spread": "hb-spread", "factors": "hb-factors", "system": "hb-environment",
+           "checklist": "hb-checklist"}
+
+
+def _text(without: str = "") -> str:
+    return "\n".join(text for part, text in PARTS.items() if part != without)
+
+
+def test_the_intact_text_meets_every_checked_rule():
+    assert review.check_benchmarking(_text(), NUMBERS, FACTS) == []
+
+
+@pytest.mark.parametrize("part", list(PLANTED))
+def test_each_planted_violation_is_caught(part):
+    problems = review.check_benchmarking(_text(without=part), NUMBERS, FACTS)
+    # the base sentence carries the n: leaving it out breaks rules 1 and 5 together
+    expected = {PLANTED[part]} | ({"hb-interval-n"} if part == "base" else set())
+    assert {p.check for p in problems} == expected
+
+
+def test_planted_missing_interval_and_other_tree_are_caught():
+    """A headline whose interval the numbers do not carry (has-ci 0), and records measured
+    by a tree the text does not name."""
+    no_ci = {**NUMBERS, "hl/2/has-ci": "0"}
+    assert [p.check for p in review.check_benchmarking(_text(), no_ci, FACTS)] == [
+        "hb-interval-n"]
+    other = {"measuring_trees": [{"commit": "4a3b172", "dirty": False}]}
+    problems = review.check_benchmarking(_text(), NUMBERS, other)
+    assert [p.check for p in problems] == ["hb-environment"]
+    assert "4a3b172" in problems[0].message
+
+
+def test_a_paper_without_the_checklist_is_not_held_to_it():
+    assert review.check_benchmarking("", {"hl-count": "1"}, FACTS) == []
+
+
+def _reg() -> dict[str, MetricInfo]:
+    return {"compute_time_s": MetricInfo("compute_time_s", "s", "lower",
+                                         "Compute time per product", ""),
+            "token_throughput": MetricInfo("token_throughput", "tok/s", "higher",
+                                           "Token throughput", ""),
+            "hbm_roofline_pct": MetricInfo("hbm_roofline_pct", "%", "higher",
+                                           "Memory roofline of a decoding step", "")}
+
+
+def test_the_checklist_follows_what_the_build_has():
+    """Statuses are the build's, not a template's: rates make rule 3 'not met', a roofline
+    metric meets rule 11, a shape check or a sign-flip test meets rule 6, a headline
+    without a base value fails rule 1; rule 2 names the hardware the records show (a CPU
+    campaign's printed 'one GPU per run' once)."""
+    values = {"hl-count": 1, "hl/1/has-rel": True, "hl/1/has-ci": True,
+              "hl/1/base": "0.0409\\,s", "hl/1/test": "paired t", "imported": False}
+    costs = benchmarking.checklist(values, _reg(), ["compute_time_s"])
+    assert costs[3][0] == costs[1][0] == costs[5][0] == costs[8][0] == benchmarking.MET
+    assert costs[11][0] == costs[6][0] == benchmarking.NOT_MET
+    llm = benchmarking.checklist(values, _reg(), ["token_throughput", "hbm_roofline_pct"],
+                                 shape_checked=True)
+    assert llm[3][0] == benchmarking.NOT_MET and "token throughput" in llm[3][1]
+    assert llm[11][0] == llm[6][0] == benchmarking.MET
+    signflip = benchmarking.checklist({**values, "primary-signflip": True}, _reg(),
+                                      ["compute_time_s"])
+    assert signflip[6][0] == benchmarking.MET
+    no_base = benchmarking.checklist({**values, "hl/1/base": "--"}, _reg(), ["compute_time_s"])
+    assert no_base[1][0] == benchmarking.NOT_MET
+    assert "(the records show no GPU: every run on the CPU)" in costs[2][1]
+    assert "GPU per" not in costs[2][1]
+    h100 = benchmarking.checklist({**values, "gpu": True, "n-gpus": 3, "gpu-names": "H100"},
+                                  _reg(), ["compute_time_s"])
+    assert "(the records show 3 GPUs: H100)" in h100[2][1]
+    imported = benchmarking.checklist({**values, "imported": True}, _reg(), ["compute_time_s"])
+    assert "GPU" not in imported[2][1] and "(the source's)" in imported[2][1]
+    # an import's factors are printed, its set-up is the source's: rule 9 is not met
+    assert imported[9][0] == benchmarking.NOT_MET and "tab:factors" in imported[9][1]
+    keys = benchmarking.values(values, _reg(), ["compute_time_s"])
+    assert keys["hb-count"] == 12 and all(f"hb/{n}/status" in keys for n in range(1, 13))
