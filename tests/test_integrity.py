@@ -201,6 +201,34 @@ def test_a_record_edited_after_its_run_is_named_and_never_analysed(tmp_path):
         integrity.verify_for_analysis(paths, [raw])
 
 
+def test_a_committed_record_edited_by_hand_is_caught_on_a_fresh_clone(tmp_path):
+    """A fresh clone has no campaign ledger: the ledgers each GPU visit kept with the raw
+    records (raw/visits/*/ledger.jsonl, committed) hold the records' sha256 (issue #44: a
+    value of results/h200-factorial multiplied by 1000 passed check_records and the
+    analysis)."""
+    import shutil
+
+    from tests.conftest import REPO
+
+    root = tmp_path / "results" / "h200-factorial"
+    shutil.copytree(REPO / "results" / "h200-factorial" / "raw", root / "raw")
+    paths = CampaignPaths(root)
+    present = paths.raw_records()
+    assert len(present) == 36 and not list(root.glob("ledger*.jsonl"))
+    assert len(integrity.ledger_hashes(root)) == 36
+    integrity.verify_for_analysis(paths, present)  # as committed: analysed
+    raw = root / "raw" / "mm-4096" / "f07" / "rep002.json"
+    data = json.loads(raw.read_text())
+    for metric in data["metrics"]:
+        if metric["name"] == "compute_time_median_s":
+            metric["value"] *= 1000  # the planted hand edit
+    raw.write_text(json.dumps(data))
+    damaged, _ = integrity.check_records(paths, [str(raw)], write_cache=False)
+    assert len(damaged) == 1 and "edited after the run" in damaged[0].why
+    with pytest.raises(integrity.ForeignRecords, match="edited after the run"):
+        integrity.verify_for_analysis(paths, present)
+
+
 def test_records_reached_through_a_link_are_foreign(tmp_path):
     other = _record(tmp_path / "other" / "raw" / "m" / "native", 1)
     mine = tmp_path / "mine"
@@ -243,6 +271,25 @@ def test_runs_of_one_environment_under_two_images_are_named():
         "docker": {"sha256:asha256:a": 2, "sha256:bsha256:b": 1}}
     assert "docker: " in found[0].message and "more than one image" in found[0].message
     assert quality.images(runs[runs["repetition"] < 3]) == []
+
+
+def test_runs_under_two_configs_are_named_not_silently_pooled():
+    """Issue #44: a second config under the campaign's name ran beside the first and the
+    paper pooled both (runs.csv with two config hashes, no word). The quality step names
+    each hash with its runs; one config (or none recorded) says nothing."""
+    import pandas as pd
+
+    from containertax.statistics import quality
+
+    runs = pd.DataFrame([
+        {"model": "m", "environment": env, "repetition": rep, "metric": metric,
+         "config_hash": "a" * 64 if rep < 3 else "b" * 64}
+        for env in ("native", "docker") for rep in (1, 2, 3) for metric in ("t_s", "w_s")])
+    found = quality.configs(runs)
+    assert len(found) == 1 and found[0].details["configs"] == {"a" * 64: 4, "b" * 64: 2}
+    assert "2 configs (aaaaaaaaaaaa (4 runs), bbbbbbbbbbbb (2 runs))" in found[0].message
+    assert quality.configs(runs[runs["repetition"] < 3]) == []
+    assert quality.configs(runs.assign(config_hash=None)) == []
 
 
 @slow

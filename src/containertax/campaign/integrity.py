@@ -69,11 +69,18 @@ def reach_problem(raw: Path, raw_dir: Path) -> str | None:
 
 def ledger_hashes(root: Path) -> dict[tuple[str, str, int], str]:
     """(model, environment, repetition) -> the sha256 of the record its latest run wrote,
-    as the run step put it in the ledger (records written before it did have none)."""
+    as the run step put it in the ledger (records written before it did have none). The
+    ledgers kept with the raw records by each GPU visit (raw/visits/*/, committed) count
+    too: on a fresh clone they are the only ledgers, and a committed record edited by hand
+    would otherwise pass (issue #44)."""
+    from containertax.campaign.paths import VISITS
     from containertax.core import records
 
+    events = [e for visit in sorted((root / VISITS).glob("*/"))
+              for e in records.read_ledger(visit, step="run", event="end")]
+    events = sorted(events, key=lambda e: str(e.get("utc", "")))
     out = {}
-    for event in records.read_ledger(root, step="run", event="end"):
+    for event in events + records.read_ledger(root, step="run", event="end"):
         sha = event.get("record_sha256")
         if isinstance(sha, str) and event.get("status") == "ok":
             out[(str(event.get("model")), str(event.get("environment")),

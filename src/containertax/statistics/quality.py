@@ -286,6 +286,7 @@ def check(runs: pd.DataFrame, registry: dict[str, MetricInfo], *,
           for c in clocks.findings(runs)]
     f += machines(runs)
     f += images(runs)
+    f += configs(runs)
     f += lanes_with_few_blocks(runs)
     f += drift(runs, alpha)
     f += thermal_dependence(runs, set(registry), alpha)
@@ -368,6 +369,29 @@ def images(runs: pd.DataFrame) -> list[Finding]:
                     "pooled, so check that the images hold the same software, or give "
                     "each image its own environment", sum(map(len, found.values())),
                     {"images": found})]
+
+
+def configs(runs: pd.DataFrame) -> list[Finding]:
+    """Runs measured under more than one config (runs.csv's config_hash): a second config
+    under the same campaign name, pooled into one analysis (issue #44: a fresh clone ran a
+    config of another size beside the first and the paper pooled both without a word).
+    The pin refuses a config that changes a measurement; runs that still differ are named
+    with each hash's runs, never silently pooled."""
+    if "config_hash" not in runs or runs.empty:
+        return []
+    cells = runs.drop_duplicates(["model", "environment", "repetition"])
+    hashes = cells["config_hash"].fillna("").astype(str)
+    counts = hashes[hashes != ""].value_counts()
+    if len(counts) < 2:
+        return []
+    listed = ", ".join(f"{h[:12]} ({n} run{'' if n == 1 else 's'})"
+                       for h, n in sorted(counts.items()))
+    return [Finding("configs", "warning",
+                    f"the runs were measured under {len(counts)} configs ({listed}): they "
+                    "are pooled, so check that the configs differ in nothing that changes a "
+                    "measurement (each record's provenance.config_hash; "
+                    "config.resolved.json), or give each its own campaign",
+                    int(counts.sum()), {"configs": {h: int(n) for h, n in counts.items()}})]
 
 
 def lanes_with_few_blocks(runs: pd.DataFrame, minimum: int = 2) -> list[Finding]:
