@@ -209,3 +209,23 @@ def _claim_in_child(path: str, workdir: str) -> bool:
     except config.ConfigError:
         return False
     return True
+
+
+def test_a_fresh_clone_holds_the_measuring_settings_its_visits_pinned(tmp_path, capsys):
+    """Issue #44: a pin recreated from the records had no settings, so on a fresh clone a
+    config that changed telemetry.hz (or memory) passed check. The pins each GPU visit
+    kept with the records (raw/visits/*/campaign.pin.json, committed) say them."""
+    import shutil
+
+    root = tmp_path / "results" / "h200-stopping-hsd"
+    shutil.copytree(REPO / "results" / "h200-stopping-hsd" / "raw", root / "raw")
+    cfg = yaml.safe_load((REPO / "config" / "h200-stopping-hsd.yaml").read_text())
+    same = tmp_path / "h200-stopping-hsd.yaml"
+    same.write_text(yaml.safe_dump(cfg))
+    assert cli.main(["check", str(same), "-d", str(tmp_path)]) == 0
+    capsys.readouterr()
+    cfg["telemetry"]["hz"] = 50  # the planted change
+    same.write_text(yaml.safe_dump(cfg))
+    assert cli.main(["check", str(same), "-d", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert "recreated from its raw records" in err and "telemetry" in err, err

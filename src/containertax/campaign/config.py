@@ -522,8 +522,26 @@ def identity_from_records(campaign: Campaign) -> dict[str, Any] | None:
     return json.loads(json.dumps({
         "models": models, "environments": envs,
         "config_source": (source or {}).get("config_source"),
-        "config_hash": (source or {}).get("config_hash"), "recreated_from_records": True},
-        default=str))
+        "config_hash": (source or {}).get("config_hash"), "recreated_from_records": True,
+        **visit_settings(campaign)}, default=str))
+
+
+def visit_settings(campaign: Campaign) -> dict[str, Any]:
+    """{'settings': ...} of the newest pin a GPU visit kept with the records
+    (raw/visits/*/campaign.pin.json, committed), else {}: the records do not say the
+    pinned measuring settings (memory, telemetry), and without them a fresh clone accepted
+    a config that changed telemetry.hz (issue #44)."""
+    from containertax.campaign.paths import VISITS
+
+    for path in sorted(campaign.paths.root.glob(f"{VISITS}/*/campaign.pin.json"),
+                       reverse=True):
+        try:
+            settings = json.loads(path.read_text()).get("settings")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if isinstance(settings, dict):
+            return {"settings": settings}
+    return {}
 
 
 def read_pin(campaign: Campaign) -> dict[str, Any] | None:
