@@ -189,10 +189,11 @@ def test_the_study_is_timed_from_one_rehearsal():
                 ("llama-3.3-70b-nvfp4", "chroot", 100.0, "/models/Llama-3.3-70B-Instruct-FP4")]]
     result = {"rows": rows, "estimate": {"cooldown_s_per_cell": 300, "gate_s_per_cell": 20,
                                          "harness_s_per_cell": 5}}
-    est = {r["campaign"]: r for r in rehearsal.study_estimate(result, campaigns)}
-    assert est["dgx-spark-2a"] == {"campaign": "dgx-spark-2a", "cells": 60, "run_s": 6000.0,
-                                   "wait_s": 60 * 325.0, "wall_s": 6000.0 + 60 * 325.0,
-                                   "from_timeout": [], "from_checkpoint": []}
+    est = {r["campaign"]: r for r in rehearsal.study_estimate(result, campaigns)
+           if not r.get("alternative_of")}
+    assert {k: v for k, v in est["dgx-spark-2a"].items() if k != "stopping"} == {
+        "campaign": "dgx-spark-2a", "cells": 60, "run_s": 6000.0, "wait_s": 60 * 325.0,
+        "wall_s": 6000.0 + 60 * 325.0, "from_timeout": [], "from_checkpoint": []}
     assert est["dgx-spark-2b"]["cells"] == 270 and est["dgx-spark"]["cells"] == 900
     assert est["dgx-spark-2f"]["cells"] == 160  # issue #40's falsifiers: 2 x 4 arms x 2 x 10
     # its arms are the rehearsed checkpoints under other ids: timed from them (issue #45:
@@ -201,5 +202,91 @@ def test_the_study_is_timed_from_one_rehearsal():
     assert len(est["dgx-spark-2f"]["from_checkpoint"]) == 8
     assert est["dgx-spark-2f"]["run_s"] == 160 * 100.0
     assert "mixtral-8x7b" in est["dgx-spark"]["from_timeout"]
-    text = rehearsal.render_study(list(est.values()))
+    text = rehearsal.render_study(rows_out := rehearsal.study_estimate(result, campaigns))
     assert "Study: 1480 runs" in text and "at timeout: " in text
+    # phase 2B's declared alternative (factorial.alternative) on the line after its row:
+    # 10 environments x 10 blocks x 3 models, timed the same way, not counted in the study
+    i = [r["campaign"] for r in rows_out].index("dgx-spark-2b")
+    alt = rows_out[i + 1]
+    assert alt["alternative_of"] == "dgx-spark-2b" and alt["cells"] == 300
+    assert alt["config"] == "phase-2b-one-at-a-time.yaml"
+    assert alt["run_s"] == 300 * 100.0 and alt["wall_s"] == 300 * 100.0 + 300 * 325.0
+    assert ("| dgx-spark-2b (one at a time, the declared alternative, not run: "
+            "phase-2b-one-at-a-time.yaml) | 300 | 8.3 h |") in text
+    fixed = sum(r["wall_s"] for r in est.values())
+    alt_total = fixed - est["dgx-spark-2b"]["wall_s"] + alt["wall_s"]
+    assert (f"With dgx-spark-2b's declared alternative (phase-2b-one-at-a-time.yaml, 300 "
+            f"runs) instead of its factorial (270 runs): 1510 runs, "
+            f"{alt_total / 3600:.1f} h") in text
+    assert f"Study: 1480 runs, {fixed / 3600:.1f} h" in text
+    # phase 2B alone (rehearse config/phase-2b.yaml): both designs and both totals
+    phase_2b = next(c for c in campaigns if c.name == "dgx-spark-2b")
+    alone = rehearsal.render_study(rehearsal.study_estimate(result, [phase_2b]))
+    assert "Campaign: 270 runs" in alone and "300 runs, " in alone
+
+
+def test_the_study_shows_each_campaign_under_a_stopping_rule():
+    """No Spark phase has its own rule: beside each fixed plan, the default rule's range,
+    from every model stopping at the first look (block 6 of 2A's 10: 60 % of its wall
+    time) to the full plan; where the default rule has no look before the last (2B's 5
+    blocks; the alternative's 10 environments make its design period 10), it says so."""
+    from containertax.campaign import configfile
+
+    paths = configfile.study_campaigns(REPO / "config" / "study-spark.yaml")
+    campaigns = [config.load_file(p) for p in paths]
+    assert not any(c.raw.get("stopping") for c in campaigns)
+    result = {"rows": [{"model": m, "environment": "chroot", "projected_s": 100.0}
+                       for m in ("qwen2-1.5b", "llama-3-8b", "llama-3.3-70b-nvfp4")],
+              "estimate": {"cooldown_s_per_cell": 300, "gate_s_per_cell": 20,
+                           "harness_s_per_cell": 5}}
+    rows = rehearsal.study_estimate(result, campaigns)
+    est = {(r["campaign"], r.get("alternative_of")): r for r in rows}
+    a = est[("dgx-spark-2a", None)]
+    assert a["stopping"] == {"rule": "default", "min_blocks": 6, "max_blocks": 10,
+                             "min_s": round(a["wall_s"] * 0.6, 1), "max_s": a["wall_s"]}
+    assert est[("dgx-spark", None)]["stopping"]["max_blocks"] == 30
+    assert est[("dgx-spark-2b", None)]["stopping"]["rule"] is None
+    assert est[("dgx-spark-2b", "dgx-spark-2b")]["stopping"]["rule"] is None
+    text = rehearsal.render_study(rows)
+    assert (f"| the default rule: {a['wall_s'] * 0.6 / 3600:.1f} h to "
+            f"{a['wall_s'] / 3600:.1f} h (blocks 6 to 10) |") in text
+    assert "the default rule's first look, block 6" in text and ", 5 |" in text
+    assert "the default rule's first look, block 10 " in text
+    low = sum(r["stopping"]["min_s"] if r["stopping"]["rule"] else r["wall_s"]
+              for r in rows if not r.get("alternative_of"))
+    assert f"(its own, else the default): {low / 3600:.1f} h to " in text
+
+
+def test_a_campaigns_own_stopping_rule_is_timed_from_its_looks(tmp_path):
+    """A campaign with `stopping:` is timed by its own first look, not the default's: a
+    first look at block 8 of 10 is 80 % of the fixed plan."""
+    cfg = yaml.safe_load((REPO / "config" / "phase-2a.yaml").read_text())
+    cfg["base"] = str(REPO / "config" / "config.yaml")
+    cfg["stopping"] = {"min_blocks": 8}
+    path = tmp_path / "own.yaml"
+    path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    c = config.load_file(path)
+    result = {"rows": [{"model": m.id, "environment": "chroot", "projected_s": 100.0}
+                       for m in c.models],
+              "estimate": {"cooldown_s_per_cell": 300, "gate_s_per_cell": 20,
+                           "harness_s_per_cell": 5}}
+    [row] = rehearsal.study_estimate(result, [c])
+    assert row["stopping"]["rule"] == "own" and row["stopping"]["min_blocks"] == 8
+    assert row["stopping"]["min_s"] == round(row["wall_s"] * 0.8, 1)
+    assert "| its rule: " in rehearsal.render_study([row])
+
+
+def test_a_missing_alternative_is_refused(tmp_path):
+    """factorial.alternative names a file that must exist: check says which key and how."""
+    cfg = yaml.safe_load((REPO / "config" / "phase-2b.yaml").read_text())
+    cfg["base"] = str(REPO / "config" / "config.yaml")
+    cfg["factorial"]["alternative"] = "nowhere.yaml"
+    path = tmp_path / "fact.yaml"
+    path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    with pytest.raises(config.ConfigError, match="factorial.alternative.*does not exist"):
+        config.load_file(path)
+    # a pointer, not what is measured: phase-2b's hash is the one without the key
+    del cfg["factorial"]["alternative"]
+    path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    assert (config.load_file(path).config_hash()
+            == config.load_file(REPO / "config" / "phase-2b.yaml").config_hash())

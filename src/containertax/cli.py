@@ -309,6 +309,9 @@ def _rehearse(a: argparse.Namespace) -> int:
         return 0 if result["go"] else 2
     result = rehearsal.run(Path(a.config), a.requests, snakemake_args=a.snakemake)
     print(rehearsal.render(result))
+    campaign = config.load_file(Path(a.config))
+    if campaign.alternative() is not None:  # a factorial: its declared alternative beside it
+        print("\n" + rehearsal.render_study(rehearsal.study_estimate(result, [campaign])))
     return 0 if result["go"] else 2
 
 

@@ -125,6 +125,19 @@ class Campaign:
         return {e.id: e.spec["options_source"]["sha256"] for e in self.environments
                 if (e.spec.get("options_source") or {}).get("sha256")}
 
+    def alternative(self) -> Path | None:
+        """The config of the factorial design's declared alternative (factorial.alternative,
+        relative to this config; not run), timed beside it by the study's rehearsal."""
+        name = (self.raw.get("factorial") or {}).get("alternative")
+        if not name:
+            return None
+        path = Path(self.source).parent / str(name)
+        if not path.exists():
+            raise ConfigError(f"{self.source}: key 'factorial.alternative': {path} does not "
+                              "exist; name the alternative's config file relative to this "
+                              "one, or remove the key.")
+        return path
+
     def analysis_models(self) -> list[str]:
         """Models of the analysis, known when the workflow is planned: the config's, or
         those of an imported table (read with the standard library: planning imports no
@@ -170,6 +183,9 @@ class Campaign:
         envs = raw.get("environments")
         if isinstance(envs, dict):
             raw["environments"] = self._hashed_environments(envs)
+        if isinstance(raw.get("factorial"), dict):  # the declared alternative: a pointer
+            raw["factorial"] = {k: v for k, v in raw["factorial"].items()
+                                if k != "alternative"}
         text = json.dumps(_without_new_defaults(raw), default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -379,6 +395,7 @@ def load_campaign(data: dict[str, Any], source: str = "<config>",
     campaign = campaign_of(data, source, workdir)
     if not campaign.is_import:
         _workload_checks(campaign)
+    campaign.alternative()  # a named alternative must exist (the rehearsal times it)
     return campaign
 
 

@@ -26,7 +26,7 @@ import yaml
 
 from containertax import runtimes, workloads
 from containertax.campaign import datasets, schedule, stopping
-from containertax.campaign.config import Campaign, load_campaign
+from containertax.campaign.config import Campaign, load_campaign, load_file
 from containertax.campaign.paths import CampaignPaths
 from containertax.core import packaged, records
 
@@ -293,7 +293,10 @@ def study_estimate(result: dict[str, Any], campaigns: list[Campaign]) -> list[di
     cell, times the campaign's repetitions and environments. A model the rehearsal did not
     time takes the run of the same checkpoint (model_path) where one was timed: phase 2F's
     arms (llama-3-8b-pinned-cold, ...) are the rehearsed models under other ids, and were
-    counted at their 8000 s timeouts (issue #45)."""
+    counted at their 8000 s timeouts (issue #45). A factorial campaign's declared
+    alternative (factorial.alternative, not run) follows its row, timed the same way
+    (`alternative_of` names the campaign it would replace); every row carries its wall time
+    under a stopping rule (`stopping`: its own, else the default rule)."""
     e = result["estimate"]
     per_cell_wait = e["cooldown_s_per_cell"] + e["gate_s_per_cell"] + e["harness_s_per_cell"]
     runs: dict[str, float] = {}
@@ -307,39 +310,100 @@ def study_estimate(result: dict[str, Any], campaigns: list[Campaign]) -> list[di
     def projected(c: Campaign, model: str) -> float | None:
         return runs.get(model, by_path.get(c.workload_params(model).get("model_path") or ""))
 
-    out = []
-    for c in campaigns:
+    def timed(c: Campaign) -> dict[str, Any]:
         t = c.thermal
         wait = max(float(t["cooldown_s"]), float(t["min_interval_s"])) - float(
             e["cooldown_s_per_cell"]) + per_cell_wait
         cells = c.repetitions * len(c.environments) * len(c.models)
-        timed = {m.id: projected(c, m.id) for m in c.models}
+        each = {m.id: projected(c, m.id) for m in c.models}
         run_s = c.repetitions * len(c.environments) * sum(
             float(c.workload_params(m.id).get("timeout_s", c.workload["timeout_s"]))
-            if timed[m.id] is None else timed[m.id] for m in c.models)
-        out.append({"campaign": c.name, "cells": cells, "run_s": round(run_s, 1),
-                    "wait_s": round(cells * wait, 1), "wall_s": round(run_s + cells * wait, 1),
-                    "from_timeout": [m.id for m in c.models if timed[m.id] is None],
-                    "from_checkpoint": [m.id for m in c.models
-                                        if m.id not in runs and timed[m.id] is not None]})
+            if each[m.id] is None else each[m.id] for m in c.models)
+        wall_s = round(run_s + cells * wait, 1)
+        return {"campaign": c.name, "cells": cells, "run_s": round(run_s, 1),
+                "wait_s": round(cells * wait, 1), "wall_s": wall_s,
+                "from_timeout": [m.id for m in c.models if each[m.id] is None],
+                "from_checkpoint": [m.id for m in c.models
+                                    if m.id not in runs and each[m.id] is not None],
+                "stopping": _stopping_range(c, wall_s)}
+
+    out = []
+    for c in campaigns:
+        out.append(timed(c))
+        alternative = c.alternative()
+        if alternative is not None:
+            out.append({**timed(load_file(alternative)), "alternative_of": c.name,
+                        "config": alternative.name})
     return out
 
 
+def _stopping_range(c: Campaign, wall_s: float) -> dict[str, Any]:
+    """A campaign's wall time under a stopping rule, from every model stopping at the first
+    look to every model running all its blocks: its own rule (`stopping:`), else the rule it
+    could add (stopping.default_stopping). Blocks are the campaign's cost unit: each runs
+    every cell once, so the time scales with the blocks run."""
+    own = bool(c.raw.get("stopping"))
+    stop = c.raw.get("stopping") if own else stopping.default_stopping(c.raw)
+    if stop is None:
+        return {"rule": None, "why": (
+            f"the default rule's first look, block {stopping.default_first_look(c.raw)} "
+            f"(whole design periods, at least the "
+            f"{stopping.min_blocks_exact(float(c.analysis.get('alpha', 0.05)))} blocks the "
+            f"exact tests need), is not before its last, {c.repetitions}")}
+    first = stopping.Rule.from_config({**c.raw, "stopping": stop}).looks()[0]
+    return {"rule": "own" if own else "default", "min_blocks": first,
+            "max_blocks": c.repetitions,
+            "min_s": round(wall_s * first / c.repetitions, 1), "max_s": wall_s}
+
+
 def render_study(rows: list[dict[str, Any]]) -> str:
-    """The study's campaigns and their wall time, gates and cooldowns included."""
+    """The study's campaigns and their wall time, gates and cooldowns included; beside
+    each, its wall time under a stopping rule; a factorial campaign's declared alternative
+    on the line after it, and the study's total with either."""
     lines = ["| campaign | runs | runs' time | cooldowns, intervals, gates, workflow | "
-             "wall time |", "|---|---|---|---|---|"]
+             "wall time | with a stopping rule |", "|---|---|---|---|---|---|"]
     for r in rows:
         note = f" (at timeout: {', '.join(r['from_timeout'])})" if r["from_timeout"] else ""
         if r.get("from_checkpoint"):
             note += (f" (from the run of the same checkpoint: "
                      f"{', '.join(r['from_checkpoint'])})")
-        lines.append(f"| {r['campaign']} | {r['cells']} | {_dur(r['run_s'])}{note} | "
-                     f"{_dur(r['wait_s'])} | {_dur(r['wall_s'])} |")
-    total = sum(r["wall_s"] for r in rows)
-    lines += ["", f"Study: {sum(r['cells'] for r in rows)} runs, {_dur(total)} "
+        name = r["campaign"]
+        if r.get("alternative_of"):
+            name += (f" (one at a time, the declared alternative, not run: "
+                     f"{r['config']})")
+        lines.append(f"| {name} | {r['cells']} | {_dur(r['run_s'])}{note} | "
+                     f"{_dur(r['wait_s'])} | {_dur(r['wall_s'])} | "
+                     f"{_stopping_words(r.get('stopping'))} |")
+    plan = [r for r in rows if not r.get("alternative_of")]
+    total = sum(r["wall_s"] for r in plan)
+    lines += ["", f"{'Study' if len(plan) > 1 else 'Campaign'}: "
+              f"{sum(r['cells'] for r in plan)} runs, {_dur(total)} "
               f"({total / 86400:.1f} days) one campaign after another."]
+    low = sum(r["stopping"]["min_s"] if (r.get("stopping") or {}).get("rule")
+              else r["wall_s"] for r in plan)
+    if low < total:
+        lines.append(f"With each campaign's stopping rule (its own, else the default): "
+                     f"{_dur(low)} to {_dur(total)}, from every model stopping at its first "
+                     "look to every model running all its blocks.")
+    by_name = {r["campaign"]: r for r in plan}
+    for alt in (r for r in rows if r.get("alternative_of")):
+        mine = by_name[alt["alternative_of"]]
+        runs = sum(r["cells"] for r in plan) - mine["cells"] + alt["cells"]
+        wall = total - mine["wall_s"] + alt["wall_s"]
+        lines.append(f"With {alt['alternative_of']}'s declared alternative ({alt['config']}, "
+                     f"{alt['cells']} runs) instead of its factorial ({mine['cells']} runs): "
+                     f"{runs} runs, {_dur(wall)} ({wall / 86400:.1f} days).")
     return "\n".join(lines)
+
+
+def _stopping_words(s: dict[str, Any] | None) -> str:
+    if not s:
+        return ""
+    if s["rule"] is None:
+        return f"none: {s['why']}"
+    which = "its rule" if s["rule"] == "own" else "the default rule"
+    return (f"{which}: {_dur(s['min_s'])} to {_dur(s['max_s'])} (blocks "
+            f"{s['min_blocks']} to {s['max_blocks']})")
 
 
 THIS_RUN = "this run"

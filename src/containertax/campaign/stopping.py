@@ -718,12 +718,18 @@ def default_stopping(data: dict[str, Any]) -> dict[str, Any] | None:
     table"), the first look at the fewest whole design periods with which the exact tests
     reach alpha, then every period; None where the repetitions leave no look before the
     last."""
-    alpha = float(data.get("analysis", {}).get("alpha", 0.05))
-    period = designs.period(data["schedule"]["design"], len(data["environments"])) or 1
-    first = -(-min_blocks_exact(alpha) // period) * period
+    first = default_first_look(data)
     if first >= int(data["repetitions"]):
         return None
     return {"spending": "hsd", "gamma": -1.0, "min_blocks": first}
+
+
+def default_first_look(data: dict[str, Any]) -> int:
+    """The default rule's first look: the fewest whole design periods with which the exact
+    tests reach the analysis' alpha (min_blocks_exact)."""
+    alpha = float(data.get("analysis", {}).get("alpha", 0.05))
+    period = designs.period(data["schedule"]["design"], len(data["environments"])) or 1
+    return -(-min_blocks_exact(alpha) // period) * period
 
 
 def expected_blocks(rule: Rule, comparisons: int, sd: float, effect: float,
