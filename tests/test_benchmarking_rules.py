@@ -64,6 +64,19 @@ def test_planted_missing_interval_and_other_tree_are_caught():
     assert "4a3b172" in problems[0].message
 
 
+def test_a_capped_interval_as_pdftotext_prints_it_is_found():
+    """A headline interval whose upper bound is capped ('$>{+}10^{6}$', a two-block demo's
+    -99.999 to above 10^6 %) reads '[-99.999, > +106 ]' in pdftotext: found, not a missing
+    interval (a whole test run failed on it); the same text without it is still caught."""
+    numbers = {**NUMBERS, "hl/1/ci": "$-99.999$, $>{+}10^{6}$"}
+    old = "[\u22129.2, +0.8]"
+    assert old in _text()
+    text = _text().replace(old, "[\u221299.999, > +106 ]")
+    assert review.check_benchmarking(text, numbers, FACTS) == []
+    assert [p.check for p in review.check_benchmarking(
+        text.replace("[\u221299.999, > +106 ]", ""), numbers, FACTS)] == ["hb-interval-n"]
+
+
 def test_a_paper_without_the_checklist_is_not_held_to_it():
     assert review.check_benchmarking("", {"hl-count": "1"}, FACTS) == []
 
