@@ -68,6 +68,15 @@ def test_docker_kwargs_from_cli_names():
     assert kw["device_requests"][0]["Count"] == -1
 
 
+def test_a_cpu_quota_is_docker_s_nano_cpus_and_prints_as_cpus():
+    """options.cpus (--cpus 0.5, the CPU factorial demo's planted effect: the demo image's
+    reference BLAS runs one thread, so a one-core CPU set planted nothing)."""
+    kw = docker_kind.docker_kwargs({"cpus": 0.5})
+    assert kw["nano_cpus"] == 500_000_000
+    assert docker_kind.cli_flags(kw) == ["--cpus 0.5"]
+    assert docker_kind.cli_flags(docker_kind.docker_kwargs({"cpus": 2})) == ["--cpus 2"]
+
+
 def test_rlimit_refusal_is_explained(config_dict, tmp_path):
     c = _campaign(config_dict, tmp_path)
     msg = docker_kind.explain_docker_error(

@@ -30,12 +30,14 @@ from containertax.campaign.config import Campaign, Environment
 _OPTION_KEYS = {"ipc": "ipc", "shm_size": "shm", "network": "network", "seccomp": "seccomp",
                 "privileged": "seccomp", "user": "user", "rootless": "user",
                 "memory": "memory_limit", "cgroup_parent": "cgroup", "cpuset_cpus": "cpuset",
+                "cpus": "cpu_quota",
                 "runtime": "oci_runtime", "init": "init", "cache_mount": "cache_path"}
 # what a context key is called in the paper and in check's words
 WORDS = {"cache_path": "compile cache path", "ipc": "IPC namespace", "shm": "/dev/shm",
          "network": "network", "seccomp": "seccomp filter", "user": "user",
          "ulimits": "resource limits", "memory_limit": "memory limit", "cgroup": "cgroup",
-         "cpuset": "CPU set", "oci_runtime": "OCI runtime", "init": "init process"}
+         "cpuset": "CPU set", "cpu_quota": "CPU quota", "oci_runtime": "OCI runtime",
+         "init": "init process"}
 
 
 @dataclass(frozen=True)

@@ -71,14 +71,17 @@ def effects_table(frame: pd.DataFrame, model: str, metric: str, shown: str) -> s
     method = ("OLS with block effects" if (frame["method"] == "ols").all()
               else "Lenth's pseudo standard error (unreplicated)")
     label = f"tab:effects-{model}-{metric}".replace("_", "-")
-    return ("{\\small\\setlength{\\tabcolsep}{4pt}\n\\begin{longtable}{llrlrl}\n"
+    # a float, not a longtable: a longtable after the factor table and the half-normal
+    # figure (floats at the top of its page) ran the demo's page 125 pt past its foot; main
+    # effects and two-option chains of seven options (phase 2B) are at most 28 rows
+    return ("\\begin{table}[tbp]\n\\centering\n{\\small\\setlength{\\tabcolsep}{4pt}\n"
             f"\\caption{{Effects on {shown} of model {tex(model)}: relative change "
             f"from low to high level on the log scale ({method}), simultaneous "
             f"{100 * (1 - 0.05):.0f}\\,\\% intervals (Bonferroni over the "
-            f"{len(frame)} effects), Holm-adjusted p.}}\\label{{{label}}}\\\\\n"
-            "\\toprule\neffect & aliased with & change (\\%) & interval (\\%) & $p_{Holm}$ & "
-            "verdict \\\\\n\\midrule\n\\endhead\n\\bottomrule\n\\endfoot\n"
-            + "\n".join(rows) + "\n\\end{longtable}}\n")
+            f"{len(frame)} effects), Holm-adjusted p.}}\\label{{{label}}}\n"
+            "\\begin{tabular}{llrlrl}\n\\toprule\neffect & aliased with & change (\\%) & "
+            "interval (\\%) & $p_{Holm}$ & verdict \\\\\n\\midrule\n"
+            + "\n".join(rows) + "\n\\bottomrule\n\\end{tabular}}\n\\end{table}\n")
 
 
 def verdict_clauses(frame: pd.DataFrame, res: float) -> list[str]:
@@ -123,7 +126,8 @@ def section(campaign: Campaign, design: factorial.Design, frame: pd.DataFrame,
         parts.append(effects_table(sub, str(model), str(metric), shown))
         fig = figures.get((str(model), str(metric)))
         if fig:
-            parts.append("\\begin{figure}[htbp]\n\\centering\n"
+            # [tp]: not here, nor at the foot of the effects table's page
+            parts.append("\\begin{figure}[tp]\n\\centering\n"
                          f"\\includegraphics[width=0.6\\linewidth]{{{fig}}}\n"
                          f"\\caption{{Half-normal plot of the effects on {shown} of "
                          f"{tex(model)}: red, shown to differ from zero; blue, equivalent "

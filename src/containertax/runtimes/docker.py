@@ -155,6 +155,8 @@ def docker_kwargs(options: dict[str, Any], launch: Launch | None = None) -> dict
     for key, arg in simple.items():
         if key in options:
             kw[arg] = options[key]
+    if "cpus" in options:  # --cpus 0.5: the SDK takes the quota in units of 1e-9 CPUs
+        kw["nano_cpus"] = int(round(float(options["cpus"]) * 1e9))
     if options.get("seccomp") == "unconfined":  # --security-opt seccomp=unconfined
         kw["security_opt"] = ["seccomp=unconfined"]
     if options.get("cpuset_cpus") == "performance":
@@ -217,6 +219,8 @@ def cli_flags(kwargs: dict[str, Any]) -> list[str]:
             out += [f"--ulimit {u['Name']}={u['Soft']}" for u in value or []]
             continue
         name = _CLI_FLAGS.get(key, "--" + key.replace("_", "-"))
+        if key == "nano_cpus":  # the SDK's 1e-9 CPUs, as --cpus writes them
+            value = f"{value / 1e9:g}"
         if value is True:
             out.append(name)
         elif isinstance(value, list):
