@@ -21,6 +21,14 @@ CAMPAIGN = "h100-matmul"
 
 
 @pytest.mark.slow
+def _study_dry_run(tmp_path, study) -> subprocess.CompletedProcess:
+    """`snakemake -n` of the study workflow, as a user plans the study's next run."""
+    return subprocess.run(
+        [sys.executable, "-m", "snakemake", "-n", "--snakefile",
+         str(REPO / "workflow" / "study.smk"), "--directory", str(tmp_path),
+         "--configfile", str(study)], capture_output=True, text=True, timeout=300)
+
+
 def test_a_record_damaged_in_place_stops_the_studys_next_run(tmp_path):
     (tmp_path / "config").mkdir()
     shutil.copy(REPO / "config" / f"{CAMPAIGN}.yaml", tmp_path / "config")
@@ -31,10 +39,7 @@ def test_a_record_damaged_in_place_stops_the_studys_next_run(tmp_path):
     record = sorted((tmp_path / "results" / CAMPAIGN / "raw").glob("*/docker/rep??.json"))[0]
     record.chmod(0o644)
     record.write_bytes(record.read_bytes()[:200])  # cut in place
-    out = subprocess.run(
-        [sys.executable, "-m", "snakemake", "-n", "--snakefile",
-         str(REPO / "workflow" / "study.smk"), "--directory", str(tmp_path),
-         "--configfile", str(study)], capture_output=True, text=True, timeout=300)
+    out = _study_dry_run(tmp_path, study)
     text = out.stdout + out.stderr
     assert out.returncode != 0, text[-3000:]
     assert f"campaign {CAMPAIGN}" in text and record.name in text and "mv " in text, text
@@ -126,10 +131,7 @@ def test_a_value_edited_in_place_after_its_run_stops_the_study(tmp_path):
     edited["metrics"][0]["value"] *= 1000  # the planted hand edit
     record.chmod(0o644)
     record.write_text(json.dumps(edited, indent=2))
-    out = subprocess.run(
-        [sys.executable, "-m", "snakemake", "-n", "--snakefile",
-         str(REPO / "workflow" / "study.smk"), "--directory", str(tmp_path),
-         "--configfile", str(study)], capture_output=True, text=True, timeout=300)
+    out = _study_dry_run(tmp_path, study)
     text = out.stdout + out.stderr
     assert out.returncode != 0, text[-3000:]
     assert f"campaign {CAMPAIGN}" in text and "edited after the run" in text, text[-3000:]
