@@ -13,6 +13,10 @@ Variants of the t test at each look (the looks' levels, checks and answers uncha
   trend   d_b = b0 + b1 (b - centre of the blocks seen) + e, test b0, df n - 2
   trend30 the same centred on the design's centre (block 15.5 of 30): b0 is the mean
           over all 30 blocks, the truth scored under drift, extrapolated
+  ar1     a parametric AR(1) model of the blocks: the lag-1 autocorrelation r with
+          Marriott and Pope's bias correction (r + (1 + 3 r) / n), clipped to [0, 0.9],
+          scales the plain variance by (1 + r) / (1 - r), the large-sample variance of the
+          mean of an AR(1) series; df n - 1
 Noise as benchmarks/stopping_design.py (normal, ar1 rho 0.3, drift 0.1 SD per block centred
 on 30 blocks). Every variant reads the same data: seeds are the design table's
 stable_seed(looks, spending, gamma, shape_check, drift_check, noise, CV, 0.0), so 'plain'
@@ -32,7 +36,7 @@ from stopping_design import noise  # the design table's noise, one home (benchma
 from containertax.campaign import stopping
 from containertax.core.seeds import stable_seed
 
-VARIANTS = ("plain", "hac", "trend", "trend30")
+VARIANTS = ("plain", "hac", "trend", "trend30", "ar1")
 
 
 def se_df(x: np.ndarray, variant: str, max_blocks: int) -> tuple[np.ndarray, np.ndarray, int]:
@@ -42,6 +46,11 @@ def se_df(x: np.ndarray, variant: str, max_blocks: int) -> tuple[np.ndarray, np.
     e = x - mean[:, None]
     if variant == "plain":
         return mean, np.sqrt((e * e).sum(axis=1) / (n - 1) / n), n - 1
+    if variant == "ar1":
+        g0 = (e * e).sum(axis=1)
+        r = (e[:, 1:] * e[:, :-1]).sum(axis=1) / np.where(g0 > 0, g0, 1.0)
+        r = np.clip(r + (1 + 3 * r) / n, 0.0, 0.9)
+        return mean, np.sqrt(g0 / (n - 1) / n * (1 + r) / (1 - r)), n - 1
     if variant == "hac":
         g0 = (e * e).sum(axis=1) / n
         g1 = (e[:, 1:] * e[:, :-1]).sum(axis=1) / n

@@ -29,6 +29,11 @@ def test_the_cells_are_the_docs_measured_ones():
         held = f"| HSD -1 6..30 every 2 | {row} | {100 * stopping.HELD_CV:.1f}% | "
         after = docs.split(held, 1)[1]
         assert float(after.split(" |", 1)[0]) <= 0.05
+    # the worst run-level cell under the Williams order, as check and the rehearsal print it
+    runlevel = [row.split("|") for row in docs.splitlines()
+                if row.startswith("| williams |") and "block-ar1" not in row]
+    assert len(runlevel) == 36
+    assert max(float(cells[6]) for cells in runlevel) == stopping.RUN_LEVEL_WORST
 
 
 def test_check_says_the_noise_line():
@@ -76,3 +81,41 @@ def test_the_remedy_benchmark_is_the_rule_with_its_variance_swapped():
     x = np.arange(6, dtype=float)[None, :] * 0.01
     est, _, df = sh.se_df(x, "trend30", 12)
     assert df == 4 and math.isclose(float(est[0]), 0.055)
+
+
+def test_run_level_noise_reaches_the_rule_through_the_designs_order():
+    """benchmarks/stopping_runlevel.py pairs each block's two runs where the schedule puts
+    them: a planted linear drift of one unit per run gives +1, -1, ... under the two-
+    environment Williams order (cancelling over each period) and +1 in every block under
+    the fixed order; with four environments each Williams period still sums to zero."""
+    import sys
+
+    import numpy as np
+
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import stopping_runlevel as rl
+
+    two = rl.ratios_of_runs(np.arange(2 * rl.BLOCKS, dtype=float)[None, :], "williams", 2)
+    assert two[0, :4].tolist() == [1.0, -1.0, 1.0, -1.0]
+    assert rl.ratios_of_runs(np.arange(2 * rl.BLOCKS, dtype=float)[None, :], "fixed",
+                             2)[0].tolist() == [1.0] * rl.BLOCKS
+    four = rl.ratios_of_runs(np.arange(4 * rl.BLOCKS, dtype=float)[None, :], "williams", 4)
+    assert four[0, :4].tolist() == [1.0, -2.0, -1.0, 2.0]
+    assert np.allclose(four[0, :28].reshape(7, 4).sum(axis=1), 0.0)
+
+
+def test_the_parametric_ar1_variance_corrects_and_clips_the_lag1_estimate():
+    """stopping_hac's 'ar1' variant: on 1..6 the lag-1 estimate 0.5 becomes 0.917 by
+    Marriott and Pope's correction, clipped to 0.9: the plain variance times 19."""
+    import sys
+
+    import numpy as np
+
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import stopping_hac as sh
+
+    x = np.arange(1.0, 7.0)[None, :]
+    est, se, df = sh.se_df(x, "ar1", 30)
+    _, plain, _ = sh.se_df(x, "plain", 30)
+    assert df == 5 and math.isclose(float(est[0]), 3.5)
+    assert math.isclose(float(se[0]) ** 2, float(plain[0]) ** 2 * 19.0)
