@@ -579,3 +579,51 @@ def test_the_authors_words_wrap_the_generated_numbers(tmp_path):
     assert "Our own words around 2 generated tests." in text
     assert "left-c: it repeats plain-a" in text and "plain-a is planted" in text
     assert "process wall time (without the blocks that compiled): +9.7 % [+5.3, +14.3]" in text
+
+
+def test_raw_hash_is_the_captions_construction_and_the_cli_checks_it(tmp_path):
+    """Issue #39: the record hash a study paper prints can be reproduced from its caption's
+    words alone (here with os.walk and component lists, not the package's code), and
+    `containertax raw-hash --expect` exits 1 on a planted one-byte edit."""
+    name = "h100-matmul"
+    campaign = tmp_path / name
+    shutil.copytree(REPO / "results" / name / "raw", campaign / "raw")
+    (campaign / "raw" / ".superseded").mkdir()
+    (campaign / "raw" / ".superseded" / "old.json").write_text("{}")  # left out: a dot
+    raw = campaign / "raw"
+    found = []
+    for folder, dirs, files in os.walk(raw):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        rel = os.path.relpath(folder, raw)
+        parts = [] if rel == "." else rel.split(os.sep)
+        found += [parts + [f] for f in files if not f.startswith(".")]
+    h = hashlib.sha256()
+    for parts in sorted(found):
+        h.update("/".join(parts).encode("utf-8") + b"\0")
+        h.update(hashlib.sha256(raw.joinpath(*parts).read_bytes()).digest())
+    cli = [sys.executable, "-m", "containertax", "raw-hash", str(campaign)]
+    out = subprocess.run(cli, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split()[0] == h.hexdigest() and f"{len(found)} files" in out.stdout
+    ok = subprocess.run([*cli, "--expect", h.hexdigest()[:16]], capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stderr
+    victim = next(p for p in sorted(raw.rglob("*.json")) if not any(
+        part.startswith(".") for part in p.relative_to(raw).parts))
+    victim.write_bytes(victim.read_bytes() + b" ")
+    bad = subprocess.run([*cli, "--expect", h.hexdigest()[:16]], capture_output=True,
+                         text=True)
+    assert bad.returncode == 1 and "does not give the expected hash" in bad.stderr
+    missing = subprocess.run([sys.executable, "-m", "containertax", "raw-hash",
+                              str(tmp_path / "nowhere")], capture_output=True, text=True)
+    assert missing.returncode == 1 and "no raw/ folder here" in missing.stderr
+
+
+def test_the_h100_study_lists_every_committed_campaign_in_or_out():
+    """Issue #39's inclusion rule: every campaign with committed records under results/ is
+    either in the H100 study or left out with a reason."""
+    meta = yaml.safe_load((REPO / "config" / "study-h100.yaml").read_text())["study"]
+    listed = {c["name"] for c in meta["campaigns"]} | {e["name"] for e in meta["excluded"]}
+    committed = {p.parent.name for p in (REPO / "results").glob("*/raw")
+                 if not p.parent.name.startswith("study-")}
+    assert committed - listed == set(), "add these to config/study-h100.yaml"
+    assert all(e["why"].strip() for e in meta["excluded"])

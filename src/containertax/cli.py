@@ -319,6 +319,38 @@ def _check_cmd(a: argparse.Namespace) -> int:
     return _check(a.config, a.directory)
 
 
+def _raw_hash_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("campaign", help="a campaign's results folder, the one holding raw/ "
+                   "(e.g. results/h100-matmul)")
+    p.add_argument("--expect", help="the hash a paper prints (its first 16 or more hex "
+                   "digits): exit 1 unless the records give it")
+
+
+def _raw_hash(a: argparse.Namespace) -> int:
+    """The study paper's hash of a campaign's raw records, for a reader to check that the
+    paper was built from exactly these (publishing/study.py: raw_hash)."""
+    from containertax.publishing.study import raw_hash
+
+    raw = Path(a.campaign) / "raw"
+    if not raw.is_dir():
+        raise ContainertaxError(f"{a.campaign}: no raw/ folder here; give the campaign's "
+                                "results folder, the one holding raw/ (e.g. "
+                                "results/h100-matmul)")
+    digest, files = raw_hash(Path(a.campaign))
+    print(f"{digest}  {files} files  {raw}")
+    if a.expect is None:
+        return 0
+    want = a.expect.strip().lower()
+    if len(want) < 16 or any(c not in "0123456789abcdef" for c in want):
+        raise ContainertaxError(f"--expect {a.expect!r}: give at least the first 16 hex "
+                                "digits of the hash the paper prints")
+    if not digest.startswith(want):
+        print(f"raw-hash: {raw} does not give the expected hash: {want} expected, "
+              f"{digest[:len(want)]} found", file=sys.stderr)
+        return 1
+    return 0
+
+
 def _snakefile(a: argparse.Namespace) -> int:
     from containertax.core import packaged
 
@@ -535,6 +567,10 @@ COMMANDS: dict[str, Command] = {
     "status": Command("progress and ETA of a campaign", _status_args, _status),
     "interim": Command("a stopping rule's interim analysis after one look", _interim_args,
                        _interim),
+    "raw-hash": Command("the sha256 a study paper prints for a campaign's raw records "
+                        "(each file's path under raw/, a NUL byte and the sha256 of its "
+                        "content, in sorted order); --expect HASH: exit 1 unless it matches",
+                        _raw_hash_args, _raw_hash),
     "snakefile": Command("the path of the workflow's Snakefile (installed with the package): "
                          "snakemake --snakefile \"$(containertax snakefile)\" ...",
                          lambda p: None, _snakefile),

@@ -177,9 +177,13 @@ def _relative(path: Path) -> str:
 
 
 def raw_hash(campaign_root: Path) -> tuple[str, int]:
-    """sha256 over the campaign's raw files (path relative to raw/ and content, in sorted
-    order; files moved aside under raw/.<why>/ left out) and how many files it covers:
-    the same records give the same hash on any machine."""
+    """sha256 over the campaign's raw files and how many files it covers: for each file in
+    order of its path compared folder by folder (Path ordering: a list of components,
+    not one string), its path relative to raw/ (POSIX, UTF-8), a NUL byte and the 32-byte
+    sha256 digest of its content (files and folders beginning with a dot, such as records
+    moved aside under raw/.<why>/, left out). The same records give the same hash on any
+    machine; the study paper's data caption states this construction and `containertax
+    raw-hash` recomputes it."""
     raw = Path(campaign_root) / "raw"
     files = sorted(p for p in raw.rglob("*") if p.is_file()
                    and not any(part.startswith(".") for part in p.relative_to(raw).parts))
