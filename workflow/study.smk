@@ -111,6 +111,7 @@ rule study_tables:
         ),
         config=STUDY_SOURCE,
         code=STUDY_CODE,
+        authored=AUTHORED,
     output:
         table=study_path(R.STUDY_TABLE),
         parts=expand(
@@ -130,6 +131,7 @@ rule study_tables:
                 "beyond",
                 "intro-author",
                 "discussion-author",
+                "conclusion-author",
             ],
         ),
     log:

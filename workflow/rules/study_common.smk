@@ -134,6 +134,13 @@ STUDY_CODE = [
 ]
 
 
+# the author's own text files (study.introduction_file, discussion_file, conclusion_file):
+# editing one rebuilds the paper
+AUTHORED = [
+    STUDY.meta[key] for key in ct_study.AUTHOR_FILES if STUDY.meta.get(key)
+]
+
+
 def study_path(template, **fill):
     return str(OUT / (template.format(**fill) if fill else template))
 

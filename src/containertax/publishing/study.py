@@ -136,14 +136,18 @@ def load(data: dict[str, Any], source: str, workdir: Path = Path(".")) -> Study:
 
 # the paper's words a study config may give (config/README.md, 'Studies')
 META_KEYS = ("title", "authors", "affiliation", "question", "abstract_lead", "prior_work",
-             "introduction_file", "discussion_file", "excluded")
+             "introduction_file", "discussion_file", "conclusion_file", "excluded")
+# the author's own LaTeX files and the name each is typeset from in the paper folder
+AUTHOR_FILES = {"introduction_file": "intro-author.tex",
+                "discussion_file": "discussion-author.tex",
+                "conclusion_file": "conclusion-author.tex"}
 
 
 def meta_of(spec: dict[str, Any], source: str) -> dict[str, Any]:
     """The study config's words for its paper, checked: the author's text files exist
     (relative to the study config) and every campaign left out says why."""
     meta = {k: spec[k] for k in META_KEYS if k in spec}
-    for key in ("introduction_file", "discussion_file"):
+    for key in AUTHOR_FILES:
         if key in meta:
             path = Path(source).parent / str(meta[key])
             if not path.is_file():
@@ -704,7 +708,9 @@ def meta_values(study: Study) -> dict[str, Any]:
             "studyHasLead": bool(m.get("abstract_lead")),
             "studyLead": _words(m.get("abstract_lead") or ""),
             "studyHasIntroFile": bool(m.get("introduction_file")),
-            "studyHasDiscussionFile": bool(m.get("discussion_file"))}
+            "studyHasDiscussionFile": bool(m.get("discussion_file")),
+            "studyHasConclusionFile": bool(m.get("conclusion_file")),
+            "studyConfigName": texts.tex(Path(study.source).stem)}
 
 
 def selection_tex(study: Study, summaries: list[dict[str, Any]]) -> str:
@@ -927,8 +933,7 @@ def paper_parts(study: Study, summaries: list[dict[str, Any]], table: pd.DataFra
     prior_rows, n_prior = prior_tex(study, table)
     found, n_found = findings_tex(table, reg)
     beyond, n_beyond = campaign_findings_tex(study, summaries)
-    for key, name in (("introduction_file", "intro-author.tex"),
-                      ("discussion_file", "discussion-author.tex")):
+    for key, name in AUTHOR_FILES.items():
         text = Path(study.meta[key]).read_text() if study.meta.get(key) else ""
         records.atomic_write_text(paper / name, text)
     return {"selection.tex": selection_tex(study, summaries),
