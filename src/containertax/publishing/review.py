@@ -855,7 +855,7 @@ def check_benchmarking(text: str, numbers: dict[str, str], found: dict | None = 
                        ) -> list[Problem]:
     """The rules of Hoefler and Belli (SC '15; publishing/benchmarking.py) a paper's text
     can be checked against: each headline ratio with its base value (rule 1), its interval
-    and n (5), a named test (8), a figure that shows the spread (12), the factor and level
+    and n (5), a named test (7), a figure that shows the spread (12), the factor and level
     table and the measuring tree that a rerun needs (9). `numbers`: the build's numbers.tex
     (read_numbers); a paper without the checklist (hb-count) is not held to it."""
     if "hb-count" not in numbers:
@@ -884,7 +884,7 @@ def check_benchmarking(text: str, numbers: dict[str, str], found: dict | None = 
                            "their interval (" + (", ".join(no_ci) or "none") + ") or n ("
                            + (", ".join(no_n) or "none") + ")"))
     if not any(word in flat.lower() for word in TEST_WORDS):
-        out.append(Problem("hb-named-test", "text", "rule 8: no statistical test is named"))
+        out.append(Problem("hb-named-test", "text", "rule 7: no statistical test is named"))
     if not _SPREAD.search(flat):
         out.append(Problem("hb-spread", "figures", "rule 12: no figure caption shows the "
                            "spread (per run, per block, boxes or intervals)"))
