@@ -335,6 +335,15 @@ def check_config_keys(text: str, keys: set[str], generated: str = "",
             ] if hits else []
 
 
+def handwritten(main: str) -> str:
+    """The words a paper says that no config set: its hand-written source (main.tex) and the
+    twelve rules it quotes (publishing/benchmarking.RULES; rule 6's 'based on' is English,
+    not the config key based_on, though numbers.tex prints it)."""
+    from containertax.publishing.benchmarking import RULES
+
+    return "\n".join([main, *RULES.values()])
+
+
 def run_order(root: Path) -> pd.DataFrame | None:
     """The campaign's cells in the order they were planned (schedule.csv), else as they
     ran (runs.csv), one row per model, environment and repetition: position, block."""
@@ -807,8 +816,8 @@ def review(build_dir: Path, pdf: Path, names: list[str],
     problems += check_identifiers(build_dir, text)
     generated = "\n".join(p.read_text(errors="replace") for p in sorted(build_dir.rglob("*.tex"))
                           if p.parent != build_dir or p.name in GENERATED_TEX)
-    problems += check_config_keys(text, config_keys(), generated,
-                                  main.read_text(errors="replace") if main.exists() else "")
+    problems += check_config_keys(text, config_keys(), generated, handwritten(
+        main.read_text(errors="replace") if main.exists() else ""))
     if campaign_root is not None:
         problems += check_campaign_claims(text, run_order(campaign_root))
         problems += check_claims(text, read_facts(campaign_root), metric_words())
