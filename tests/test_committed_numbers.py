@@ -113,7 +113,12 @@ hl/N/base, hl/N/n, hl/N/ref, hl-bases, hb-count, hb/N/*); two texts of the check
 changed, hb/2/where (the hardware the records show, '1 GPU: NVIDIA H100 80GB HBM3', not the
 template's 'one GPU per run', which a CPU campaign printed too) and hb/4/where (the
 estimator of the campaign's design, paired here: 'geometric means of the per-block
-ratios'); no other key changed."""
+ratios'); no other key changed. Then for the rules in their own words (#39), all four:
+hb/N/rule quotes each rule as the paper's box states it (the paraphrase from memory had
+swapped rules 7 and 8), and hb/7/status, hb/7/where and hb/8/status, hb/8/where trade
+places (rule 7 is the sound comparison, met by the named test; rule 8 the choice of mean,
+median or percentiles, met by a latency table); the files were edited key by key and then
+matched by this test's build from the raw records; no other key changed."""
 
 from __future__ import annotations
 
