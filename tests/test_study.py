@@ -627,3 +627,58 @@ def test_the_h100_study_lists_every_committed_campaign_in_or_out():
                  if not p.parent.name.startswith("study-")}
     assert committed - listed == set(), "add these to config/study-h100.yaml"
     assert all(e["why"].strip() for e in meta["excluded"])
+
+
+def test_an_authors_count_the_records_contradict_stops_the_build(tmp_path):
+    """Issue #39: the authors' own text states counts through \\ctxexpect (paper/study.tex);
+    planted, a text expecting 4 equivalent comparisons where the records give 3 stops
+    LaTeX with a message naming the key, and the true count builds."""
+    source = (REPO / "paper" / "study.tex").read_text()
+    start = source.index("\\newcommand{\\ctxexpect}")
+    define = source[start:source.index("\\fi}", start) + len("\\fi}")]
+    preamble = (
+        "\\documentclass{article}\n\\makeatletter\n"
+        "\\newcommand{\\ctxdef}[2]{\\expandafter\\def\\csname ctx@#1\\endcsname{#2}}\n"
+        "\\newcommand{\\ctx}[1]{\\csname ctx@#1\\endcsname}\n\\makeatother\n"
+        "\\ctxdef{studyVerdictEquivalent}{3}\n" + define + "\n\\begin{document}\n")
+    for expect, ok in (("3", True), ("4", False)):
+        doc = tmp_path / f"expect{expect}.tex"
+        doc.write_text(preamble + f"\\ctxexpect{{studyVerdictEquivalent}}{{{expect}}}"
+                       "Words.\n\\end{document}\n")
+        out = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error",
+                              doc.name], cwd=tmp_path, capture_output=True, text=True)
+        assert (out.returncode == 0) is ok, out.stdout[-1500:]
+        if not ok:
+            flat = " ".join(out.stdout.split())
+            assert "expects studyVerdictEquivalent = 4, the records give 3" in flat
+
+
+def test_the_pooled_threats_carry_each_campaigns_own_from_its_records():
+    """Issue #39: the study's threats pool what each campaign paper states from its records
+    (clocks lowered, the host's software, random weights, several GPUs and a split block,
+    image ids), naming the campaigns; planted per campaign, absent where not planted."""
+    def summary(name, threats, image_ids=("a",), images=("img:1",)):
+        return {"campaign": name, "where": "", "thermal": [], "threats": threats,
+                "system": {"image_id": list(image_ids), "image": list(images)},
+                "quality": {"aa_status": "ok", "aa_metrics": {}}}
+
+    tex = ct_study.threats_tex([
+        summary("camp-a", {"clocks": "power cap: 42 to 45 %", "host_dirs": "/usr, /opt",
+                           "random_weights": True, "n_gpus": 3, "blocks_split": True},
+                image_ids=("a", "b", "c")),
+        summary("camp-b", {"clocks": "", "host_dirs": "", "random_weights": False,
+                           "n_gpus": 1, "blocks_split": False},
+                image_ids=("x", "y"), images=("one:1", "two:1")),
+    ])
+    flat = " ".join(tex.split())
+    assert "in \\texttt{camp-a}, power cap: 42 to 45 %" in flat
+    assert "In \\texttt{camp-a} the container runs the host's own software (/usr, /opt" in flat
+    assert "[Random weights.] In \\texttt{camp-a} the language models" in flat
+    assert "\\texttt{camp-a} ran its blocks on 3 GPUs, and at least one block was split" in flat
+    assert "\\texttt{camp-a} the container image kept its name but took 3 ids" in flat
+    assert "\\texttt{camp-b} the container images had 2 ids" in flat
+    assert "camp-b}, power" not in flat and "camp-b} ran its blocks" not in flat
+    quiet = ct_study.threats_tex([summary("camp-c", {})])
+    for item in ("Clocks lowered", "Random weights", "Several GPUs", "Image ids",
+                 "What the container isolates"):
+        assert item not in quiet

@@ -246,7 +246,30 @@ def summarize(study: Study, name: str) -> dict[str, Any]:
         "kept": str(c.paths.kept), "thermal": thermal_of(c.paths.quality),
         "findings": str(c.paths.findings),
         "where": where_of(c),
+        "threats": threat_facts(c),
     }
+
+
+def threat_facts(campaign: ct_config.Campaign) -> dict[str, Any]:
+    """What the campaign paper's threats section states from the records, for the study's
+    pooled threats: clocks lowered inside the measured windows, the host's software in the
+    container, random weights, how many GPUs ran the blocks and whether a block was split
+    between them (publishing/design_values.py, the campaign paper's own values)."""
+    from containertax.publishing import design_values as dv
+    from containertax.statistics.aggregate import tidy
+
+    if campaign.is_import:
+        return {}
+    runs = tidy(campaign.root)
+    design = dv.design_values(campaign, runs)
+    path = campaign.paths.quality
+    report = json.loads(path.read_text()) if path.is_file() else {"findings": []}
+    clocks = dv.clock_values(report)
+    return {"clocks": clocks["clock-throttle-words"] if clocks["clock-throttled"] else "",
+            "host_dirs": (design["container-host-dirs"]
+                          if design["container-host-software"] else ""),
+            "random_weights": bool(design["random-weights"]),
+            "n_gpus": int(design["n-gpus"]), "blocks_split": bool(design["blocks-split"])}
 
 
 def thermal_of(path: Path) -> list[dict[str, Any]]:
@@ -602,8 +625,14 @@ def numbers(study: Study, table: pd.DataFrame, alpha: float,
     not_bare = [s for s in summaries if s.get("where")]
     values["studyRefNotBare"] = len(not_bare)
     values["studyRefNotBareCampaigns"] = _names([s["campaign"] for s in not_bare]) or "--"
-    values["studyRefWhere"] = ("its processes ran " + "; ".join(dict.fromkeys(
-        s["where"] for s in not_bare))) if not_bare else "--"
+    # one sentence per distinct set-up, naming its campaigns (two campaigns' set-ups are
+    # never fused into one clause)
+    where: dict[str, list[str]] = {}
+    for s in not_bare:
+        where.setdefault(s["where"], []).append(s["campaign"])
+    values["studyRefWhere"] = " ".join(
+        (f"Its processes ran {w}." if len(where) == 1 else
+         f"In {_names(names)} its processes ran {w}.") for w, names in where.items()) or "--"
     values["studyFactorsAll"] = sum(state == 2 for state, _ in shared.values())
     values["studyFactorsSome"] = sum(state == 1 for state, _ in shared.values())
     return values
@@ -818,13 +847,13 @@ def findings_tex(table: pd.DataFrame, reg: dict[str, Any]) -> tuple[str, int]:
     return "\n".join(items) + "\n", len(items)
 
 
-def beyond_summary(study: Study, summaries: list[dict[str, Any]]) -> str:
-    """The campaigns' findings beyond the family for the abstract, grouped by metric, family
-    and verdict: 'start-up latency (secondary): overhead in 6 comparisons of 3 campaigns,
-    $+204.0$ to $+262.2$\\,\\%' (each estimate as its campaign paper prints it)."""
+def _beyond_groups(study: Study, summaries: list[dict[str, Any]]
+                   ) -> dict[tuple[str, str, str, str, str], list[tuple[str, str, float]]]:
+    """The campaigns' abstract findings beyond the family, grouped by metric (its id and its
+    words), family (id and words) and verdict: (campaign, printed estimate, relative)."""
     from containertax.statistics import findings as fd
 
-    groups: dict[tuple[str, str, str], list[tuple[str, str, float]]] = {}
+    groups: dict[tuple[str, str, str, str, str], list[tuple[str, str, float]]] = {}
     for s in summaries:
         text_columns = ("text_est", "verdict")
         table = pd.read_csv(s["findings"], dtype=dict.fromkeys(text_columns, str))
@@ -834,13 +863,22 @@ def beyond_summary(study: Study, summaries: list[dict[str, Any]]) -> str:
                       & (table["kind"] == "comparison")]
         reg = registry(s.get("define_metrics"))
         for r in table.to_dict("records"):
-            key = (tables.in_prose(reg.get(r["metric"]), r["metric"]),
-                   fd.FAMILY_WORDS.get(r["family"], r["family"]), str(r["verdict"]))
+            key = (str(r["metric"]), tables.in_prose(reg.get(r["metric"]), r["metric"]),
+                   str(r["family"]), fd.FAMILY_WORDS.get(r["family"], r["family"]),
+                   str(r["verdict"]))
             groups.setdefault(key, []).append((s["campaign"], str(r["text_est"]),
                                                float(r.get("rel_overhead", math.nan))))
-    parts = []
-    for (metric, family, verdict), found in groups.items():
+    for found in groups.values():
         found.sort(key=lambda x: x[2])
+    return groups
+
+
+def beyond_summary(study: Study, summaries: list[dict[str, Any]]) -> str:
+    """The campaigns' findings beyond the family for the abstract, grouped by metric, family
+    and verdict: 'start-up latency (secondary): overhead in 6 comparisons of 3 campaigns,
+    $+204.0$ to $+262.2$\\,\\%' (each estimate as its campaign paper prints it)."""
+    parts = []
+    for (_, metric, _, family, verdict), found in _beyond_groups(study, summaries).items():
         n, campaigns = len(found), len({c for c, _, _ in found})
         where = (f" in {n} comparisons of {campaigns} campaigns" if campaigns > 1 else
                  f" in {n} comparisons" if n > 1 else "")
@@ -849,6 +887,19 @@ def beyond_summary(study: Study, summaries: list[dict[str, Any]]) -> str:
         parts.append(f"{texts.tex(metric)} ({texts.tex(family)}): {texts.tex(verdict)}"
                      f"{where}, {size}")
     return "; ".join(parts)
+
+
+def beyond_values(study: Study, summaries: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each group of beyond_summary as values an author's text can print and expect
+    (\\ctx{studyBeyond/METRIC/FAMILY/VERDICT/n}, .../campaigns, .../low, .../high; ids as
+    in the campaigns' tables, e.g. studyBeyond/startup_s/secondary/overhead/n)."""
+    out: dict[str, Any] = {}
+    for (metric, _, family, _, verdict), found in _beyond_groups(study, summaries).items():
+        key = f"studyBeyond/{metric}/{family}/{verdict}".replace(" ", "-")
+        out[f"{key}/n"] = len(found)
+        out[f"{key}/campaigns"] = len({c for c, _, _ in found})
+        out[f"{key}/low"], out[f"{key}/high"] = found[0][1], found[-1][1]
+    return out
 
 
 def campaign_findings_tex(study: Study, summaries: list[dict[str, Any]]) -> tuple[str, int]:
@@ -908,6 +959,43 @@ def threats_tex(summaries: list[dict[str, Any]]) -> str:
                      "temperature or the time since the last run, per campaign, " + counts
                      + ". The counterbalanced order balances them over the environments only "
                      "in expectation.")
+    facts = {s["campaign"]: s.get("threats") or {} for s in summaries}
+    clocks = [(c, f["clocks"]) for c, f in facts.items() if f.get("clocks")]
+    if clocks:
+        items.append("\\item[Clocks lowered while measuring.] NVML reported the GPU's clocks "
+                     "lowered inside the measured windows: " + "; ".join(
+                         f"in \\texttt{{{texts.tex(c)}}}, {words}" for c, words in clocks)
+                     + ". The numbers hold at these clocks, not at the GPU's full clocks.")
+    hosted = [c for c, f in facts.items() if f.get("host_dirs")]
+    if hosted:
+        dirs = sorted({facts[c]["host_dirs"] for c in hosted})
+        items.append(f"\\item[What the container isolates.] In {names(hosted)} the container "
+                     f"runs the host's own software ({'; '.join(dirs)} from the host), so the "
+                     "comparison isolates namespaces and cgroups; a container with its own "
+                     "CUDA and framework builds would add the difference of those builds.")
+    random = [c for c, f in facts.items() if f.get("random_weights")]
+    if random:
+        items.append(f"\\item[Random weights.] In {names(random)} the language models ran "
+                     "with random weights and a fixed number of output tokens; loading real "
+                     "checkpoints would add file-system traffic that these designs do not "
+                     "measure.")
+    several = [(c, f["n_gpus"], f.get("blocks_split")) for c, f in facts.items()
+               if f.get("n_gpus", 0) > 1]
+    if several:
+        items.append("\\item[Several GPUs.] " + "; ".join(
+            f"\\texttt{{{texts.tex(c)}}} ran its blocks on {n} GPUs"
+            + (", and at least one block was split between GPUs" if split else "")
+            for c, n, split in several) + ": a GPU's own speed is part of the noise, and of a "
+            "comparison's difference wherever a block was split.")
+    images = [(s["campaign"], len(s["system"].get("image_id", [])),
+               len(s["system"].get("image", []))) for s in summaries
+              if len(s["system"].get("image_id", [])) > 1]
+    if images:
+        items.append("\\item[Image ids.] " + "; ".join(
+            f"In \\texttt{{{texts.tex(c)}}} the container "
+            + (f"image kept its name but took {n} ids" if names_ == 1 else f"images had {n} ids")
+            + " over the runs" for c, n, names_ in images) + ": a difference between those "
+            "images would be confounded with the blocks that used each.")
     aa = [s["campaign"] for s in summaries if s["quality"]["aa_status"] == "none"]
     if aa:
         items.append(f"\\item[No A/A control.] {names(aa)} ran no A/A replica, so the "
@@ -941,6 +1029,7 @@ def paper_parts(study: Study, summaries: list[dict[str, Any]], table: pd.DataFra
             "threats.tex": threats_tex(summaries), "beyond.tex": beyond}, {
                 "studyBeyondCount": n_beyond,
                 "studyBeyondSummary": beyond_summary(study, summaries) or "--",
+                **beyond_values(study, summaries),
                 **meta_values(study), "studyPriorCount": n_prior,
                 "studyPriorRows": prior_rows or "--",
                 "studyFindingCount": n_found, "studyHasForest": forest,
