@@ -136,9 +136,7 @@ STUDY_CODE = [
 
 # the author's own text files (study.introduction_file, discussion_file, conclusion_file):
 # editing one rebuilds the paper
-AUTHORED = [
-    STUDY.meta[key] for key in ct_study.AUTHOR_FILES if STUDY.meta.get(key)
-]
+AUTHORED = [STUDY.meta[key] for key in ct_study.AUTHOR_FILES if STUDY.meta.get(key)]
 
 
 def study_path(template, **fill):
