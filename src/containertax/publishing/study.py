@@ -991,8 +991,8 @@ def threats_tex(summaries: list[dict[str, Any]]) -> str:
                len(s["system"].get("image", []))) for s in summaries
               if len(s["system"].get("image_id", [])) > 1]
     if images:
-        items.append("\\item[Image ids.] " + "; ".join(
-            f"In \\texttt{{{texts.tex(c)}}} the container "
+        items.append("\\item[Image ids.] In " + "; in ".join(
+            f"\\texttt{{{texts.tex(c)}}} the container "
             + (f"image kept its name but took {n} ids" if names_ == 1 else f"images had {n} ids")
             + " over the runs" for c, n, names_ in images) + ": a difference between those "
             "images would be confounded with the blocks that used each.")
