@@ -682,3 +682,25 @@ def test_the_pooled_threats_carry_each_campaigns_own_from_its_records():
     for item in ("Clocks lowered", "Random weights", "Several GPUs", "Image ids",
                  "What the container isolates"):
         assert item not in quiet
+
+
+def test_the_study_forest_prints_each_interval_beside_its_row(tmp_path):
+    """Issue #39: an interval of a few tenths of a per cent is a dot on an axis of tens;
+    the forest figure prints each row's estimate and interval as the study table does, and
+    names the one environment once, in the axis label."""
+    from containertax.workloads.metric_registry import registry
+
+    table = pd.DataFrame([
+        {"campaign": "camp-a", "model": "llama", "metric": "token_throughput",
+         "environment": "docker", "rel_overhead": -0.0001, "rel_ci_low": -0.0018,
+         "rel_ci_high": 0.0016},
+        {"campaign": "camp-b", "model": "qwen", "metric": "token_throughput",
+         "environment": "docker", "rel_overhead": -0.06, "rel_ci_low": -0.253,
+         "rel_ci_high": 0.184}])
+    out = tmp_path / "forest.pdf"
+    assert ct_study.forest_figure(table, registry(), 0.05, out)
+    text = subprocess.run(["pdftotext", str(out), "-"], capture_output=True,
+                          text=True).stdout
+    flat = " ".join(text.split())
+    assert "-0.01 [-0.18, +0.16]" in flat and "-6.0 [-25.3, +18.4]" in flat
+    assert "Relative difference of docker from its reference" in flat

@@ -112,13 +112,18 @@ def distributions(runs: pd.DataFrame, panels: list[Panel], envs: list[str],
     return True
 
 
-def forest(d: pd.DataFrame, labels: list[str], margin: float, path: Path) -> bool:
+def forest(d: pd.DataFrame, labels: list[str], margin: float, path: Path,
+           values: list[str] | None = None, xlabel: str = "Relative difference (%)") -> bool:
     """Relative differences with their intervals, one row per comparison (labels[i] names
     row i), the equivalence margin as a band: +-log(1 + m) on the log scale is the ratio
-    band [1/(1 + m) - 1, m] (-4.76 % to +5 % at m = 0.05)."""
+    band [1/(1 + m) - 1, m] (-4.76 % to +5 % at m = 0.05). values[i], where given, is row
+    i's estimate and interval as the tables print them, at the right: an interval of a few
+    tenths of a per cent on an axis of tens is a dot, and its numbers say what it is."""
     if d.empty:
         return False
-    fig, ax = plt.subplots(figsize=(WIDTH, 0.34 * len(d) + 0.9), layout="constrained")
+    lines = max((label.count("\n") + 1 for label in labels), default=1)
+    fig, ax = plt.subplots(figsize=(WIDTH, (0.34 + 0.16 * (lines - 1)) * len(d) + 0.9),
+                           layout="constrained")
     y = np.arange(len(d))[::-1]
     est = 100 * d["rel_overhead"].to_numpy(float)
     lo = 100 * d["rel_ci_low"].to_numpy(float)
@@ -130,12 +135,18 @@ def forest(d: pd.DataFrame, labels: list[str], margin: float, path: Path) -> boo
                 ms=3.5, capsize=2, color="C0")
     ax.set_yticks(y, labels)
     ax.set_ylim(-0.7, len(d) - 0.3)
+    if values is not None:
+        right = ax.twinx()
+        right.set_ylim(ax.get_ylim())
+        right.set_yticks(y, values)
+        right.tick_params(axis="y", length=0)
+        right.grid(False)
     # limits: zero, the margin band and every interval, with room on both sides
     ends = np.concatenate([lo, hi, est, [*band, 0.0]])
     ends = ends[np.isfinite(ends)]
     span = max(ends.max() - ends.min(), 1.0)
     ax.set_xlim(ends.min() - 0.12 * span, ends.max() + 0.12 * span)
-    ax.set_xlabel("Relative difference (%)", loc="right")  # never past the edge
+    ax.set_xlabel(xlabel, loc="right")  # never past the edge
     _save(fig, path)
     return True
 

@@ -783,10 +783,22 @@ def forest_figure(table: pd.DataFrame, reg: dict[str, Any], margin: float, path:
 
     if table.empty:
         return False
-    labels = [f"{r['campaign']}: {r['model']}, {r['environment']}, "
-              f"{tables.in_prose(reg.get(r['metric']), r['metric'])}"
-              for r in table.to_dict("records")]
-    return figures.forest(table, labels, margin, path)
+    rows = table.to_dict("records")
+    envs = sorted({str(r["environment"]) for r in rows})
+    one = len(envs) == 1  # the environment then goes once into the axis label
+    # two lines a row (campaign and model, then what was compared): one line took half the
+    # width and left the intervals a narrow strip
+    labels = [f"{r['campaign']}: {r['model']}\n"
+              + ("" if one else f"{r['environment']}, ")
+              + tables.in_prose(reg.get(r["metric"]), r["metric"]) for r in rows]
+    values = []
+    for r in rows:
+        est, low, high = (t.strip("$").replace("{", "").replace("}", "")
+                          for t in tables.rel_texts(r))
+        values.append(f"{est} [{low}, {high}]" if "--" not in (low, high) else est)
+    xlabel = (f"Relative difference of {envs[0]} from its reference (%)" if one
+              else "Relative difference (%)")
+    return figures.forest(table, labels, margin, path, values, xlabel)
 
 
 def paired_figures(study: Study, out_dir: Path) -> list[tuple[str, str, bool]]:
