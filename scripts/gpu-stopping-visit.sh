@@ -30,6 +30,6 @@ done
 if [ -d "$root/interim" ]; then cp -r "$root/interim" "$visit/"; fi
 cp "$workdir/visit.log" "$visit/" 2>/dev/null || true
 if [ -n "${OUT:-}" ]; then
-  tar czf "$OUT/campaign.tgz" -C "$root" --exclude=work --exclude=compile-cache --exclude=ledger.lock --exclude=hashes.lock . 2>/dev/null
+  tar czf "$OUT/campaign.tgz" -C "$root" --exclude=work --exclude=compile-cache --exclude=compile-cache-arms --exclude=ledger.lock --exclude=hashes.lock . 2>/dev/null
   cp "$workdir/visit.log" "$OUT/" 2>/dev/null
 fi

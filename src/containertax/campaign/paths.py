@@ -60,6 +60,10 @@ RESOLVED = "config.resolved.json"
 PIN = "campaign.pin.json"
 BASELINE = "thermal-baseline.json"  # idle temperature for thermal.cooldown: adaptive
 COMPILE_CACHE = "compile-cache"  # torch.compile's caches, shared by every environment
+# a model's own compile-cache arm (models[].compile_cache: cold, per_environment): the
+# folder its runs see, the same path in every environment, and each environment's saved copy
+COMPILE_CACHE_ARM = "compile-cache-arms/{model}/live"
+COMPILE_CACHE_SAVED = "compile-cache-arms/{model}/saved/{environment}"
 PREFLIGHT = "preflight/{environment}.json"
 ROOTFS = "rootfs/{image}"
 ROOTFS_MARKER = "rootfs/{image}.image.json"
@@ -324,6 +328,15 @@ class CampaignPaths:
     def compile_cache(self) -> Path:
         """torch.compile's caches, bound at the same place in every environment."""
         return self.root / COMPILE_CACHE
+
+    def compile_cache_arm(self, model: str) -> Path:
+        """The compile cache a model with its own arm (cold, per_environment) runs with:
+        one path for every environment, so that a path never tells them apart."""
+        return self.at(COMPILE_CACHE_ARM, model=model)
+
+    def compile_cache_saved(self, model: str, environment: str) -> Path:
+        """An environment's own primed cache of a per_environment model, between runs."""
+        return self.at(COMPILE_CACHE_SAVED, model=model, environment=environment)
 
     def preflight(self, environment: str) -> Path:
         return self.at(PREFLIGHT, environment=environment)

@@ -28,6 +28,7 @@ from containertax.core import rawrecord, records
 from containertax.core.cell import Cell
 from containertax.core.metric import Metric
 from containertax.execution import (
+    compilecache,
     environments,
     hostmemory,
     memorychain,
@@ -169,9 +170,10 @@ def _run_locked(campaign: Campaign, cell: Cell, paths: CellPaths, gate_path: Pat
     work = campaign.paths.work(info["attempt"]).resolve()
     label = f"{cell.model}/{cell.environment}/rep{paths.label}"
     timeout_s = params["timeout_s"]  # the model's own, else workload.timeout_s
-    # compiled once per campaign: the cache is shared by every run and environment
-    cache = (campaign.paths.compile_cache.resolve()
-             if workloads.uses_compile_cache(kind, params) else None)
+    # the compile cache by the model's declared arm (shared: compiled once per campaign,
+    # loaded by every later run of any environment; cold; per_environment)
+    cache, cache_state = (compilecache.prepare(campaign, cell.model, cell.environment, params)
+                          if workloads.uses_compile_cache(kind, params) else (None, None))
     sensor = sensor_for(campaign, lane)
     gpu = lane_gpu(lane, sensor)
     # configured lanes: the process sees only the lane's GPU and cores
@@ -193,6 +195,9 @@ def _run_locked(campaign: Campaign, cell: Cell, paths: CellPaths, gate_path: Pat
                                             campaign, cell.environment, kind),
                                         **visible)
     outcome = launched.outcome
+    if cache_state is not None:
+        compilecache.finish(campaign, cell.model, cell.environment, params)
+        memory["compile_cache"] = cache_state
     memory["after_kib"] = hostmemory.meminfo()
     full = disk_full_line(outcome.output)
     if full is not None:  # one line, not the process's traceback twice around it

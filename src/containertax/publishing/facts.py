@@ -119,6 +119,11 @@ def _value_words(value: str | int | float) -> str:
     return _VALUE_WORDS.get(str(value), str(value))
 
 
+CACHE_ARM_WORDS = {"shared": "shared by every environment",
+                   "cold": "emptied before every run",
+                   "per_environment": "one per environment"}
+
+
 def workload_row(rec: dict[str, Any]) -> dict[str, str]:
     from containertax import workloads
 
@@ -139,6 +144,12 @@ def workload_row(rec: dict[str, Any]) -> dict[str, str]:
                         f"{cfg.get('num_hidden_layers', '?')} layers, hidden size "
                         f"{cfg.get('hidden_size', '?')}"
                      + (f", {n / 1e9:.2f}\u00a0B parameters" if n else ""))
+    # the compile-cache arm the run declared (models[].compile_cache, issue #40; a record
+    # from before the arms holds none, and its campaign shared one cache)
+    arm = (((rec.get("memory") or {}).get("compile_cache") or {}).get("arm")
+           or recorded.get("compile_cache"))
+    if arm:
+        parts.append(f"compile cache {CACHE_ARM_WORDS.get(str(arm), str(arm))}")
     kind = workloads.REGISTRY.get(w["kind"])  # its words as the kind declares them
     return {"model": rec["cell"]["model"], "kind": kind.words if kind and kind.words else w["kind"],
             "params": "; ".join(parts) or "defaults",

@@ -52,7 +52,7 @@ def _int_problem(where: Where, key: str, value: Any, minimum: int) -> str | None
 # Keys a model entry may set beyond its kind's defaults: what it says of itself, and the
 # parameters without a default (each kind's `required`). Any other key was silently ignored
 # (a model-level typo, a setting of another kind): now it is an error naming the key.
-ANY_KIND = frozenset({"kind", "timeout_s", "description", "page_cache"})
+ANY_KIND = frozenset({"kind", "timeout_s", "description", "page_cache", "compile_cache"})
 
 
 def known_keys(kind: str) -> set[str]:
