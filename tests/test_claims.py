@@ -5,6 +5,7 @@ caught, and the sentence as the paper now renders it passes; and the abstract's 
 from __future__ import annotations
 
 from containertax.publishing import review
+from tests.conftest import REPO
 
 WORDS = {"token_throughput": "token throughput",
          "compute_time_median_s": "compute time per product"}
@@ -110,3 +111,52 @@ def test_a_container_finding_the_replica_matched_is_said_so():
     assert paper_values.replica_moved(table(0.075), docker)
     assert not paper_values.replica_moved(table(0.01), docker)
     assert not paper_values.replica_moved(table(-0.075), docker)
+
+
+# --- the audit of h200-stopping-hsd's paper (results/h200-stopping-hsd), sentence by
+# sentence against its records: each contradiction found, planted and shown to follow ---
+
+def _typeset(tmp_path, body: str) -> str:
+    """A body of main.tex's macros typeset (the generated values set in it by \\ctxdef),
+    as pdftotext reads it: one line of words."""
+    import shutil
+    import subprocess
+
+    import pytest
+
+    if shutil.which("latexmk") is None or shutil.which("pdftotext") is None:
+        pytest.skip("needs TeX Live and poppler-utils")
+    header = ("\\documentclass{article}\\pagestyle{empty}\\makeatletter"
+              "\\newcommand{\\ctxdef}[2]{\\expandafter\\def\\csname ctx@#1\\endcsname{#2}}"
+              "\\newcommand{\\ctx}[1]{\\csname ctx@#1\\endcsname}"
+              "\\newcommand{\\ifctx}[1]{\\ifnum\\ctx{#1}=1 \\expandafter\\@firstoftwo"
+              "\\else\\expandafter\\@secondoftwo\\fi}\\makeatother"
+              "\\newcommand{\\numword}[1]{\\ifcase#1 zero\\or one\\or two\\or three\\else"
+              " #1\\fi}\n")
+    (tmp_path / "main.tex").write_text(header + "\\begin{document}\n" + body
+                                       + "\n\\end{document}\n")
+    subprocess.run(["latexmk", "-pdf", "-interaction=nonstopmode", "-halt-on-error",
+                    "main.tex"], cwd=tmp_path, capture_output=True, timeout=300, check=True)
+    return " ".join(subprocess.run(["pdftotext", "main.pdf", "-"], cwd=tmp_path, check=True,
+                                   capture_output=True, text=True).stdout.split())
+
+
+def test_the_findings_section_says_what_the_abstract_names(tmp_path):
+    """h200-stopping-hsd: the abstract states the start-up cost in seconds and names no
+    other finding; the findings section said 'the abstract names none of them, whose cost
+    it gives in seconds', as if the abstract named none. Each case of f-shown/f-said."""
+    import re
+
+    lead = re.search(r"These comparisons beyond the headline met it, .*?\):",
+                     (REPO / "paper" / "main.tex").read_text(), re.S).group(0)
+    cases = {(0, 1): "(the abstract names none of them other than the start-up latency, "
+                     "whose cost it gives in seconds):",
+             (0, 0): "(the abstract names none of them):",
+             (1, 1): "(the abstract names the largest other than the start-up latency, "
+                     "whose cost it gives in seconds):",
+             (2, 0): "(the abstract names the two largest):"}
+    body = "\n\n".join(f"\\ctxdef{{f-shown}}{{{shown}}}\\ctxdef{{f-said}}{{{said}}}{lead}"
+                       for shown, said in cases)
+    text = _typeset(tmp_path, body)
+    for expected in cases.values():
+        assert expected in text, text
