@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from containertax.publishing import review
 from tests.conftest import REPO
+from tests.test_referee import analysed  # noqa: F401  (the demo's paired runs, analysed)
 
 WORDS = {"token_throughput": "token throughput",
          "compute_time_median_s": "compute time per product"}
@@ -160,3 +161,33 @@ def test_the_findings_section_says_what_the_abstract_names(tmp_path):
     text = _typeset(tmp_path, body)
     for expected in cases.values():
         assert expected in text, text
+
+
+def test_the_paired_figure_names_the_interval_it_draws(analysed, monkeypatch):  # noqa: F811
+    """h200-stopping-hsd's Figure 1 drew each model's repeated-look adjusted interval (its
+    caption said so) under the legend 'estimate, 95 % interval'. Planted: the demo's
+    comparisons as the looks' (a look, its estimate and adjusted interval); the legend
+    names the adjusted interval, and without a look the 95 % one."""
+    from containertax.publishing import discussion, figures
+
+    campaign, runs, results = analysed["campaign"], analysed["runs"], analysed["results"]
+    pairs = [("n256", "compute_time_s")]
+    looked = results.assign(estimate=results["rel_overhead"], ci_low=results["rel_ci_low"] * 2,
+                            ci_high=results["rel_ci_high"] * 2, look=3.0)
+    legends: list[str] = []
+
+    def keep(fig, path) -> None:
+        legends.extend(t.get_text() for legend in fig.legends for t in legend.get_texts())
+
+    monkeypatch.setattr(figures, "_save", keep)
+    for table, words in ((looked, "estimate, repeated-look adjusted interval"),
+                         (results, "estimate, 95 % interval")):
+        legends.clear()
+        rows = discussion.paired_rows(campaign, runs, table, pairs, True)
+        assert rows and figures.paired_differences(rows, "x", REPO / "unused.pdf")
+        assert words in legends, legends
+    # the absolute start-up panels keep their 95 % t interval
+    rows = discussion.paired_rows(campaign, runs, looked, [("n256", "startup_s")], False)
+    assert figures.interval_legend(rows) == "estimate, 95 % interval"
+    assert figures.interval_legend([{"interval": "a"}, {"interval": "b"}]) == (
+        "estimate, interval (see caption)")

@@ -384,17 +384,23 @@ def paired_rows(campaign: Campaign, runs: pd.DataFrame, results: pd.DataFrame | 
                         else ("rel_overhead", "rel_ci_low", "rel_ci_high"))
                 est, lo, hi = ((100 * float(r.iloc[0][k]) for k in keys)
                                if not r.empty else (math.nan,) * 3)
+                # the legend names the interval drawn: a look's is not a 95 % interval
+                look = r.iloc[0].get("look") if keys[0] == "estimate" else None
+                interval = ("repeated-look adjusted interval"
+                            if look is not None and look == look and str(look) != ""
+                            else "95 % interval")
             else:
                 diffs = d["diff"].to_numpy(float)
                 est = float(diffs.mean())
                 half = (stats.t.ppf(0.975, len(diffs) - 1) * diffs.std(ddof=1)
                         / math.sqrt(len(diffs))) if len(diffs) > 1 else math.nan
                 lo, hi = est - half, est + half
+                interval = "95 % interval"
             name = f"{model}, {env}" if label is None else label(model, env, metric)
             if env in campaign.replicas:
                 name += " (A/A)"
             out.append({"label": name, "diffs": diffs, "compiled": compiled,
-                        "est": est, "lo": lo, "hi": hi})
+                        "est": est, "lo": lo, "hi": hi, "interval": interval})
     return out
 
 
