@@ -113,7 +113,13 @@ hl/N/base, hl/N/n, hl/N/ref, hl-bases, hb-count, hb/N/*); two texts of the check
 changed, hb/2/where (the hardware the records show, '1 GPU: NVIDIA H100 80GB HBM3', not the
 template's 'one GPU per run', which a CPU campaign printed too) and hb/4/where (the
 estimator of the campaign's design, paired here: 'geometric means of the per-block
-ratios'); no other key changed."""
+ratios'); no other key changed. Then for the claims audit of h200-stopping-hsd (#39: 'at
+most 19 % of their gap' from a point estimate), all four regenerated: sani-startup-share is
+the upper end of the paired 95 % t interval of the start-up difference of the models that
+ran Sani et al.'s product over their gap (h100 17 -> 21: matmul-10k's interval reaches
+0.212 s of 1.03 s), '--' where no model did (h100-matmul, h100-engine, h100-engine-gqa:
+20, 21, 23 -> '--', never printed there); one new key, sani-startup-bounded (1 on h100,
+else 0); no other key changed."""
 
 from __future__ import annotations
 
