@@ -269,3 +269,46 @@ def test_a_looks_minimum_detectable_effect_is_at_the_looks_level(analysed, monke
     same = results[(results.metric == "startup_s") & (results.environment == "docker")]
     assert other["mde_rel"] == same.iloc[0]["mde_rel"]
 
+
+CACHE_CLAIM = ("compile cache at the same path", "compile cache at its host path",
+               "compile cache at its own host path")
+
+
+def cache_claim_problems(raw: dict, environments: list[dict]) -> list[str]:
+    """A config's paper text (introduction, abstract lead, question) that puts the compile
+    cache in the container at its host path, where no record's container mounts it."""
+    paper = raw.get("paper") or {}
+    text = " ".join(" ".join(str(paper.get(k) or "").split())
+                    for k in ("introduction", "abstract_lead", "question"))
+    said = [claim for claim in CACHE_CLAIM if claim in text]
+    mounted = any("compile-cache folder" in env.get("mounts", "") for env in environments)
+    return [f"{raw.get('campaign')}: the paper says '{said[0]}', no record mounts it"] \
+        if said and not mounted else []
+
+
+def test_no_committed_paper_puts_a_compile_cache_its_records_do_not_mount():
+    """h200-stopping-hsd's introduction said its container ran 'with the compile cache at
+    the same path'; its records' volumes hold the probe, the work folder and the host's
+    /usr, /opt, /etc and /usr/local/nvidia, no compile cache. Planted: that text on those
+    records is caught; h100-warmup's docker-hostpath, which mounts it, is not."""
+    import subprocess
+
+    import yaml
+
+    from containertax.publishing import facts
+
+    def envs(campaign: str) -> list[dict]:
+        return facts.from_records(REPO / "results" / campaign)["environments"]
+
+    assert any("/usr" in env["mounts"] for env in envs("h200-stopping-hsd"))
+    now = yaml.safe_load((REPO / "config" / "h200-stopping-hsd.yaml").read_text())
+    assert cache_claim_problems(now, envs("h200-stopping-hsd")) == []
+    before = yaml.safe_load(subprocess.run(
+        ["git", "show", "124ad88:config/h200-stopping-hsd.yaml"], cwd=REPO, check=True,
+        capture_output=True, text=True).stdout)
+    assert cache_claim_problems(before, envs("h200-stopping-hsd")) == [
+        "h200-stopping-hsd: the paper says 'compile cache at the same path', no record "
+        "mounts it"]
+    hostpath = {"campaign": "x", "paper": {"introduction": "with the compile cache at its "
+                                                           "host path"}}
+    assert cache_claim_problems(hostpath, envs("h100-warmup")) == []
