@@ -119,7 +119,10 @@ the upper end of the paired 95 % t interval of the start-up difference of the mo
 ran Sani et al.'s product over their gap (h100 17 -> 21: matmul-10k's interval reaches
 0.212 s of 1.03 s), '--' where no model did (h100-matmul, h100-engine, h100-engine-gqa:
 20, 21, 23 -> '--', never printed there); one new key, sani-startup-bounded (1 on h100,
-else 0); no other key changed."""
+else 0); no other key changed. Then for h200-factorial's audit (#39: a campaign of Docker
+set-ups only printed 'native versus containerised execution'), all four regenerated: one
+new key, has-native (1 in all four: each has a native environment); no other key
+changed."""
 
 from __future__ import annotations
 

@@ -270,6 +270,12 @@ def prior_values(campaign: Campaign, runs: pd.DataFrame, results: pd.DataFrame |
             answer = "this paper re-analyses these values (Section~\\ref{sec:discussion})"
         elif campaign.is_import:
             answer = "not measured in this re-analysis (an imported study)"
+        elif p["answer"] in ("headline", "startup") and not native_reference(campaign):
+            # a prior result is a container against native execution: a campaign whose
+            # reference is itself a container (h200-factorial's Docker base) measured
+            # another quantity, never 'its answer'
+            answer = (f"not measured here (the reference, {texts.tex(campaign.reference)}, "
+                      "is not native execution)")
         elif p["answer"] == "startup" and start["startup-cost-has"]:
             lo, hi = start["startup-cost-min"], start["startup-cost-max"]
             answer = (f"start-up {lo if lo == hi else f'{lo}--{hi}'}\\,s a run; "
@@ -312,6 +318,12 @@ def prior_values(campaign: Campaign, runs: pd.DataFrame, results: pd.DataFrame |
     start.pop("startup-cost-maxv", None)
     v.pop("startup-cost-maxv", None)
     return v
+
+
+def native_reference(campaign: Campaign) -> bool:
+    """Whether the campaign's reference ran natively (its kind), as the prior results'
+    references did."""
+    return not campaign.is_import and campaign.environment(campaign.reference).kind == "native"
 
 
 def same_product(campaign: Campaign, n: int) -> bool:
