@@ -249,6 +249,7 @@ def result_values(campaign: Campaign, results: pd.DataFrame | None, runs: pd.Dat
     heads = policy.headline_rows(campaign, results, runs, quality_report)
     values["hl-count"] = len(heads)
     values["hl-each"] = "".join(f"\\hlitem{{{number}}}" for number in range(1, len(heads) + 1))
+    values["hl-bases"] = ""  # below, once each base is printed (numbers.tex keeps this place)
     for number, head in enumerate(heads, 1):
         row, info = head["row"], reg.get(head["metric"])
         values[f"hl/{number}/model"] = texts.tex(head["model"])
