@@ -5,6 +5,8 @@ caught, and the sentence as the paper now renders it passes; and the abstract's 
 from __future__ import annotations
 
 from containertax.publishing import review
+from tests.conftest import REPO
+from tests.test_referee import analysed  # noqa: F401  (the demo's paired runs, analysed)
 
 WORDS = {"token_throughput": "token throughput",
          "compute_time_median_s": "compute time per product"}
@@ -110,3 +112,298 @@ def test_a_container_finding_the_replica_matched_is_said_so():
     assert paper_values.replica_moved(table(0.075), docker)
     assert not paper_values.replica_moved(table(0.01), docker)
     assert not paper_values.replica_moved(table(-0.075), docker)
+
+
+# --- the audit of h200-stopping-hsd's paper (results/h200-stopping-hsd), sentence by
+# sentence against its records: each contradiction found, planted and shown to follow ---
+
+def _typeset(tmp_path, body: str) -> str:
+    """A body of main.tex's macros typeset (the generated values set in it by \\ctxdef),
+    as pdftotext reads it: one line of words."""
+    import shutil
+    import subprocess
+
+    import pytest
+
+    if shutil.which("latexmk") is None or shutil.which("pdftotext") is None:
+        pytest.skip("needs TeX Live and poppler-utils")
+    header = ("\\documentclass{article}\\pagestyle{empty}\\makeatletter"
+              "\\newcommand{\\ctxdef}[2]{\\expandafter\\def\\csname ctx@#1\\endcsname{#2}}"
+              "\\newcommand{\\ctx}[1]{\\csname ctx@#1\\endcsname}"
+              "\\newcommand{\\ifctx}[1]{\\ifnum\\ctx{#1}=1 \\expandafter\\@firstoftwo"
+              "\\else\\expandafter\\@secondoftwo\\fi}\\makeatother"
+              "\\newcommand{\\numword}[1]{\\ifcase#1 zero\\or one\\or two\\or three\\else"
+              " #1\\fi}\n")
+    (tmp_path / "main.tex").write_text(header + "\\begin{document}\n" + body
+                                       + "\n\\end{document}\n")
+    subprocess.run(["latexmk", "-pdf", "-interaction=nonstopmode", "-halt-on-error",
+                    "main.tex"], cwd=tmp_path, capture_output=True, timeout=300, check=True)
+    return " ".join(subprocess.run(["pdftotext", "main.pdf", "-"], cwd=tmp_path, check=True,
+                                   capture_output=True, text=True).stdout.split())
+
+
+def test_the_findings_section_says_what_the_abstract_names(tmp_path):
+    """h200-stopping-hsd: the abstract states the start-up cost in seconds and names no
+    other finding; the findings section said 'the abstract names none of them, whose cost
+    it gives in seconds', as if the abstract named none. Each case of f-shown/f-said."""
+    import re
+
+    lead = re.search(r"These comparisons beyond the headline met it, .*?\):",
+                     (REPO / "paper" / "main.tex").read_text(), re.S).group(0)
+    cases = {(0, 1): "(the abstract names none of them other than the start-up latency, "
+                     "whose cost it gives in seconds):",
+             (0, 0): "(the abstract names none of them):",
+             (1, 1): "(the abstract names the largest other than the start-up latency, "
+                     "whose cost it gives in seconds):",
+             (2, 0): "(the abstract names the two largest):"}
+    body = "\n\n".join(f"\\ctxdef{{f-shown}}{{{shown}}}\\ctxdef{{f-said}}{{{said}}}{lead}"
+                       for shown, said in cases)
+    text = _typeset(tmp_path, body)
+    for expected in cases.values():
+        assert expected in text, text
+
+
+def test_the_paired_figure_names_the_interval_it_draws(analysed, monkeypatch):  # noqa: F811
+    """h200-stopping-hsd's Figure 1 drew each model's repeated-look adjusted interval (its
+    caption said so) under the legend 'estimate, 95 % interval'. Planted: the demo's
+    comparisons as the looks' (a look, its estimate and adjusted interval); the legend
+    names the adjusted interval, and without a look the 95 % one."""
+    from containertax.publishing import discussion, figures
+
+    campaign, runs, results = analysed["campaign"], analysed["runs"], analysed["results"]
+    pairs = [("n256", "compute_time_s")]
+    looked = results.assign(estimate=results["rel_overhead"], ci_low=results["rel_ci_low"] * 2,
+                            ci_high=results["rel_ci_high"] * 2, look=3.0)
+    legends: list[str] = []
+
+    def keep(fig, path) -> None:
+        legends.extend(t.get_text() for legend in fig.legends for t in legend.get_texts())
+
+    monkeypatch.setattr(figures, "_save", keep)
+    for table, words in ((looked, "estimate, repeated-look adjusted interval"),
+                         (results, "estimate, 95 % interval")):
+        legends.clear()
+        rows = discussion.paired_rows(campaign, runs, table, pairs, True)
+        assert rows and figures.paired_differences(rows, "x", REPO / "unused.pdf")
+        assert words in legends, legends
+    # the absolute start-up panels keep their 95 % t interval
+    rows = discussion.paired_rows(campaign, runs, looked, [("n256", "startup_s")], False)
+    assert figures.interval_legend(rows) == "estimate, 95 % interval"
+    assert figures.interval_legend([{"interval": "a"}, {"interval": "b"}]) == (
+        "estimate, interval (see caption)")
+
+
+def test_the_share_of_sanis_gap_is_bounded_by_the_interval(analysed, monkeypatch):  # noqa: F811
+    """h200-stopping-hsd: 'at most 19 % of their gap' from the point estimate 0.19 s while
+    the paired 95 % interval of matmul-10k's start-up difference reached 0.24 s (23 % of
+    1.03 s). 'At most' is the interval's upper end (recomputed here with scipy from the
+    per-block differences), over the models that ran their product; planted: a slower
+    container start in one block raises the bound; one block, no bound."""
+    import numpy as np
+    from scipy import stats
+
+    from containertax.publishing import discussion
+
+    campaign, runs = analysed["campaign"], analysed["runs"]
+    results = analysed["results"]
+    monkeypatch.setattr(discussion, "product_models", lambda c, n: ["n256"])
+
+    def upper(r) -> float:
+        wide = r[r.metric == "startup_s"].pivot(index="block", columns="environment",
+                                                values="value")
+        d = (wide["docker"] - wide["native"]).to_numpy()
+        return d.mean() + stats.t.ppf(0.975, len(d) - 1) * d.std(ddof=1) / np.sqrt(len(d))
+
+    v = discussion.values(campaign, runs, results)
+    gap = float(v["sani-gap"])
+    point = float(results.loc[results.metric == "startup_s", "diff"].max())
+    assert v["sani-same-quantity"] and v["sani-startup-bounded"]
+    assert v["sani-startup-share"] == f"{100 * upper(runs) / gap:.0f}"
+    assert v["sani-startup-share"] != f"{100 * point / gap:.0f}"  # the point estimate's
+    slower = runs.copy()
+    late = (slower.metric == "startup_s") & (slower.environment == "docker") & (
+        slower.block == 1)
+    slower.loc[late, "value"] += 0.3
+    share = discussion.values(campaign, slower, results)["sani-startup-share"]
+    assert share == f"{100 * upper(slower) / gap:.0f}" and int(share) > int(
+        v["sani-startup-share"])
+    one = runs[runs.block == 1]
+    assert discussion.values(campaign, one, results)["sani-startup-bounded"] is False
+    # another model's start-up does not divide their gap
+    monkeypatch.setattr(discussion, "product_models", lambda c, n: ["other"])
+    assert discussion.values(campaign, runs, results)["sani-startup-bounded"] is False
+    assert "(the upper end of its 95\\,\\% interval)" in (
+        REPO / "paper" / "discussion.tex").read_text()
+
+
+def test_a_looks_minimum_detectable_effect_is_at_the_looks_level(analysed, monkeypatch):  # noqa: F811
+    """h200-stopping-hsd printed mm-4096's minimum detectable effect 9.9 % (80 % power at
+    0.05) beside its verdict at the last look's level 0.0274, where it is 11.2 %; Table 6,
+    the threats and the conclusion repeated it. Planted: the demo's comparison decided at a
+    look of level 0.0274 on its 6 blocks; its MDE is recomputed here from the per-block
+    log ratios (statsmodels), and a comparison no look decided keeps the fixed design's."""
+    import math
+
+    import numpy as np
+    from statsmodels.stats.power import TTestPower
+
+    from containertax.statistics import findings
+
+    campaign, runs, results = analysed["campaign"], analysed["runs"], analysed["results"]
+    key = ("n256", "docker", "compute_time_s")
+    look = {"look": 3, "blocks": 6, "alpha_look": 0.0274, "adj_low": -0.05,
+            "adj_high": 0.05, "estimate": 0.0, "p": 0.5, "answer": "none"}
+    monkeypatch.setattr(findings, "looks_by_comparison", lambda c, r: {key: look})
+    rows = findings.comparison_rows(campaign, results, runs, None)
+    looked = rows[(rows.model.astype(str) == "n256") & (rows.environment == "docker")
+                  & (rows.metric == "compute_time_s")].iloc[0]
+    wide = runs[runs.metric == "compute_time_s"].pivot(index="block", columns="environment",
+                                                        values="value")
+    sd = float(np.log(wide["docker"] / wide["native"]).std(ddof=1))
+    d = TTestPower().solve_power(nobs=6, alpha=0.0274, power=0.8)
+    assert math.isclose(looked["mde_rel"], math.expm1(d * sd), rel_tol=1e-6)
+    fixed = results[(results.model.astype(str) == "n256") & (results.environment == "docker")
+                    & (results.metric == "compute_time_s")].iloc[0]
+    assert looked["mde_rel"] > fixed["mde_rel"]  # a stricter level detects less
+    other = rows[(rows.metric == "startup_s") & (rows.environment == "docker")].iloc[0]
+    same = results[(results.metric == "startup_s") & (results.environment == "docker")]
+    assert other["mde_rel"] == same.iloc[0]["mde_rel"]
+
+
+CACHE_CLAIM = ("compile cache at the same path", "compile cache at its host path",
+               "compile cache at its own host path")
+
+
+def cache_claim_problems(raw: dict, environments: list[dict]) -> list[str]:
+    """A config's paper text (introduction, abstract lead, question) that puts the compile
+    cache in the container at its host path, where no record's container mounts it."""
+    paper = raw.get("paper") or {}
+    text = " ".join(" ".join(str(paper.get(k) or "").split())
+                    for k in ("introduction", "abstract_lead", "question"))
+    said = [claim for claim in CACHE_CLAIM if claim in text]
+    mounted = any("compile-cache folder" in env.get("mounts", "") for env in environments)
+    return [f"{raw.get('campaign')}: the paper says '{said[0]}', no record mounts it"] \
+        if said and not mounted else []
+
+
+def test_no_committed_paper_puts_a_compile_cache_its_records_do_not_mount():
+    """h200-stopping-hsd's introduction said its container ran 'with the compile cache at
+    the same path'; its records' volumes hold the probe, the work folder and the host's
+    /usr, /opt, /etc and /usr/local/nvidia, no compile cache. Planted: that text on those
+    records is caught; h100-warmup's docker-hostpath, which mounts it, is not."""
+    import subprocess
+
+    import yaml
+
+    from containertax.publishing import facts
+
+    def envs(campaign: str) -> list[dict]:
+        return facts.from_records(REPO / "results" / campaign)["environments"]
+
+    assert any("/usr" in env["mounts"] for env in envs("h200-stopping-hsd"))
+    now = yaml.safe_load((REPO / "config" / "h200-stopping-hsd.yaml").read_text())
+    assert cache_claim_problems(now, envs("h200-stopping-hsd")) == []
+    before = yaml.safe_load(subprocess.run(
+        ["git", "show", "124ad88:config/h200-stopping-hsd.yaml"], cwd=REPO, check=True,
+        capture_output=True, text=True).stdout)
+    assert cache_claim_problems(before, envs("h200-stopping-hsd")) == [
+        "h200-stopping-hsd: the paper says 'compile cache at the same path', no record "
+        "mounts it"]
+    hostpath = {"campaign": "x", "paper": {"introduction": "with the compile cache at its "
+                                                           "host path"}}
+    assert cache_claim_problems(hostpath, envs("h100-warmup")) == []
+
+
+# --- h200-factorial: every environment a Docker container (a base, its A/A replica and 16
+# rows of options), in a random order; its paper spoke of native runs and a counterbalanced
+# order ---
+
+def test_a_campaign_without_a_native_run_is_told_apart_by_its_records():
+    from containertax.campaign import config
+    from containertax.publishing import design_values, discussion, facts
+
+    factorial = facts.from_records(REPO / "results" / "h200-factorial")
+    stopping = facts.from_records(REPO / "results" / "h200-stopping-hsd")
+    assert not design_values.native_ran(factorial) and design_values.native_ran(stopping)
+    assert not discussion.native_reference(config.load_file(
+        REPO / "config" / "h200-factorial.yaml", REPO))
+    assert discussion.native_reference(config.load_file(
+        REPO / "config" / "h200-stopping-hsd.yaml", REPO))
+
+
+def test_a_prior_result_against_native_is_not_answered_by_a_container_reference(
+        analysed, monkeypatch):  # noqa: F811
+    """h200-factorial's Table 11 gave its rows against the Docker base as 'this campaign's
+    answer on the same quantity' to Felter et al.'s containers against native Linux.
+    Planted: the demo with a reference that is not native execution."""
+    from containertax.publishing import discussion
+
+    campaign, runs, results = analysed["campaign"], analysed["runs"], analysed["results"]
+    assert "steady state" in discussion.values(campaign, runs, results)["prior-rows"]
+    monkeypatch.setattr(discussion, "native_reference", lambda c: False)
+    rows = discussion.values(campaign, runs, results)["prior-rows"]
+    assert "steady state" not in rows and "is not native execution)" in rows
+
+
+def _fragment(start: str, end: str) -> str:
+    text = (REPO / "paper" / "main.tex").read_text()
+    i = text.index(start)
+    return text[i:text.index(end, i) + len(end)]
+
+
+SUPPORT = ("\\newcommand{\\citep}[1]{}\\newcommand{\\citet}[1]{}"
+           "\\ctxdef{container-host-dirs}{/usr}\\ctxdef{docker-device-nodes}{0}"
+           "\\ctxdef{reference}{docker}\\ctxdef{campaign}{c}\\ctxdef{description}{d}"
+           "\\ctxdef{import-citep}{}\\ctxdef{container-host-software}{1}")
+
+
+def test_the_sentences_on_native_runs_and_order_follow_the_records(tmp_path):
+    """Planted both ways: has-native 0 / design-random 1 (h200-factorial) and has-native 1
+    / design-random 0 (h200-stopping-hsd); each sentence follows."""
+    title = _fragment("\\large Campaign \\ctx{campaign}:", "against \\ctx{reference}}}")
+    intro = _fragment("This paper is generated by a workflow", "with its provenance}")
+    setup = _fragment("\\ifctx{container-host-software}{The container does not bring",
+                      "against native execution.}}{}")
+    isolates = _fragment("\\ifctx{container-host-software}{\\ifctx{has-native}{The container",
+                         "is not measured here.}}") + "{}"  # (its else: other builds)
+    body = "\n\n".join([title, intro, setup, isolates])
+    cases = {(0, 1): ["container set-ups against docker", "a random order within each block",
+                      "so the runs of every environment execute the same files",
+                      "No environment ran natively", "the comparisons isolate the engine's "
+                      "options"],
+             (1, 0): ["native versus containerised execution", "in a counterbalanced order",
+                      "so the native and the containerised runs execute the same files",
+                      "What differs is the isolation", "the comparison isolates namespaces"]}
+    for (native, random), expected in cases.items():
+        text = _typeset(tmp_path, SUPPORT + f"\\ctxdef{{has-native}}{{{native}}}"
+                        f"\\ctxdef{{design-random}}{{{random}}}\\ctxdef{{imported}}{{0}}"
+                        "\\ctxdef{models}{1}\n" + body).replace("\u2019", "'")
+        for words in expected:
+            assert words in text, (words, text)
+        other = cases[(1 - native, 1 - random)]
+        assert not any(words in text for words in other), text
+
+
+def test_each_headline_base_is_printed_once(analysed, monkeypatch):  # noqa: F811
+    """h200-factorial's 16 rows against one Docker base printed 'mm-4096, median compute
+    time per product: 1.92e-4 s in docker, n = 2 blocks' 16 times. Planted: the demo's
+    headline as three comparisons with one base (printed once), then one of them on fewer
+    blocks (a base of its own)."""
+    from containertax.publishing import paper_values
+    from containertax.statistics import policy
+
+    campaign, runs, results = analysed["campaign"], analysed["runs"], analysed["results"]
+    real = policy.headline_rows
+    [head] = real(campaign, paper_values.primary_family(results), runs, None)
+
+    def three(*args, **kwargs):
+        return [head, {**head, "environment": "docker2"}, {**head, "environment": "docker3"}]
+
+    monkeypatch.setattr(policy, "headline_rows", three)
+    v = paper_values.result_values(campaign, results, runs)
+    assert v["hl-count"] == 3 and v["hl-bases"] == "\\hlbase{1}"
+    fewer = {**head, "environment": "docker3", "row": head["row"].copy()}
+    fewer["row"]["n_blocks"] = 4
+    monkeypatch.setattr(policy, "headline_rows", lambda *a, **k: [head, head, fewer])
+    assert paper_values.result_values(campaign, results, runs)["hl-bases"] == (
+        "\\hlbase{1}\\hlbase{3}")

@@ -118,7 +118,17 @@ hb/N/rule quotes each rule as the paper's box states it (the paraphrase from mem
 swapped rules 7 and 8), and hb/7/status, hb/7/where and hb/8/status, hb/8/where trade
 places (rule 7 is the sound comparison, met by the named test; rule 8 the choice of mean,
 median or percentiles, met by a latency table); the files were edited key by key and then
-matched by this test's build from the raw records; no other key changed."""
+matched by this test's build from the raw records; no other key changed. Then for the
+claims audit of h200-stopping-hsd (#39: 'at most 19 % of their gap' from a point
+estimate), all four regenerated: sani-startup-share is
+the upper end of the paired 95 % t interval of the start-up difference of the models that
+ran Sani et al.'s product over their gap (h100 17 -> 21: matmul-10k's interval reaches
+0.212 s of 1.03 s), '--' where no model did (h100-matmul, h100-engine, h100-engine-gqa:
+20, 21, 23 -> '--', never printed there); one new key, sani-startup-bounded (1 on h100,
+else 0); no other key changed. Then for h200-factorial's audit (#39: a campaign of Docker
+set-ups only printed 'native versus containerised execution'), all four regenerated: one
+new key, has-native (1 in all four: each has a native environment); no other key
+changed."""
 
 from __future__ import annotations
 

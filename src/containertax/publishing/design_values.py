@@ -108,6 +108,9 @@ def design_values(campaign: Campaign, runs: pd.DataFrame) -> dict[str, Any]:
         "container-host-software": bool({"/usr", "/opt"} & set(host_dirs)),
         "container-host-dirs": texts.tex(tables.join_words(host_dirs)) if host_dirs else "--",
         "has-docker": bool(docker),
+        # whether any environment ran natively, by its records: a campaign of container
+        # set-ups only (h200-factorial) has no 'native and containerised runs'
+        "has-native": native_ran(found),
         **declared_mount_values(campaign),
         "docker-device-nodes": any("device nodes" in env["gpu"] for env in docker),
         **page_cache_values(campaign, runs),
@@ -115,6 +118,11 @@ def design_values(campaign: Campaign, runs: pd.DataFrame) -> dict[str, Any]:
         **cpuset_values(found),
         **memory_source_values(found, runs),
     }
+
+
+def native_ran(found: dict[str, Any]) -> bool:
+    """Whether any environment of the records (facts.from_records) ran natively."""
+    return any(env["kind"] == "native" for env in found["environments"])
 
 
 def declared_mount_values(campaign: Campaign) -> dict[str, Any]:

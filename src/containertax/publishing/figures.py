@@ -239,6 +239,15 @@ def gate_waits(runs: pd.DataFrame, envs: list[str], path: Path) -> bool:
     return True
 
 
+def interval_legend(rows: list[dict]) -> str:
+    """The legend's words for the intervals drawn (each row's 'interval', a 95 % one where
+    it names none): under a stopping rule the look's adjusted interval, never '95 %'
+    (h200-stopping-hsd's Figure 1 drew the adjusted intervals under a '95 % interval'
+    legend)."""
+    kinds = list(dict.fromkeys(r.get("interval") or "95 % interval" for r in rows))
+    return f"estimate, {kinds[0]}" if len(kinds) == 1 else "estimate, interval (see caption)"
+
+
 def paired_differences(rows: list[dict], xlabel: str, path: Path) -> bool:
     """Per-block paired differences, one row per comparison (rows[i]: label, diffs, compiled,
     est, lo, hi): every block's difference as a dot (a block holding a run that compiled as
@@ -248,6 +257,7 @@ def paired_differences(rows: list[dict], xlabel: str, path: Path) -> bool:
     rows = [r for r in rows if len(r["diffs"])]
     if not rows:
         return False
+    legend = interval_legend(rows)
     fig, ax = plt.subplots(figsize=(WIDTH, 0.42 * len(rows) + 0.95), layout="constrained")
     ends: list[float] = []
     for i, r in enumerate(rows):
@@ -264,7 +274,7 @@ def paired_differences(rows: list[dict], xlabel: str, path: Path) -> bool:
         if np.isfinite(est):
             xerr = [[est - lo], [hi - est]] if np.isfinite(lo) and np.isfinite(hi) else None
             ax.errorbar([est], [y - 0.15], xerr=xerr, fmt="D", ms=4, capsize=3, color="0.15",
-                        label="estimate, 95 % interval" if i == 0 else None, zorder=4)
+                        label=legend if i == 0 else None, zorder=4)
         ends += [x for x in (*d, est, lo, hi) if np.isfinite(x)]
     lo_, hi_ = min(ends), max(ends)
     span = max(hi_ - lo_, 1e-9 + 0.02 * max(abs(lo_), abs(hi_), 1e-9))

@@ -37,7 +37,11 @@ import pandas as pd
 
 from containertax.campaign.config import Campaign
 from containertax.statistics import decisions, phases, texts
-from containertax.statistics.comparisons import PHASES_AA_FAMILY, PHASES_FAMILY
+from containertax.statistics.comparisons import (
+    PHASES_AA_FAMILY,
+    PHASES_FAMILY,
+    mde_at_level,
+)
 from containertax.statistics.policy import metric_registry, resolution
 
 # where the paper says a finding
@@ -149,6 +153,12 @@ def comparison_rows(campaign: Campaign, results: pd.DataFrame, runs: pd.DataFram
                        look_alpha=float(look["alpha_look"]), look_p=float(look["p"]),
                        answer=look["answer"])
             row["rel_overhead_look"] = look["estimate"]
+            # the smallest effect the look could detect, at its own level and blocks
+            # (the verdict's), not the fixed design's 0.05
+            if row.get("design") == "paired":
+                row["mde_rel"] = mde_at_level(
+                    _f(row.get("mde_rel")), _f(row.get("mde_d")), int(look["blocks"]),
+                    float(look["alpha_look"]), str(row.get("scale")))
         else:
             row.update(interval_kind="95 % t", ci_low=row.get("rel_ci_low"),
                        ci_high=row.get("rel_ci_high"))
