@@ -60,8 +60,11 @@ PUBLISHING_STEPS = ("containertax.publishing.report", "containertax.publishing.p
 
 
 def test_the_publishing_and_paper_steps_import_neither_scipy_stats_nor_statsmodels():
+    # the paired estimate too (the findings step and the status page): scipy.special's t
     code = ("import sys\n"
             f"for m in {PUBLISHING_STEPS!r}: __import__(m)\n"
+            "from containertax.statistics.comparisons import paired_estimate\n"
+            "assert paired_estimate([0.03, 0.05, 0.02, 0.04], 0.05)['p'] > 0\n"
             "print([m for m in ('scipy.stats', 'statsmodels', 'seaborn', 'matplotlib')"
             " if m in sys.modules])\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
