@@ -50,3 +50,22 @@ def test_the_resolved_config_is_trusted_only_while_its_digest_matches(resolved):
     resolved.write_text(json.dumps(data))
     with pytest.raises(config.ConfigError, match="repetitions"):
         cli.load(str(resolved))
+
+
+# the modules a publishing step (tables, numbers) or the paper step imports: in the
+# committed h100-matmul paper build these steps spent 1-2 s each loading scipy.stats and
+# statsmodels (about 1 s a process) that they never call
+PUBLISHING_STEPS = ("containertax.publishing.report", "containertax.publishing.paper",
+                    "containertax.statistics.policy", "containertax.statistics.steps")
+
+
+def test_the_publishing_and_paper_steps_import_neither_scipy_stats_nor_statsmodels():
+    # the paired estimate too (the findings step and the status page): scipy.special's t
+    code = ("import sys\n"
+            f"for m in {PUBLISHING_STEPS!r}: __import__(m)\n"
+            "from containertax.statistics.comparisons import paired_estimate\n"
+            "assert paired_estimate([0.03, 0.05, 0.02, 0.04], 0.05)['p'] > 0\n"
+            "print([m for m in ('scipy.stats', 'statsmodels', 'seaborn', 'matplotlib')"
+            " if m in sys.modules])\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.strip() == "[]", out.stdout + out.stderr

@@ -722,8 +722,12 @@ def _opt(value: str | None) -> Path | None:
 
 
 def _analysis(cmd: str, campaign: config.Campaign, a: argparse.Namespace) -> None:
-    from containertax.publishing import paper, report
-    from containertax.statistics import steps
+    # each step imports only the modules it uses (the paper step: LaTeX and the review, not
+    # the analysis); scipy and statsmodels load where a step calls them (statistics/)
+    if cmd in ("quality", "stats", "correct", "findings"):
+        from containertax.statistics import steps
+    elif cmd in ("figures", "tables", "numbers"):
+        from containertax.publishing import report
 
     if cmd == "quality":
         steps.run_quality(campaign, Path(a.runs), Path(a.out_dir), _opt(a.out_order))
@@ -751,7 +755,10 @@ def _analysis(cmd: str, campaign: config.Campaign, a: argparse.Namespace) -> Non
 
         factorial_paper.run_effects(campaign, Path(a.kept), Path(a.out), Path(a.out_tex))
     elif cmd == "paper":
-        paper.build(Path(a.source), Path(a.build), Path(a.out), report.label_names(campaign),
+        from containertax.publishing import paper
+        from containertax.statistics.policy import label_names
+
+        paper.build(Path(a.source), Path(a.build), Path(a.out), label_names(campaign),
                     campaign.root)
 
 

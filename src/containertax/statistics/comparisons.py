@@ -62,9 +62,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats as sps
-from scipy.special import gammaln
-from statsmodels.stats.power import TTestIndPower, TTestPower
 
 from containertax.statistics.correction import correct
 from containertax.statistics.quality import duplicate_mask
@@ -326,6 +323,12 @@ def paired_estimate(d: np.ndarray, alpha: float) -> dict[str, float]:
     >>> paired_estimate(np.array([0.03]), alpha=0.05)["p"]
     nan
     """
+    # scipy.special's Student t functions, the very ones scipy.stats.t calls (its ppf is
+    # stdtrit(df, q), its sf stdtr(df, -x); with loc 0 and scale 1 the same floats):
+    # loading scipy.stats for two numbers cost the findings step and the status page
+    # about 1 s each
+    from scipy.special import stdtr, stdtrit
+
     d = np.asarray(d, dtype=float)
     n = len(d)
     nan = math.nan
@@ -342,9 +345,9 @@ def paired_estimate(d: np.ndarray, alpha: float) -> dict[str, float]:
                 "sd": sd}
     se = sd / math.sqrt(n)
     t = mean / se
-    crit = float(sps.t.ppf(1 - alpha / 2, n - 1))
+    crit = float(stdtrit(n - 1, 1 - alpha / 2))
     return {"est": mean, "low": mean - crit * se, "high": mean + crit * se, "t": t,
-            "df": n - 1, "p": float(2 * sps.t.sf(abs(t), n - 1)), "sd": sd}
+            "df": n - 1, "p": float(2 * stdtr(n - 1, -abs(t))), "sd": sd}
 
 
 def welch_estimate(a: np.ndarray, b: np.ndarray, alpha: float) -> dict[str, float]:
@@ -372,6 +375,8 @@ def welch_estimate(a: np.ndarray, b: np.ndarray, alpha: float) -> dict[str, floa
     >>> print(f"{w['est']:.2f} [{w['low']:.3f}, {w['high']:.3f}] df = {w['df']:.2f}")
     0.25 [0.054, 0.446] df = 5.07
     """
+    from scipy import stats as sps
+
     nan = math.nan
     if len(a) == 0 or len(b) == 0:
         return {"est": nan, "low": nan, "high": nan, "t": nan, "df": nan, "p": nan}
@@ -389,6 +394,8 @@ def welch_estimate(a: np.ndarray, b: np.ndarray, alpha: float) -> dict[str, floa
 
 def permutation_p(a: np.ndarray, b: np.ndarray, seed: int) -> float:
     """Two-sided permutation test of the difference of means of independent groups."""
+    from scipy import stats as sps
+
     if len(a) < 2 or len(b) < 2 or not np.all(np.isfinite(np.concatenate([a, b]))) \
             or len(a) + len(b) > PERMUTATION_UP_TO:
         return math.nan
@@ -404,6 +411,8 @@ def permutation_p(a: np.ndarray, b: np.ndarray, seed: int) -> float:
 def hedges_correction(df: int) -> float:
     """Hedges' (1981) small-sample factor J(df) = Gamma(df/2) / (sqrt(df/2)
     Gamma((df-1)/2)), exact (about 1 - 3 / (4 df - 1)); NaN below 2 df, where it is 0."""
+    from scipy.special import gammaln
+
     if df < 2:
         return math.nan
     return math.exp(gammaln(df / 2) - gammaln((df - 1) / 2)) / math.sqrt(df / 2)
@@ -550,6 +559,8 @@ def tost_paired(d: np.ndarray, bound: float) -> float:
     >>> print(f"{tost_paired(np.array([0.03, 0.05, 0.02, 0.04]), band):.3f}")
     0.061
     """
+    from scipy import stats as sps
+
     if len(d) < 2 or np.ptp(d) == 0 or not bound > 0 or not np.all(np.isfinite(d)):
         return math.nan
     low = sps.ttest_1samp(d, -bound, alternative="greater").pvalue
@@ -583,6 +594,8 @@ def tost_welch(a: np.ndarray, b: np.ndarray, bound: float) -> float:
     >>> print(f"{tost_welch(a, b, math.log1p(0.05)):.4f}")
     0.0113
     """
+    from scipy import stats as sps
+
     if (len(a) < 2 or len(b) < 2 or (np.ptp(a) == 0 and np.ptp(b) == 0) or not bound > 0
             or not np.all(np.isfinite(np.concatenate([a, b])))):
         return math.nan
@@ -610,6 +623,8 @@ def mde_at_level(mde_rel: float, mde_d: float, n: int, alpha: float, scale: str,
 def _mde_paired(n: int, s: Settings) -> float:
     """Smallest standardised mean difference (d_z) the paired t test detects with the
     given power (prospective sensitivity, not post-hoc 'observed power')."""
+    from statsmodels.stats.power import TTestPower
+
     if n < 2:
         return math.nan
     return float(TTestPower().solve_power(effect_size=None, nobs=n, alpha=s.alpha,
@@ -618,6 +633,8 @@ def _mde_paired(n: int, s: Settings) -> float:
 
 def sensitivity(nx: int, ny: int, alpha: float, power: float) -> float:
     """Smallest Cohen d detectable with the given power (two-sided, independent groups)."""
+    from statsmodels.stats.power import TTestIndPower
+
     if nx < 2 or ny < 2:
         return math.nan
     return float(TTestIndPower().solve_power(effect_size=None, nobs1=nx, alpha=alpha,
@@ -636,6 +653,8 @@ def relative_overhead(x: np.ndarray, y: np.ndarray, resamples: int, seed: int,
     """mean(x)/mean(y) - 1 with a percentile bootstrap interval (blocks resampled together
     where paired). Secondary: the primary estimate is the geometric-mean ratio. NaN where
     either group is empty or the reference mean is zero."""
+    from scipy import stats as sps
+
     nan = math.nan
     if len(x) == 0 or len(y) == 0 or np.mean(y) == 0:
         return nan, nan, nan
@@ -665,6 +684,8 @@ def secondary(x: np.ndarray, y: np.ndarray, paired: tuple[np.ndarray, np.ndarray
     """Welch on the raw values; the rank test and the standardised effect size of the
     design: Wilcoxon signed-rank and d_z / g_z on the per-block differences (paired),
     Mann-Whitney U and Cohen's d / Hedges' g (independent), on the primary test's scale."""
+    from scipy import stats as sps
+
     scale = scale or scale_of(np.concatenate([x, y]))
     f = np.log if scale == "log" else (lambda v: np.asarray(v, dtype=float))
     out: dict[str, Any] = dict.fromkeys(SECONDARY_KEYS, math.nan)

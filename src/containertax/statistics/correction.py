@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from statsmodels.stats.multitest import multipletests
 
 
 def _adjust(p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    from statsmodels.stats.multitest import multipletests
+
     bonf = np.full_like(p, np.nan)
     bh = np.full_like(p, np.nan)
     ok = ~np.isnan(p)
@@ -76,6 +77,8 @@ def holm(p: pd.Series | np.ndarray) -> np.ndarray:
     counted in no family): family-wise error at alpha, uniformly more powerful than
     Bonferroni. A study claims 'equivalent' across its campaigns only with these (issue
     #39: h100 study, mm-4096's TOST p 0.018 is 0.071 after Holm over its 8 tests)."""
+    from statsmodels.stats.multitest import multipletests
+
     p = np.asarray(p, float)
     out = np.full_like(p, np.nan)
     ok = ~np.isnan(p)

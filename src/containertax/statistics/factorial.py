@@ -65,7 +65,8 @@ def fit(frame: pd.DataFrame, design: factorial.Design, alpha: float,
         resolution_pct: float) -> pd.DataFrame:
     """The effects of one model's one metric. `frame`: environment, block, value (design
     rows only). Non-positive or missing values are left out (a log is undefined)."""
-    import statsmodels.api as sm
+    from statsmodels.regression.linear_model import OLS  # not statsmodels.api: all of it
+    from statsmodels.tools.tools import add_constant
 
     letters = {f.letter: f for f in design.factors}
     data = frame[np.isfinite(frame["value"]) & (frame["value"] > 0)].copy()
@@ -84,7 +85,7 @@ def fit(frame: pd.DataFrame, design: factorial.Design, alpha: float,
         dummies = pd.get_dummies(data["block"].astype(str), prefix="block", drop_first=True,
                                  dtype=float)
         x = pd.concat([x, dummies], axis=1)
-    x = sm.add_constant(x, has_constant="add")
+    x = add_constant(x, has_constant="add")
     y = np.log(data["value"].astype(float))
     rank = np.linalg.matrix_rank(x.to_numpy())
     df_resid = len(y) - rank
@@ -99,7 +100,7 @@ def fit(frame: pd.DataFrame, design: factorial.Design, alpha: float,
             "verdict": "not estimable", "resolution_pct": resolution_pct, "m": m}
             for t in terms], columns=[c for c in COLUMNS if c not in ("model", "metric")])
     if df_resid > 0 and len(blocks) > 1 and rank == x.shape[1]:
-        res = sm.OLS(y, x).fit()
+        res = OLS(y, x).fit()
         eff = 2 * res.params[terms].to_numpy()
         se = 2 * res.bse[terms].to_numpy()
         df = float(res.df_resid)

@@ -174,6 +174,8 @@ def compiled_runs(campaign: Campaign) -> pd.DataFrame:
     compiles = {m.id: workloads.uses_compile_cache(campaign.workload_kind(m.id),
                                                    campaign.workload_params(m.id))
                 for m in campaign.models}
+    if not any(compiles.values()):  # none can have compiled: no record need be read
+        return pd.DataFrame([], columns=COMPILED_COLUMNS)
     return compiled(record_evidence(campaign.root), compiles)
 
 
