@@ -612,6 +612,8 @@ def mde_at_level(mde_rel: float, mde_d: float, n: int, alpha: float, scale: str,
     comparison's own mde_rel at d_z mde_d, which fix the SD of its per-block values:
     on the log scale sd = log(1 + mde_rel) / mde_d; on the raw scale mde_rel is
     proportional to d_z."""
+    from statsmodels.stats.power import TTestPower
+
     if n < 2 or not (mde_d > 0) or not math.isfinite(mde_rel) or not 0 < alpha < 1:
         return math.nan
     d = float(TTestPower().solve_power(effect_size=None, nobs=n, alpha=alpha, power=power))
