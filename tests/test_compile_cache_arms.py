@@ -91,6 +91,29 @@ def test_the_workloads_table_says_each_models_arm():
     rec = {"cell": {"model": "tiny"}, "detail": {},
            "workload": {"kind": "matmul", "params": {"size": 64}},
            "memory": {"compile_cache": {"arm": "cold", "files_before": 0}}}
-    assert "compile cache emptied before every run" in facts.workload_row(rec)["params"]
+    assert "cache of compiled code emptied before every run" in facts.workload_row(rec)["params"]
     rec["memory"] = {}
-    assert "compile cache" not in facts.workload_row(rec)["params"]
+    assert "compiled code" not in facts.workload_row(rec)["params"]
+
+
+def test_the_arms_folder_is_named_in_words_not_by_the_machines_path():
+    """The paper's environments table words the arm's folder (bound at its host path) as
+    the harness's, as it does the campaign's cache: no path of the measuring machine."""
+    from containertax.publishing import facts
+
+    live = "/work/x/results/c/compile-cache-arms/tiny/live"
+    assert facts._mount_words(f"{live}:{live}:rw") == (
+        "the model's cache-arm folder at its own host path")
+    assert facts._harness_at_host_path(f"{live}:{live}:rw")
+    assert not facts._harness_at_host_path("/usr/live:/usr/live:ro")
+
+
+def test_a_long_model_id_gets_a_column_that_breaks_at_its_hyphens():
+    """h200-cache-arms' 'llama-small-perenv' ran its tables 22 pt past the margin in a plain
+    column; the committed campaigns' ids (at most 11 characters) keep the plain one."""
+    from containertax.publishing import tables
+
+    assert tables.id_spec(["llama-small-perenv", "x"]) == r"L{0.11\linewidth}"
+    assert tables.id_cell("llama-small-perenv") == r"llama-\allowbreak{}small-\allowbreak{}perenv"
+    assert tables.id_spec(["mm-10k-fp32", "qwen2-0.5b"]) == "l"
+    assert tables.id_cell("qwen2-0.5b") == "qwen2-0.5b"

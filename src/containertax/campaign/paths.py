@@ -62,8 +62,9 @@ BASELINE = "thermal-baseline.json"  # idle temperature for thermal.cooldown: ada
 COMPILE_CACHE = "compile-cache"  # torch.compile's caches, shared by every environment
 # a model's own compile-cache arm (models[].compile_cache: cold, per_environment): the
 # folder its runs see, the same path in every environment, and each environment's saved copy
-COMPILE_CACHE_ARM = "compile-cache-arms/{model}/live"
-COMPILE_CACHE_SAVED = "compile-cache-arms/{model}/saved/{environment}"
+COMPILE_CACHE_ARMS = "compile-cache-arms"
+COMPILE_CACHE_ARM = COMPILE_CACHE_ARMS + "/{model}/live"
+COMPILE_CACHE_SAVED = COMPILE_CACHE_ARMS + "/{model}/saved/{environment}"
 PREFLIGHT = "preflight/{environment}.json"
 ROOTFS = "rootfs/{image}"
 ROOTFS_MARKER = "rootfs/{image}.image.json"

@@ -12,7 +12,7 @@ import pandas as pd
 
 from containertax import runtimes
 from containertax.campaign.parity import declared_words
-from containertax.campaign.paths import COMPILE_CACHE
+from containertax.campaign.paths import COMPILE_CACHE, COMPILE_CACHE_ARMS
 from containertax.statistics import decisions
 from containertax.workloads.metric_registry import MetricInfo
 
@@ -84,8 +84,11 @@ def _harness_at_host_path(volume: str) -> bool:
     """The campaign's compile cache bound at its own host path (options.cache_mount:
     host_path): the harness's folder, not host software, though source equals target."""
     parts = volume.split(":")
-    return (len(parts) > 1 and parts[0] == parts[1]
-            and Path(parts[0]).name == COMPILE_CACHE)
+    if len(parts) < 2 or parts[0] != parts[1]:
+        return False
+    path = Path(parts[0])  # the campaign's cache, or a model's arm (paths.COMPILE_CACHE_ARM)
+    return path.name == COMPILE_CACHE or (path.name == "live"
+                                          and path.parent.parent.name == COMPILE_CACHE_ARMS)
 
 
 def _mount_words(volume: str) -> str:
@@ -95,6 +98,8 @@ def _mount_words(volume: str) -> str:
     if dst.startswith("/containertax/"):  # the harness's folder: where it lay on the machine
         return f"the campaign's {Path(src).name} folder as {dst}"  # says nothing of the runs
     if _harness_at_host_path(volume):  # likewise, at whatever path the machine had it
+        if Path(src).name == "live":
+            return "the model's cache-arm folder at its own host path"
         return f"the campaign's {COMPILE_CACHE} folder at its own host path"
     return src if src == dst else f"{src} as {dst}"
 
@@ -149,7 +154,7 @@ def workload_row(rec: dict[str, Any]) -> dict[str, str]:
     arm = (((rec.get("memory") or {}).get("compile_cache") or {}).get("arm")
            or recorded.get("compile_cache"))
     if arm:
-        parts.append(f"compile cache {CACHE_ARM_WORDS.get(str(arm), str(arm))}")
+        parts.append(f"cache of compiled code {CACHE_ARM_WORDS.get(str(arm), str(arm))}")
     kind = workloads.REGISTRY.get(w["kind"])  # its words as the kind declares them
     return {"model": rec["cell"]["model"], "kind": kind.words if kind and kind.words else w["kind"],
             "params": "; ".join(parts) or "defaults",

@@ -25,6 +25,23 @@ def code(escaped: str) -> str:
                   lambda m: f"\\texttt{{{m.group()}}}", escaped)
 
 
+# A model id longer than this breaks at its hyphens in a column of its own width: in a
+# plain column, h200-cache-arms' 'llama-small-perenv' ran its tables 22 pt past the margin
+LONG_ID = 12
+
+
+def id_spec(ids: Iterable[Any]) -> str:
+    """The model column's spec: plain, or a narrow paragraph column for long ids."""
+    return "l" if max((len(str(i)) for i in ids), default=0) <= LONG_ID else \
+        r"L{0.11\linewidth}"
+
+
+def id_cell(model: Any) -> str:
+    """A model id as a table cell: a long one may break after each hyphen."""
+    text = tex(str(model))
+    return text.replace("-", r"-\allowbreak{}") if len(str(model)) > LONG_ID else text
+
+
 def num(value: Any, digits: int = 3) -> str:
     """Significant digits, plain notation for ordinary magnitudes (a negative one's sign a
     true minus, texts.tex), '--' for missing, NOT_ESTIMABLE for infinite."""
@@ -226,21 +243,23 @@ def descriptives_table(desc: pd.DataFrame, registry: dict[str, MetricInfo],
     """Per-run metrics; request latency percentiles (from per-request data) in a table of
     their own, so that neither is wider than the page."""
     d = desc[desc.metric.isin(metrics)]
-    rows = [[tex(r.model), _metric_cell(registry, r.metric), tex(r.environment), str(int(r.n)),
-             num(r["mean"]), num(r.sd), num(r["min"]), num(r["max"]), num(100 * r.cv, 2)]
+    rows = [[id_cell(r.model), _metric_cell(registry, r.metric), tex(r.environment),
+             str(int(r.n)), num(r["mean"]), num(r.sd), num(r["min"]), num(r["max"]),
+             num(100 * r.cv, 2)]
             for _, r in d.iterrows()]
     out = longtable(["Model", "Metric (unit)", "Env.", "$n$", "Mean", "SD", "Min", "Max",
-                     r"CV \%"], rows, r"lL{0.2\linewidth}L{0.09\linewidth}" + "r" * 6,
+                     r"CV \%"], rows,
+                    id_spec(d.model) + r"L{0.2\linewidth}L{0.09\linewidth}" + "r" * 6,
                     # 3 pt: h200-stopping-hsd's table (an SD of $6.74\times10^{-5}$ beside
                     # five-digit GFLOP/s) ran 1.05 pt into the margin at 4 pt
                     "tab:descriptives", size=r"\scriptsize", colsep="3pt")
     lat = desc[desc.metric == "latency_s"]
     if not lat.empty and {"p50", "p95", "p99"} <= set(lat):
-        rows = [[tex(r.model), tex(r.environment), str(int(r.n)), num(r["mean"]),
+        rows = [[id_cell(r.model), tex(r.environment), str(int(r.n)), num(r["mean"]),
                  num(r["p50"]), num(r["p95"]), num(r["p99"]), num(r["max"])]
                 for _, r in lat.iterrows()]
         out += longtable(["Model", "Env.", "Requests", "Mean", "p50", "p95", "p99", "Max"],
-                         rows, "llrrrrrr", "tab:latency", size=r"\footnotesize")
+                         rows, id_spec(lat.model) + "lrrrrrr", "tab:latency", size=r"\footnotesize")
     return out
 
 
@@ -271,7 +290,7 @@ def _comparison_rows(results: pd.DataFrame, registry: dict[str, MetricInfo],
             return tex(f"{r.environment} vs {r.reference}")
         return tex(r.environment)
 
-    return [[tex(r.model), _metric_cell(registry, r.metric), env(r), *cells(r)]
+    return [[id_cell(r.model), _metric_cell(registry, r.metric), env(r), *cells(r)]
             for _, r in by_family(results).iterrows()]
 
 
@@ -282,7 +301,8 @@ def estimates_table(results: pd.DataFrame, registry: dict[str, MetricInfo]) -> s
         num(100 * r.mde_rel, 2)])
     return longtable(["Model", "Metric (unit)", "Env.", "Family",
                       r"Rel.\ diff.\ \% [95\,\% CI]", "$g$", r"MDE \%"], rows,
-                     r"lL{0.21\linewidth}L{0.12\linewidth}lrrr", "tab:estimates")
+                     id_spec(results.model) + r"L{0.21\linewidth}L{0.12\linewidth}lrrr",
+                     "tab:estimates")
 
 
 def tests_table(results: pd.DataFrame, registry: dict[str, MetricInfo]) -> str:
@@ -292,7 +312,8 @@ def tests_table(results: pd.DataFrame, registry: dict[str, MetricInfo]) -> str:
         pval(r.p_bonferroni), pval(r.p_bh), pval(r.tost_p)])
     return longtable(["Model", "Metric (unit)", "Env.", "Family", "Primary test", "$p$",
                       r"$p_\mathrm{Bonf}$", r"$p_\mathrm{BH}$", r"$p_\mathrm{TOST}$"], rows,
-                     r"lL{0.15\linewidth}L{0.1\linewidth}lL{0.12\linewidth}rrrr",
+                     id_spec(results.model)
+                     + r"L{0.15\linewidth}L{0.1\linewidth}lL{0.12\linewidth}rrrr",
                      "tab:tests")
 
 
@@ -424,8 +445,9 @@ def environments_table(envs: list[dict[str, str]]) -> str:
 
 def workloads_table(work: list[dict[str, str]]) -> str:
     """Each model's workload and the parameters its records hold."""
-    rows = [[tex(load["model"]), tex(load["kind"]), code(tex(load["params"]))]
+    rows = [[id_cell(load["model"]), tex(load["kind"]), code(tex(load["params"]))]
             for load in work]
     return booktabs(["Model", "Workload", "Parameters (as recorded)"], rows,
-                    r"lL{0.22\linewidth}L{0.55\linewidth}", "tab:workloads",
+                    id_spec(load["model"] for load in work)
+                    + r"L{0.22\linewidth}L{0.55\linewidth}", "tab:workloads",
                     size=r"\footnotesize")

@@ -389,8 +389,8 @@ def configs(runs: pd.DataFrame) -> list[Finding]:
     return [Finding("configs", "warning",
                     f"the runs were measured under {len(counts)} configs ({listed}): they "
                     "are pooled, so check that the configs differ in nothing that changes a "
-                    "measurement (each record's provenance.config_hash; "
-                    "config.resolved.json), or give each its own campaign",
+                    "measurement (each record's config hash, and the resolved config the "
+                    "workflow writes beside the records), or give each its own campaign",
                     int(counts.sum()), {"configs": {h: int(n) for h, n in counts.items()}})]
 
 
