@@ -375,7 +375,11 @@ def test_the_sentences_on_native_runs_and_order_follow_the_records(tmp_path):
                       "so the native and the containerised runs execute the same files",
                       "What differs is the isolation", "the comparison isolates namespaces"]}
     for (native, random), expected in cases.items():
-        text = _typeset(tmp_path, SUPPORT + f"\\ctxdef{{has-native}}{{{native}}}"
+        # each case in a folder of its own: latexmk in one folder may find the first case's
+        # PDF up to date within the same second and not typeset the second
+        folder = tmp_path / f"case{native}{random}"
+        folder.mkdir()
+        text = _typeset(folder, SUPPORT + f"\\ctxdef{{has-native}}{{{native}}}"
                         f"\\ctxdef{{design-random}}{{{random}}}\\ctxdef{{imported}}{{0}}"
                         "\\ctxdef{models}{1}\n" + body).replace("\u2019", "'")
         for words in expected:

@@ -121,8 +121,9 @@ def design_values(campaign: Campaign, runs: pd.DataFrame) -> dict[str, Any]:
 
 
 def native_ran(found: dict[str, Any]) -> bool:
-    """Whether any environment of the records (facts.from_records) ran natively."""
-    return any(env["kind"] == "native" for env in found["environments"])
+    """Whether any environment of the records (facts.from_records) ran natively: its kind
+    runs the host's own processes, no image (the kind's declaration, never its name)."""
+    return any(runtimes.get(env["kind"]).needs_image is False for env in found["environments"])
 
 
 def declared_mount_values(campaign: Campaign) -> dict[str, Any]:

@@ -321,9 +321,13 @@ def prior_values(campaign: Campaign, runs: pd.DataFrame, results: pd.DataFrame |
 
 
 def native_reference(campaign: Campaign) -> bool:
-    """Whether the campaign's reference ran natively (its kind), as the prior results'
-    references did."""
-    return not campaign.is_import and campaign.environment(campaign.reference).kind == "native"
+    """Whether the campaign's reference ran natively, as the prior results' references did:
+    its kind runs the host's own processes, no image (the kind's declaration, never its
+    name: tests/test_runtime_contract.py)."""
+    from containertax import runtimes
+
+    return not campaign.is_import and runtimes.get(
+        campaign.environment(campaign.reference).kind).needs_image is False
 
 
 def same_product(campaign: Campaign, n: int) -> bool:
