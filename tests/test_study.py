@@ -706,5 +706,6 @@ def test_the_study_forest_prints_each_interval_beside_its_row(tmp_path):
     text = subprocess.run(["pdftotext", str(out), "-"], capture_output=True,
                           text=True).stdout
     flat = " ".join(text.split())
-    assert "-0.01 [-0.18, +0.16]" in flat and "-6.0 [-25.3, +18.4]" in flat
+    assert "\u22120.01 [\u22120.18, +0.16]" in flat  # minus signs, never hyphens
+    assert "\u22126.0 [\u221225.3, +18.4]" in flat
     assert "Relative difference of docker from its reference" in flat

@@ -795,7 +795,8 @@ def forest_figure(table: pd.DataFrame, reg: dict[str, Any], margin: float, path:
     for r in rows:
         est, low, high = (t.strip("$").replace("{", "").replace("}", "")
                           for t in tables.rel_texts(r))
-        values.append(f"{est} [{low}, {high}]" if "--" not in (low, high) else est)
+        text = f"{est} [{low}, {high}]" if "--" not in (low, high) else est
+        values.append(text.replace("-", "\u2212"))  # a minus, as the tables set it
     xlabel = (f"Relative difference of {envs[0]} from its reference (%)" if one
               else "Relative difference (%)")
     return figures.forest(table, labels, margin, path, values, xlabel)
