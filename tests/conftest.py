@@ -50,25 +50,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     is the classic makespan heuristic; in that run two 110 s tests started last ran alone
     for minutes).
     The order is the same on every worker, as xdist requires; tests of equal estimate
-    keep their collection order (a stable sort).
-    Then dealt round-robin over the workers: `--dist worksteal` first hands each worker one
-    contiguous quarter of the list (xdist's WorkStealingScheduling.check_schedule), and a
-    thief takes the back half of a queue, so a plain longest-first list gave every long test
-    to the first worker, which ran them one after another while the others ran out (the
-    whole run of 070c9f8: 92 % in 15 minutes, then 20 more on the long tests). Dealt, each
-    worker's quarter starts with its share of the longest."""
+    keep their collection order (a stable sort)."""
     took = json.loads(DURATIONS.read_text()) if DURATIONS.exists() else {}
     items.sort(key=lambda item: -float(took.get(item.nodeid) or (
         SLOW_S if item.get_closest_marker("slow") else 0)))
-    items[:] = dealt(items, int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1))
-
-
-def dealt(ordered: list[Any], workers: int) -> list[Any]:
-    """The list dealt like cards to `workers` hands, the hands laid end to end: worker k's
-    contiguous share is ordered[k::workers], longest first within it."""
-    if workers <= 1:
-        return list(ordered)
-    return [item for k in range(workers) for item in ordered[k::workers]]
 
 
 @pytest.fixture(autouse=True)

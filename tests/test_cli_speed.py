@@ -70,14 +70,3 @@ def test_the_publishing_and_paper_steps_import_neither_scipy_stats_nor_statsmode
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0 and out.stdout.strip() == "[]", out.stdout + out.stderr
 
-
-def test_the_longest_tests_are_dealt_to_every_worker():
-    """tests/conftest.py: under --dist worksteal each worker first gets one contiguous
-    quarter of the order; dealt, every quarter starts with one of the four longest tests
-    (a plain longest-first list gave all four to the first worker)."""
-    from tests.conftest import dealt
-
-    order = dealt(list(range(12)), 4)  # 0 is the longest
-    quarters = [order[k * 3:(k + 1) * 3] for k in range(4)]
-    assert [q[0] for q in quarters] == [0, 1, 2, 3]
-    assert sorted(order) == list(range(12)) and dealt([3, 2, 1], 1) == [3, 2, 1]
