@@ -117,3 +117,15 @@ def test_a_long_model_id_gets_a_column_that_breaks_at_its_hyphens():
     assert tables.id_cell("llama-small-perenv") == r"llama-\allowbreak{}small-\allowbreak{}perenv"
     assert tables.id_spec(["mm-10k-fp32", "qwen2-0.5b"]) == "l"
     assert tables.id_cell("qwen2-0.5b") == "qwen2-0.5b"
+
+
+def test_an_arm_that_empties_its_cache_is_refused_with_two_lanes(config_dict, tmp_path,
+                                                                 capsys):
+    """Planted: two lanes would empty a cold arm's one folder under each other's runs."""
+    config_dict["models"] = [{**TINY_LLM, "compile_cache": "cold"}]
+    config_dict["repetitions"] = 2
+    config_dict["lanes"] = [{"id": "a", "gpu": 0}, {"id": "b", "gpu": 1}]
+    assert cli.main(["check", _write(tmp_path, config_dict), "-d", str(tmp_path)]) == 1
+    assert "models[].compile_cache" in capsys.readouterr().err
+    config_dict["models"] = [{**TINY_LLM, "compile_cache": "shared"}]
+    assert cli.main(["check", _write(tmp_path, config_dict), "-d", str(tmp_path)]) == 0

@@ -367,6 +367,14 @@ def _lanes_problems(data: dict[str, Any]) -> list[str]:
     if configured and reps < len(configured):
         problems.append(f"key 'lanes': {len(configured)} lanes but only {reps} repetitions; "
                         "a lane runs whole repetitions, so give at least one per lane.")
+    # a cold or per-environment compile cache is one folder a run empties or refills: two
+    # lanes running at once would empty it under each other (execution/compilecache.py)
+    own = [str(m.get("id")) for m in data.get("models") or []
+           if isinstance(m, dict) and m.get("compile_cache") in ("cold", "per_environment")]
+    if len(configured) > 1 and own:
+        problems.append(f"key 'models[].compile_cache': model(s) {own} empty or refill their "
+                        f"cache before every run, and {len(configured)} lanes run at once; "
+                        "run them in one lane, or use compile_cache: shared.")
     return problems
 
 
