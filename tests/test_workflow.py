@@ -255,6 +255,22 @@ def test_broken_environment_blocks_only_its_cells(tmp_path):
     assert len(raw_records(root)) == 2
 
 
+def test_one_environment_runs_its_cells_and_refuses_its_paper_by_name(tmp_path):
+    """A campaign of one environment: its cells and statistics are made; the paper, which
+    compares environments, is refused naming the file, the key and the fix (it was a
+    KeyError 'reference' in the tables and numbers steps, and a LaTeX error after)."""
+    cfg = make_campaign(tmp_path, "one", ["native"], reps=2)
+    out = snakemake(tmp_path, cfg, "--cores", "1")
+    assert out.returncode != 0
+    text = out.stdout + out.stderr
+    assert f"{cfg}: key 'environments': campaign 'one' has one environment (native)" in text
+    assert "add a second environment" in text and "snakemake cells" in text
+    assert "KeyError" not in text and "Traceback" not in text
+    root = tmp_path / "results" / "one"
+    assert len(raw_records(root)) == 2 and CampaignPaths(root).findings.exists()
+    assert not (root / "paper" / "paper.pdf").exists()
+
+
 def test_pending_cells_still_run_after_a_config_edit(tmp_path):
     """Editing the config rewrites schedule and system; the pending cells of one visit
     (`containertax targets`) must still run in that same invocation (regression: with

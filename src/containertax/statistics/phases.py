@@ -82,6 +82,8 @@ def rows(runs: pd.DataFrame, results: pd.DataFrame | None, alpha: float,
     if results is None or results.empty or "family" not in results:
         return []
     found = results[results.family.isin([PHASES_FAMILY, PHASES_AA_FAMILY])]
+    if found.empty:  # e.g. one environment: findings.csv holds no comparison's columns
+        return []
     out = []
     for (model, env, ref), group in found.groupby(["model", "environment", "reference"],
                                                   sort=False):
