@@ -117,3 +117,38 @@ def committed_paper(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., P
         return work
 
     return build
+
+
+def processes(match: Callable[[list[str]], bool], cwd: Path | None = None) -> set[int]:
+    """The pids of this machine's processes whose argv `match` accepts (from /proc), and,
+    with `cwd`, that work in that folder (another test's processes are not this one's)."""
+    found = set()
+    for path in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            argv = path.read_bytes().decode(errors="replace").split("\0")
+            if match(argv) and (cwd is None or os.readlink(path.parent / "cwd") == str(cwd)):
+                found.add(int(path.parent.name))
+        except OSError:  # a process that ended meanwhile
+            continue
+    return found
+
+
+def held_python(tmp_path: Path, hold_at: int) -> tuple[Path, Path, Path]:
+    """A native environment's python that, at its `hold_at`-th measured run (the calls with
+    --size), says so in a file and waits while a hold file exists: a kill sent once the
+    first file appears lands inside a run's measuring, whatever the machine's load.
+    Returns the wrapper, the hold file and the file that says a run is held."""
+    hold, held, count = tmp_path / "hold", tmp_path / "held", tmp_path / "measured-runs"
+    wrapper = tmp_path / "held-python"
+    wrapper.write_text(
+        "#!/bin/sh\n"
+        'if echo "$*" | grep -q -- --size; then\n'
+        f"  echo run >> {count}\n"
+        f'  if [ -e {hold} ] && [ "$(wc -l < {count})" -eq {hold_at} ]; then\n'
+        f"    touch {held}\n"
+        f"    while [ -e {hold} ]; do sleep 0.05; done\n"
+        "  fi\nfi\n"
+        'exec /usr/bin/python3 "$@"\n')
+    wrapper.chmod(0o755)
+    hold.write_text("")
+    return wrapper, hold, held

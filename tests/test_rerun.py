@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import REPO, demo_config
+from tests.conftest import REPO, demo_config, held_python, processes
 
 pytestmark = [pytest.mark.slow]
 
@@ -72,6 +72,15 @@ def ended(root: Path, step: str, position: int) -> bool:
                for e in ledger(root))
 
 
+def run_steps(tmp_path: Path, position: int) -> set[int]:
+    """The pids of this test's run steps (`containertax run`, working in tmp_path) of the
+    cell at a schedule position (repetition position + 1: one environment, one model)."""
+    def match(argv: list[str]) -> bool:
+        return ("containertax" in argv and "run" in argv and "--rep" in argv
+                and int(argv[argv.index("--rep") + 1]) == position + 1)
+    return processes(match, cwd=tmp_path)
+
+
 def why(out: subprocess.CompletedProcess) -> str:
     """The failed jobs' errors from Snakemake's output (its tail is the job summary)."""
     text = out.stdout + out.stderr
@@ -120,19 +129,32 @@ def test_rerun_after_an_orphaned_gate_completes_every_cell(tmp_path):
 def test_rerun_beside_an_orphaned_run_keeps_its_record(tmp_path, rerun_when):
     """Issue #16, failure 2: a rerun while the orphaned run still measured waited on the
     run lock, measured again, failed on the existing record, and Snakemake deleted it.
-    (And the rerun after the orphan has written its record: the cell is done.)"""
-    cfg = native_campaign(tmp_path, "orphanrun", reps=2, size=768, repeats=150)
+    (And the rerun after the orphan has written its record: the cell is done.) The first
+    run is held (conftest.held_python) until the test lets it go: the interleaving is made
+    by events, not by a run long enough for a clock (it was 150 products of 768 x 768)."""
+    cfg = native_campaign(tmp_path, "orphanrun", reps=2)
+    wrapper, hold, held = held_python(tmp_path, hold_at=1)
+    data = yaml.safe_load(cfg.read_text())
+    data["environments"]["native"]["python"] = str(wrapper)
+    cfg.write_text(yaml.safe_dump(data, sort_keys=False))
     root = tmp_path / "results" / "orphanrun"
     proc = snakemake(tmp_path, cfg, "cells", popen=True)
-    wait_for(lambda: started(root, "run", 0), "the first run")
-    time.sleep(0.5)
+    wait_for(held.exists, "the first run, held")
     kill_snakemake_only(proc)
-    assert not ended(root, "run", 0), "the run ended before the kill: make it longer"
+    assert not ended(root, "run", 0)
     unlock = snakemake(tmp_path, cfg, "--unlock")
     assert unlock.returncode == 0
+    orphaned = run_steps(tmp_path, position=0)
+    assert len(orphaned) == 1, orphaned  # the orphaned run step, still measuring
     if rerun_when == "orphan-done":
+        hold.unlink()
         wait_for(lambda: ended(root, "run", 0), "the orphaned run to finish")
     rerun = snakemake(tmp_path, cfg, "cells", popen=True)
+    if rerun_when == "orphan-measuring":
+        # the rerun's own run step of that cell has started beside the orphan: only then
+        # does the orphan finish
+        wait_for(lambda: run_steps(tmp_path, position=0) - orphaned, "the rerun's run step")
+        hold.unlink()
     wait_for(lambda: ended(root, "run", 0), "the orphaned run to finish")
     orphan = next(e["attempt"] for e in ledger(root)
                   if e["step"] == "run" and e["event"] == "end" and e["position"] == 0)

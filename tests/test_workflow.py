@@ -22,7 +22,7 @@ import yaml
 from containertax.campaign.paths import CampaignPaths
 from containertax.core import rawrecord, records
 from containertax.runtimes import launch
-from tests.conftest import DEMO_IMAGE, REPO, demo_config, needs_docker
+from tests.conftest import DEMO_IMAGE, REPO, demo_config, held_python, needs_docker, processes
 
 pytestmark = [needs_docker, pytest.mark.docker, pytest.mark.slow]
 
@@ -309,34 +309,6 @@ def test_bad_config_fails_before_anything_runs(tmp_path):
 HANG_GUARD_S = 1800
 
 
-def _read(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except OSError:  # a process that ended meanwhile
-        return b""
-
-
-def held_python(tmp_path: Path, hold_at: int) -> tuple[Path, Path, Path]:
-    """A native environment's python that, at its `hold_at`-th measured run (the calls with
-    --size), says so in a file and waits while a hold file exists: a kill sent once the
-    first file appears lands inside a run's measuring, whatever the machine's load.
-    Returns the wrapper, the hold file and the file that says a run is held."""
-    hold, held, count = tmp_path / "hold", tmp_path / "held", tmp_path / "measured-runs"
-    wrapper = tmp_path / "held-python"
-    wrapper.write_text(
-        "#!/bin/sh\n"
-        'if echo "$*" | grep -q -- --size; then\n'
-        f"  echo run >> {count}\n"
-        f'  if [ -e {hold} ] && [ "$(wc -l < {count})" -eq {hold_at} ]; then\n'
-        f"    touch {held}\n"
-        f"    while [ -e {hold} ]; do sleep 0.05; done\n"
-        "  fi\nfi\n"
-        'exec /usr/bin/python3 "$@"\n')
-    wrapper.chmod(0o755)
-    hold.write_text("")
-    return wrapper, hold, held
-
-
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL], ids=["SIGINT", "SIGKILL"])
 def test_killed_campaign_resumes_with_every_cell_done_once(tmp_path, sig):
     name = f"kill{sig.name.lower()}"
@@ -363,8 +335,7 @@ def test_killed_campaign_resumes_with_every_cell_done_once(tmp_path, sig):
         pytest.fail(f"Snakemake had not ended {HANG_GUARD_S} s after {sig.name} (a hang)")
     # the held workload died with its run (launch.run_process: its own group, killed on
     # Ctrl-C, and SIGKILL when its launcher dies), though its hold was never lifted
-    assert not [p for p in Path("/proc").glob("[0-9]*/cmdline")
-                if str(wrapper).encode() in _read(p)], "the held workload outlived the kill"
+    assert not processes(lambda argv: str(wrapper) in argv), "the held workload outlived the kill"
     hold.unlink()  # the resumed campaign's runs go through
     interrupted = ledger(root)
     assert len(raw_records(root)) < 6
