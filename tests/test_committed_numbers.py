@@ -128,7 +128,11 @@ ran Sani et al.'s product over their gap (h100 17 -> 21: matmul-10k's interval r
 else 0); no other key changed. Then for h200-factorial's audit (#39: a campaign of Docker
 set-ups only printed 'native versus containerised execution'), all four regenerated: one
 new key, has-native (1 in all four: each has a native environment); no other key
-changed."""
+changed. Then for the threat "Multiple comparisons" (#39: it left out the phases family),
+two new keys, phases-family and phases-aa-family (0 in all four: no timelines in their
+records), and three keys no text used removed (f-each, fa-each, q-each, with the macros
+\findingitem and \aafindingitem); edited key by key, then matched by h100-matmul's build
+from its raw records; no other key changed."""
 
 from __future__ import annotations
 

@@ -515,13 +515,14 @@ def findings_values(campaign: Campaign, runs: pd.DataFrame, results: pd.DataFram
     if results is not None and not results.empty:
         heads = {(str(h["model"]), h["environment"], h["metric"]) for h in
                  policy.headline_rows(campaign, results, runs)}
-    v: dict[str, Any] = {"f-count": 0, "f-each": "", "f-short": "", "thermal-count": 0,
+    v: dict[str, Any] = {"f-count": 0, "f-short": "", "thermal-count": 0,
                          "f-abstract": "", "f-more": 0, "f-listed": "", "f-shown": 0,
                          "f-said": False,
                          "fp-count": 0, "fp-listed": "",
                          "interval-truncated": False, "excluded-family": 0,
-                         "fa-count": 0, "fa-each": "", "fa-listed": "",
-                         "q-count": 0, "q-each": "", "q-abstract": "", "q-more": 0,
+                         "phases-family": 0, "phases-aa-family": 0,
+                         "fa-count": 0, "fa-listed": "",
+                         "q-count": 0, "q-abstract": "", "q-more": 0,
                          "q-listed": "",
                          "l-count": 0, "l-each": "", "ql-count": 0, "ql-each": "",
                          "appendix-count": 0, "has-findings-rule": "reach" in table}
@@ -599,9 +600,9 @@ def findings_values(campaign: Campaign, runs: pd.DataFrame, results: pd.DataFram
         for n, (_, r) in enumerate(rows.iterrows(), 1):
             put(prefix, n, r)
         v[f"{prefix}-count"] = len(rows)
-        item = {"f": "findingitem", "fa": "aafindingitem", "q": "qfindingitem",
-                "l": "listeditem", "ql": "qlisteditem"}[prefix]
-        v[f"{prefix}-each"] = "".join(f"\\{item}{{{n}}}" for n in range(1, len(rows) + 1))
+        item = {"l": "listeditem", "ql": "qlisteditem"}.get(prefix)  # the lists printed whole
+        if item:
+            v[f"{prefix}-each"] = "".join(f"\\{item}{{{n}}}" for n in range(1, len(rows) + 1))
         if prefix == "fa":
             v["fa-listed"] = "".join(f"\\aalisted{{{n}}}" for n in range(1, len(rows) + 1))
         if prefix == "q":  # the abstract names the first ABSTRACT_QUALITY, counts the rest
@@ -625,6 +626,9 @@ def findings_values(campaign: Campaign, runs: pd.DataFrame, results: pd.DataFram
             v["f-listed"] = "".join(f"\\findinglisted{{{n}}}" for n in range(1, len(rows) + 1))
     v["appendix-count"] = int((table["reach"] == "appendix").sum())
     v["excluded-family"] = int((table["family"] == findings.EXCLUDED_FAMILY).sum())
+    # "Where the time goes": its own family, corrected on its own like the others
+    v["phases-family"] = int((table["family"] == findings.PHASES_FAMILY).sum())
+    v["phases-aa-family"] = int((table["family"] == findings.PHASES_AA_FAMILY).sum())
     v["interval-truncated"] = bool(table.get("truncated", pd.Series(dtype=object))
                                    .fillna(False).astype(bool).any())
     v["thermal-count"] = int((table.get("check") == "thermal_dependence").sum())
