@@ -29,6 +29,9 @@ pytestmark = pytest.mark.slow
 
 CAMPAIGN = "h100-engine-gqa"
 SMALL = "h100-sani-cold"  # one model, native and docker
+# the sweep: an LLM campaign, and a stopping campaign, whose paper adds the looks' section
+# (sequential.tex) and its values (#39: the sweep covers stopping papers too)
+SWEPT = [CAMPAIGN, "h100-stopping-exact"]
 IDS = ["qwen2.5-72b-instruct-fp8", "llama-3.1-nemotron-70b-instruct-hf",
        "docker-optimised-shm60g-cpuset", "native-aa", "mixtral-8x7b-instruct-v0.1-fp8"]
 
@@ -38,6 +41,12 @@ def built(committed_paper) -> Path:
     """The paper folder of a committed campaign, built from its raw records (once per
     test run: conftest.committed_paper)."""
     return committed_paper(CAMPAIGN) / "results" / CAMPAIGN / "paper"
+
+
+@pytest.fixture(scope="module", params=SWEPT)
+def swept(request, committed_paper) -> Path:
+    """Each swept campaign's paper folder (conftest.committed_paper: built once per run)."""
+    return committed_paper(request.param) / "results" / request.param / "paper"
 
 
 def adversarial(value: str, rng: random.Random) -> str:
@@ -72,9 +81,9 @@ def overfull(log: str) -> list[review.Problem]:
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
-def test_the_paper_never_overflows_whatever_the_values(built, tmp_path, seed):
+def test_the_paper_never_overflows_whatever_the_values(swept, tmp_path, seed):
     rng = random.Random(seed)
-    text = (built / "numbers.tex").read_text()
+    text = (swept / "numbers.tex").read_text()
     numbers = re.sub(r"\\ctxdef\{([^}]*)\}\{(.*)\}$",
                      lambda m: f"\\ctxdef{{{m.group(1)}}}{{{adversarial(m.group(2), rng)}}}",
                      text, flags=re.M)
@@ -94,7 +103,7 @@ def test_the_paper_never_overflows_whatever_the_values(built, tmp_path, seed):
         f"\\excludedvalue{{{rng.choice(IDS)}}}{{{rng.choice(IDS)}}}{{{rng.randrange(999)}}}"
         f"{{{rng.choice(IDS)}}}{{$-$123\\,456.789}}{{outliers, duplicate}}"
         for _ in range(6)] + ["}"]
-    log = compile_with(built, tmp_path / "paper", numbers, "\n".join(lines) + "\n")
+    log = compile_with(swept, tmp_path / "paper", numbers, "\n".join(lines) + "\n")
     assert not overfull(log), overfull(log)
 
 
