@@ -119,6 +119,37 @@ def committed_paper(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., P
     return build
 
 
+@pytest.fixture(scope="session")
+def committed_study(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
+    """A committed study's paper (config/study-NAME.yaml through workflow/study.smk), built
+    from its campaigns' raw records once per test run, whichever xdist worker asks first:
+    name -> the working directory holding config/ and results/. Read it, never change it."""
+
+    def build(name: str) -> Path:
+        work = run_shared(tmp_path_factory) / "studies" / name
+        done = work / ".built"
+        with run_exclusive(tmp_path_factory, f"study-{name}"):
+            if not done.exists():
+                if work.exists():  # a build that failed before: start again
+                    shutil.rmtree(work)
+                shutil.copytree(REPO / "config", work / "config",
+                                ignore=shutil.ignore_patterns("README.md"))
+                study = work / "config" / f"study-{name}.yaml"
+                for entry in yaml.safe_load(study.read_text())["study"]["campaigns"]:
+                    shutil.copytree(REPO / "results" / entry["name"] / "raw",
+                                    work / "results" / entry["name"] / "raw")
+                out = subprocess.run(
+                    [sys.executable, "-m", "snakemake", "--cores", "2", "--snakefile",
+                     str(REPO / "workflow" / "study.smk"), "--directory", str(work),
+                     "--configfile", str(study)],
+                    capture_output=True, text=True, timeout=1800)
+                assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+                done.write_text("")
+        return work
+
+    return build
+
+
 def processes(match: Callable[[list[str]], bool], cwd: Path | None = None) -> set[int]:
     """The pids of this machine's processes whose argv `match` accepts (from /proc), and,
     with `cwd`, that work in that folder (another test's processes are not this one's)."""
