@@ -84,6 +84,26 @@ def _values(campaign, runs, res, others) -> dict:
                                         policy.metric_registry(campaign))
 
 
+def test_with_four_headline_rows_the_abstract_counts_the_findings_beyond_them(tmp_path,
+                                                                               monkeypatch):
+    """#39: the demo's four headline rows and the largest finding beyond them made its
+    abstract 282 words (250 allowed). Planted: the same findings with four headline rows
+    (policy.headline_rows returning the one real row four times): none is named, the
+    abstract counts them (f-budget); with one row the largest is named, as before."""
+    campaign, runs, results, q = _analyse(tmp_path, _runs(tmp_path))
+    res, others = _through_the_file(tmp_path, campaign, runs, results, q)
+    one = _values(campaign, runs, res, others)
+    assert one["f-shown"] == 1 and not one["f-budget"] and one["f-abstract"]
+    real = policy.headline_rows
+    monkeypatch.setattr(policy, "headline_rows", lambda *a, **k: [
+        {**row, "environment": f"{row['environment']}-{i}"} for row in real(*a, **k)
+        for i in range(4)])
+    four = _values(campaign, runs, res, others)
+    assert four["f-shown"] == 0 and four["f-abstract"] == "" and four["f-budget"]
+    assert four["f-count"] == one["f-count"] > 0  # still counted, and listed in Section 6
+    assert four["f-listed"] == one["f-listed"]
+
+
 def test_planted_significant_secondary_result_reaches_the_abstract(tmp_path):
     campaign, runs, results, q = _analyse(tmp_path, _runs(tmp_path))
     res, others = _through_the_file(tmp_path, campaign, runs, results, q)
