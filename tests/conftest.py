@@ -155,10 +155,11 @@ def processes(match: Callable[[list[str]], bool], cwd: Path | None = None) -> se
     """The pids of this machine's processes whose argv `match` accepts (from /proc), and,
     with `cwd`, that work in that folder (another test's processes are not this one's)."""
     found = set()
+    where = None if cwd is None else str(Path(cwd).resolve())  # /proc gives the real path
     for path in Path("/proc").glob("[0-9]*/cmdline"):
         try:
             argv = path.read_bytes().decode(errors="replace").split("\0")
-            if match(argv) and (cwd is None or os.readlink(path.parent / "cwd") == str(cwd)):
+            if match(argv) and (where is None or os.readlink(path.parent / "cwd") == where):
                 found.add(int(path.parent.name))
         except OSError:  # a process that ended meanwhile
             continue

@@ -273,7 +273,8 @@ def test_one_environment_runs_its_cells_and_refuses_its_paper_by_name(tmp_path):
     assert out.returncode != 0
     text = out.stdout + out.stderr
     assert f"{cfg}: key 'environments': campaign 'one' has one environment (native)" in text
-    assert "add a second environment" in text and "snakemake cells" in text
+    assert "add a second environment (e.g. a replica: 'native-aa: {replica_of: native}')" \
+        in text and "snakemake cells" in text
     assert "KeyError" not in text and "Traceback" not in text
     root = tmp_path / "results" / "one"
     assert len(raw_records(root)) == 2 and CampaignPaths(root).findings.exists()

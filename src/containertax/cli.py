@@ -732,12 +732,12 @@ def _analysis(cmd: str, campaign: config.Campaign, a: argparse.Namespace) -> Non
             campaign.environments) < 2:
         # the paper compares environments; a one-environment campaign's cells, records and
         # statistics are made, but its paper would be a traceback (a KeyError in tables)
+        only = ", ".join(e.id for e in campaign.environments) or "none"
         raise config.ConfigError(
             f"{campaign.source}: key 'environments': campaign '{campaign.name}' has one "
-            f"environment ({', '.join(e.id for e in campaign.environments)}), and its paper "
-            "compares environments; add a second environment (e.g. a replica: "
-            "'native-aa: {replica_of: native}'), or build only its cells "
-            "(snakemake cells)")
+            f"environment ({only}), and its paper compares environments; add a second "
+            f"environment (e.g. a replica: '{only}-aa: {{replica_of: {only}}}'), or build "
+            "only its cells (snakemake cells)")
 
     if cmd == "quality":
         steps.run_quality(campaign, Path(a.runs), Path(a.out_dir), _opt(a.out_order))
