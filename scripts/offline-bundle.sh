@@ -4,6 +4,7 @@
 # Docker Engine; tools/offline_bundle.py does the work and documents it.
 #   scripts/offline-bundle.sh build DIR [PYTHON_VERSION [PLATFORMS]] [--docker none|static|debian]
 #                                       [--requirements FILE] [--have FILE]   # with network
+#                                       [--not-needed FILE] [--xz-preset 0-9]
 #   scripts/offline-bundle.sh install DIR [TARGET] [--no-docker]              # on the node
 #   scripts/offline-bundle.sh verify DIR                                      # sha256 of every file
 # PYTHON=... names the interpreter (default python3): on the node, the one to install for.

@@ -259,10 +259,13 @@ def test_static_engine_kit_runs_and_have_leaves_out(tmp_path):
     have = tmp_path / "have.txt"
     have.write_text("attrs\n")
     root = tmp_path / "bundle"
+    # xz preset 0: the same archive as the default 6 (tarfile's w:xz), in 6 CPU-s, not 70
     out = bundle_cli(
-        "build", str(root), "--docker", "static", "--requirements", str(reqs), "--have", str(have)
+        "build", str(root), "--docker", "static", "--requirements", str(reqs), "--have", str(have),
+        "--xz-preset", "0",
     )
     assert out.returncode == 0, out.stdout + out.stderr
+    assert "xz preset 0)" in out.stdout
     header, files = ob.read_manifest(root)
     assert header["docker"] == "static" and header["have"].startswith(f"{have} (1 left out: attrs")
     assert not any("attrs-" in name for name in files)
