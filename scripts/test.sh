@@ -28,6 +28,7 @@ export CONTAINERTAX_REQUIRE_SLURM=1 CONTAINERTAX_REQUIRE_CHROMIUM=1 CONTAINERTAX
 # workers share (a committed campaign's paper built once, the SLURM cluster) is held
 # under a lock (tests/conftest.py). The 20 slowest are printed (README, "Tests").
 # --dist worksteal: a worker that runs out takes queued tests from the others (with the
-# default load scheduling one worker ran the last 70 tests alone for 15 minutes).
+# default load scheduling one worker ran the last 70 tests alone for 15 minutes); the long
+# tests are dealt across the workers' first chunks (tests/conftest.py `dealt`).
 .venv/bin/python -m pytest -q -n "${CONTAINERTAX_TEST_WORKERS:-4}" --dist worksteal \
   --durations=20 "$@"

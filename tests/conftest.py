@@ -44,17 +44,48 @@ DURATIONS = Path(__file__).with_name("durations.json")
 SLOW_S = 7  # a slow-marked test not in the file: about the 60th slowest's time
 
 
+def worksteal_chunks(n_items: int, workers: int) -> list[int]:
+    """The sizes of the contiguous chunks pytest-xdist's worksteal scheduler first hands
+    its workers (WorkStealingScheduling.check_schedule: each idle worker in turn gets
+    len(pending) // workers-left from the front of the collection)."""
+    sizes, left = [], n_items
+    for i in range(workers):
+        sizes.append(left // (workers - i))
+        left -= sizes[-1]
+    return sizes
+
+
+def dealt(ranked: list, workers: int) -> list:
+    """`ranked` (longest first) dealt round-robin into the worksteal chunks, each chunk
+    longest first: a worker's chunk begins with its share of the long tests. A worker
+    that runs out steals from the end of another's queue, never its head, so the
+    collection's longest-first order alone gave the first worker every long test: in a
+    whole run on a fresh clone (2026-12-05) it ran the seven longest one after another
+    (758 s) while the other three ran the other 1,323 tests."""
+    sizes = worksteal_chunks(len(ranked), workers)
+    chunks: list[list] = [[] for _ in sizes]
+    k = 0
+    for item in ranked:
+        while len(chunks[k % workers]) >= sizes[k % workers]:
+            k += 1
+        chunks[k % workers].append(item)
+        k += 1
+    return [item for chunk in chunks for item in chunk]
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The longest measured tests first, then the other tests that run real campaigns
-    (marked slow), then the rest: pytest-xdist hands tests out in collection order, and a
-    long test started last keeps one worker busy after the others are done (longest first
-    is the classic makespan heuristic; in that run two 110 s tests started last ran alone
-    for minutes).
+    (marked slow), then the rest, dealt across pytest-xdist's workers (`dealt`): a long
+    test started last keeps one worker busy after the others are done (longest first is
+    the classic makespan heuristic).
     The order is the same on every worker, as xdist requires; tests of equal estimate
     keep their collection order (a stable sort)."""
     took = json.loads(DURATIONS.read_text()) if DURATIONS.exists() else {}
     items.sort(key=lambda item: -float(took.get(item.nodeid) or (
         SLOW_S if item.get_closest_marker("slow") else 0)))
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)
+    if workers > 1:
+        items[:] = dealt(list(items), workers)
 
 
 @pytest.fixture(autouse=True)
