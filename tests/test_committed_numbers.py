@@ -137,7 +137,10 @@ against 250 with four headline rows), all four regenerated: new keys only, hl-on
 (1 on h100-matmul, whose two headline rows share one metric, which its abstract now names
 once; else 0), hl-metric (the shared metric's words, empty on h100, whose rows have
 several) and f-budget (0 in all four: none has more than three headline rows with a
-finding to name); no other key changed."""
+finding to name); no other key changed. Then for a look's failed check (#39: a headline at
+the maximum whose check failed printed only "inconclusive"), all four regenerated: new keys
+only, hl/N/has-check-answer (0 in all four: none has a stopping rule) and hl/N/check-answer
+('--'); no other key changed."""
 
 from __future__ import annotations
 

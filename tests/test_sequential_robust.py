@@ -114,18 +114,31 @@ def test_drift_check_false_alarm_on_exchangeable_blocks():
     assert stopping.drift(np.zeros((1, 8)))["reason"][0] == ""  # ties: no drift
 
 
+def _with_drift_check(monkeypatch, campaign):
+    """h100-stopping-exact's rule with the drift check it did not have (its config says
+    drift_check: false, the rule its looks ran under)."""
+    import dataclasses
+
+    from containertax.statistics import sequential as seq
+
+    rule = dataclasses.replace(seq.rule_of(campaign), drift_check=True)
+    monkeypatch.setattr(seq, "rule_of", lambda c: rule)
+
+
 def test_qwen2_drift_in_the_committed_campaign_is_flagged(monkeypatch):
     """Planted by the GPU machine itself: qwen2-0.5b's blocks in h100-stopping-exact run at
     -5 to -11 % for blocks 1-5 and positive for 6-8. At the maximum the drift check flags
     them (Spearman +0.76 with block order, permutation p 0.037), so the look answers
     'not stationary' with the slope; the quiet product still stops at look 1 as the GPU
-    machine decided, and without the check qwen2 gets the plain 'none' it got then."""
-    import dataclasses
-
+    machine decided, and without the check (the campaign's own rule: its looks ran before
+    there was one) qwen2 gets the plain 'none' its look file holds."""
     from containertax.statistics import sequential as seq
 
     campaign, runs = _campaign_and_runs()
     primary = seq._primary(campaign, runs)
+    own = seq.rule_of(campaign)
+    assert not own.drift_check
+    _with_drift_check(monkeypatch, campaign)
     rows = seq.decide(runs, campaign, primary)
     q = [r for r in rows if r["model"] == "qwen2-0.5b"]
     assert [r["decision"] for r in q] == ["continue", "max"]
@@ -137,22 +150,30 @@ def test_qwen2_drift_in_the_committed_campaign_is_flagged(monkeypatch):
     mm = [r for r in rows if r["model"] == "mm-4096"]
     assert mm[-1]["answer"] == "none" and mm[-1]["drift"] == ""
     # the check off: the answer the GPU machine's look file holds
-    rule = dataclasses.replace(seq.rule_of(campaign), drift_check=False)
-    monkeypatch.setattr(seq, "rule_of", lambda c: rule)
+    monkeypatch.setattr(seq, "rule_of", lambda c: own)
     rows = seq.decide(runs, campaign, primary)
     assert [r["answer"] for r in rows if r["model"] == "qwen2-0.5b"] == ["none", "none"]
 
 
-def test_the_paper_reports_the_drift_and_the_multiplicity():
+def test_the_paper_reports_the_drift_and_the_multiplicity(monkeypatch):
+    """The campaign's own rule (no drift check at its looks): the drift is reported as
+    tested afterwards, and the answer is the look's plain 'no answer'; with the check
+    (planted), the same drift is the look's answer."""
     from containertax.statistics import sequential as seq
 
     campaign, runs = _campaign_and_runs()
     values = seq.macros(campaign, runs)
     assert "qwen2-0.5b" in values["seq/drift"] and "+1.99" in values["seq/drift"]
     assert "per block" in values["seq/drift"] and "Spearman +0.76" in values["seq/drift"]
-    assert "not stationary" in values["seq/intervals"]
+    assert "tested after the campaign" in values["seq/drift"]
+    assert "Drift across blocks was not tested at the looks" in values["seq/checks"]
+    assert "not stationary" not in values["seq/intervals"]
     assert "per primary comparison" in values["seq/multiplicity"]
     assert "3 models" in values["seq/multiplicity"]
+    _with_drift_check(monkeypatch, campaign)
+    values = seq.macros(campaign, runs)
+    assert "not stationary" in values["seq/intervals"]
+    assert values["seq/drift"].startswith("Drift at the last look: qwen2-0.5b")
 
 
 # --- levels by numerical integration --------------------------------------------------

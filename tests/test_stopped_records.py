@@ -14,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from containertax import cli
@@ -228,3 +229,38 @@ def test_the_exact_rule_campaign_rebuilds_the_looks_its_gpu_machine_decided(comm
     stops = re.search(r"\\ctxdef\{seq/stops\}\{(.*)\}", numbers).group(1)
     for model, d in final.items():
         assert f"{model} after {d['blocks_run']} blocks (look {d['looks_made']}," in stops, stops
+    # the answer of every primary comparison at each model's last look is the one its look
+    # file holds (before, the rebuild applied a drift check those looks never ran and
+    # answered 'not stationary' where the GPU machine had answered 'none')
+    last_rows = {}
+    for n in (1, 2):
+        for row in json.loads((visit / f"look{n}.json").read_text())["rows"]:
+            if row["look"] == final[row["model"]]["looks_made"]:
+                last_rows[(row["model"], row["environment"], row["metric"])] = row["answer"]
+    assert last_rows[("qwen2-0.5b", "docker", "token_throughput")] == "none"
+    found = pd.read_csv(work / "results" / campaign / "stats" / "findings.csv")
+    found = found[found.family == "primary"]
+    rebuilt = {(r.model, r.environment, r.metric): r.answer for r in found.itertuples()}
+    assert {k: rebuilt.get(k) for k in last_rows} == last_rows
+
+
+@pytest.mark.parametrize("campaign", ["h100-stopping-exact", "h100-stopping"])
+def test_a_look_from_before_the_drift_check_is_refused_under_a_rule_with_one(campaign):
+    """Their look files record no drift_check (the check came later, issue #41): decided
+    without it. Under the config's rule (drift_check: false, the rule they ran under) they
+    are accepted; with the check they are refused by name, never re-described as if the
+    check had run at them (the paper had said so, and answered 'not stationary' for a look
+    whose file says 'none')."""
+    import dataclasses
+
+    from containertax.campaign import looks
+    from containertax.campaign.stopping import Rule
+
+    rule = Rule.from_config(config.load_file(REPO / "config" / f"{campaign}.yaml").raw)
+    files = sorted((REPO / "results" / campaign / "raw" / "visits").glob("*/interim/look*.json"))
+    assert files and not rule.drift_check
+    for path in files:
+        assert "drift_check" not in json.loads(path.read_text())["rule"]
+        looks.read_look(path, rule)
+        with pytest.raises(looks.LookError, match="drift_check: False then, True now"):
+            looks.read_look(path, dataclasses.replace(rule, drift_check=True))

@@ -232,7 +232,13 @@ def _cache_moved(spec: dict[str, Any]) -> bool:
 # config hash as it was, so a committed campaign stays the campaign its records name.
 HASH_NEUTRAL_DEFAULTS = (("thermal", "cooldown"), ("thermal", "adaptive"),
                          ("analysis", "resolution_pct"), ("analysis", "import_repeats"),
-                         ("analysis", "import_duplicates"), ("stopping", "drift_check"))
+                         ("analysis", "import_duplicates"))
+# Keys that change only how the looks decide, never what a run measures, out of the hash at
+# any value: what a look was decided under is its look file's rule (campaign/looks.py), which
+# refuses a look of another rule. stopping.drift_check came after campaigns had run without
+# it; those name `drift_check: false`, the rule their looks ran under, and stay the
+# campaign their records name.
+HASH_DECISION_ONLY = (("stopping", "drift_check"),)
 # Keys whose default changed after campaigns were committed: at the new default they hash as
 # the old one did (the old value is no longer valid, so no config can mean both).
 # analysis.primary_test: 'auto' (a Shapiro-Wilk pretest choosing Welch or Mann-Whitney)
@@ -286,6 +292,9 @@ def _without_new_defaults(raw: dict[str, Any]) -> dict[str, Any]:
         parent = out.get(section)
         if isinstance(parent, dict) and parent.get(key) == now:
             parent[key] = before
+    for section, key in HASH_DECISION_ONLY:
+        if isinstance(out.get(section), dict):
+            out[section].pop(key, None)
     stop = out.get("stopping")
     if isinstance(stop, dict):
         for key, before in HASH_STOPPING_BEFORE.items():

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from containertax.campaign.configerror import ConfigError
-from containertax.campaign.stopping import Rule
+from containertax.campaign.stopping import RULE_BEFORE, Rule
 from containertax.core.records import written_mismatch
 
 
@@ -49,10 +49,14 @@ def _recorded(state: dict[str, Any]) -> dict[str, Any] | None:
 
 def _differences(recorded: dict[str, Any], now: dict[str, Any]) -> list[str]:
     """The rule's fields that differ: all of them for a fingerprinted look (a field it
-    lacks counts as changed), those a look written before fingerprints recorded."""
+    lacks counts as changed); for a look written before fingerprints, those it recorded and
+    those added to the rule since (stopping.RULE_BEFORE: the look ran without them, so a
+    drift check the config now has was not part of its decision)."""
     fingerprinted = "sha256" in recorded
     if fingerprinted and recorded["sha256"] == now["sha256"]:
         return []
+    if not fingerprinted:
+        recorded = {**RULE_BEFORE, **recorded}
     keys = [k for k in now if k != "sha256" and (fingerprinted or k in recorded)]
     changed = [f"{k}: {recorded.get(k, '(not recorded)')!r} then, {now[k]!r} now"
                for k in keys if recorded.get(k) != now[k]]

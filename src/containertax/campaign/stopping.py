@@ -52,6 +52,13 @@ LOWER_NOISE = ("lower the noise (more repeats per run, or a longer workload) or 
                "fixed design's exact sign-flip test")
 
 
+# A rule's fields added after look files were first written, at the value that decides as
+# the rule did before the field existed (no exact boundaries: each look at the spending
+# increment; no shape check; no drift check). A look file that does not record such a field
+# was decided under this value (campaign/looks.py compares it so).
+RULE_BEFORE = {"boundaries": "union", "shape_check": False, "drift_check": False}
+
+
 @dataclass(frozen=True)
 class Rule:
     """A stopping rule: spending function, looks (in blocks) and the study's alpha and

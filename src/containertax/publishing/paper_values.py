@@ -13,6 +13,7 @@ from typing import Any
 import pandas as pd
 
 from containertax.campaign.config import Campaign
+from containertax.campaign.stopping import CHECK_ANSWER
 from containertax.publishing import design_values, discussion, facts, tables
 from containertax.statistics import decisions, findings, order, policy, quality, sequential, texts
 from containertax.statistics.policy import (
@@ -279,6 +280,13 @@ def result_values(campaign: Campaign, results: pd.DataFrame | None, runs: pd.Dat
             f"look {int(look)}, {int(row.get('look_blocks'))} blocks, level "
             f"{tables.num(row.get('look_alpha'), 3)}"
             if look == look and look is not None else "--")
+        # a look at the maximum whose check failed answers with the check's word (not
+        # stationary, ...), not the plain test's: the headline says which, not only
+        # "inconclusive" (stopping.CHECK_ANSWER)
+        answer = row.get("answer")
+        failed_check = isinstance(answer, str) and answer in set(CHECK_ANSWER.values())
+        values[f"hl/{number}/has-check-answer"] = failed_check
+        values[f"hl/{number}/check-answer"] = texts.tex(answer) if failed_check else "--"
         for word in decisions.WORDS:
             values[f"hl/{number}/{word.replace(' ', '-')}"] = head["verdict"] == word
         # the ratio's base (Hoefler and Belli's rule 1): the reference's mean, and n

@@ -121,7 +121,6 @@ def decide(runs: Any, campaign: Any, primary: dict[str, list[str]]) -> list[dict
                 answer = ("difference" if s["difference"][0] else
                           "equivalence" if s["equivalence"][0] else "none")
                 form = shape(x[None, :]) if rule.shape_check else None
-                moved = drift(x[None, :]) if rule.drift_check else None
                 look.append({"model": model, "look": k, "blocks": n, "alpha_look": a,
                              "metric": metric, "environment": env, "against": against,
                              "estimate": math.expm1(x.mean()),
@@ -136,12 +135,9 @@ def decide(runs: Any, campaign: Any, primary: dict[str, list[str]]) -> list[dict
                              "skew_limit": float(form["skew_limit"]) if form else None,
                              "outlier": float(form["outlier"][0]) if form else None,
                              "outlier_limit": float(form["outlier_limit"]) if form else None,
-                             "drift": str(moved["reason"][0]) if moved else "not checked",
-                             "drift_slope": float(moved["slope"][0]) if moved else None,
-                             "trend": float(moved["trend"][0]) if moved else None,
-                             "trend_limit": float(moved["trend_limit"]) if moved else None,
-                             "lag1": float(moved["lag1"][0]) if moved else None,
-                             "lag1_limit": float(moved["lag1_limit"]) if moved else None})
+                             **(_drift_fields(x) if rule.drift_check else
+                                {"drift": "not checked", "drift_slope": None, "trend": None,
+                                 "trend_limit": None, "lag1": None, "lag1_limit": None})})
             odd = [r for r in look if r["shape"] not in ("", "not checked")
                    or r["drift"] not in ("", "not checked")]
             answered = all(r["answer"] != "none" for r in look)
@@ -309,6 +305,15 @@ def last_state(campaign: Any, runs: Any) -> list[dict[str, Any]]:
     return decide(runs, campaign, _primary(campaign, runs)) if len(runs) else []
 
 
+def _drift_fields(x: Any) -> dict[str, Any]:
+    """A look row's drift fields for per-block log ratios x (block order): the check's
+    reason ('' when it passes), the slope per block, and the two statistics with limits."""
+    moved = drift(x[None, :])
+    return {"drift": str(moved["reason"][0]), "drift_slope": float(moved["slope"][0]),
+            "trend": float(moved["trend"][0]), "trend_limit": float(moved["trend_limit"]),
+            "lag1": float(moved["lag1"][0]), "lag1_limit": float(moved["lag1_limit"])}
+
+
 def _checks_words(rule: Rule, replicas: bool) -> str:
     """The shape check and the A/A replica's band, in the paper's words."""
     shape_words = ("A look stopped a model only where the per-block log ratios of every "
@@ -363,6 +368,9 @@ def macros(campaign: Any, runs: Any, words: Any = str) -> dict[str, Any]:
                "continue": "still running"}[last[0]["decision"]]
         stops.append(f"{tex(m.id)} after {last[0]['blocks']} blocks (look {k}, {how})")
         for r in last:
+            if not rule.drift_check:  # the looks did not test it: tested here, afterwards
+                r = {**r, **_drift_fields(log_ratios(runs, m.id, r["metric"], r["environment"],
+                                                     r["against"])[:r["blocks"]])}
             if r.get("drift") in ("trend", "dependence"):
                 slope = tex(f"{100 * math.expm1(r['drift_slope']):+.2f}")
                 drifts.append(f"{tex(m.id)}, {tex(words(r['metric']))}, "
@@ -393,6 +401,8 @@ def macros(campaign: Any, runs: Any, words: Any = str) -> dict[str, Any]:
             "seq/checks": _checks_words(rule, bool(campaign.replicas)),
             "seq/stops": "; ".join(stops),
             "seq/intervals": "; ".join(intervals) or "none",
-            "seq/drift": ("Drift at the last look: " + "; ".join(drifts) + "."
-                          if drifts else ""),
+            "seq/drift": (("Drift at the last look: " if rule.drift_check else
+                           "Drift at the last look, tested after the campaign (its looks did "
+                           "not test drift, so it did not change when a model stopped): ")
+                          + "; ".join(drifts) + "." if drifts else ""),
             "seq/multiplicity": multiplicity_words(campaign, rule)}
