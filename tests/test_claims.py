@@ -411,3 +411,50 @@ def test_each_headline_base_is_printed_once(analysed, monkeypatch):  # noqa: F81
     monkeypatch.setattr(policy, "headline_rows", lambda *a, **k: [head, head, fewer])
     assert paper_values.result_values(campaign, results, runs)["hl-bases"] == (
         "\\hlbase{1}\\hlbase{3}")
+
+
+def _tallied(tmp_path):
+    """A campaign folder with what check_tallies reads: 2 models x 2 environments x 2
+    blocks on GPU-a, but block 2 of m's docker run on GPU-b (a split block); three
+    secondary comparisons, one significant after BH and Bonferroni, two equivalent."""
+    import json
+
+    import pandas as pd
+
+    rows = [dict(model=m, environment=e, repetition=b, block=b, metric="x", value=1.0,
+                 machine="GPU-b" if (m, e, b) == ("m", "docker", 2) else "GPU-a")
+            for m in ("m", "n") for e in ("native", "docker") for b in (1, 2)]
+    pd.DataFrame(rows).to_csv(tmp_path / "runs.csv", index=False)
+    (tmp_path / "stats").mkdir()
+    pd.DataFrame({"family": ["secondary"] * 3 + ["primary"], "p": [0.001, 0.5, 0.6, 0.01],
+                  "p_bh": [0.003, 0.6, 0.6, 0.01], "p_bonferroni": [0.003, 1, 1, 0.01],
+                  "tost_p": [0.9, 0.01, 0.02, 0.9]}).to_csv(
+        tmp_path / "stats" / "findings.csv", index=False)
+    (tmp_path / "config.resolved.json").write_text(json.dumps(
+        {"config": {"analysis": {"alpha": 0.05}}}))
+    return tmp_path
+
+
+def test_planted_counts_of_runs_machines_and_a_family_tally_are_caught(tmp_path):
+    """#39's claims audit over the Hardware and Results sections' counts (h100-stopping-
+    exact: 'All 44 runs', 'three GPUs', '3 machines', 'Of the 47 comparisons ... three
+    ... and 19 are equivalent'): each planted wrong count is caught, the right ones pass."""
+    root = _tallied(tmp_path)
+    right = ("All eight runs were made on one host with two GPUs (NVIDIA H100). The runs "
+             "measured 2 machines (a machine is a GPU). Of the three comparisons in the "
+             "secondary family (the other metrics), one is significant after "
+             "Benjamini-Hochberg correction within the family (one after Bonferroni) and two "
+             "are equivalent within [-4.76, +5].")
+    assert review.check_tallies(right, root) == []
+    for wrong, check in (("All eight runs", "All nine runs"), "claim-runs"), \
+            (("with two GPUs", "with three GPUs"), "claim-gpus"), \
+            (("measured 2 machines", "measured 3 machines"), "claim-machines"), \
+            (("two are equivalent", "three are equivalent"), "claim-tally"), \
+            (("(one after Bonferroni)", "(two after Bonferroni)"), "claim-tally"), \
+            (("The runs measured 2 machines", "Every block ran on one machine"),
+             "claim-machines"):
+        problems = review.check_tallies(right.replace(*wrong), root)
+        assert [p.check for p in problems] == [check], (wrong, problems)
+    assert "m block 2" in review.check_tallies(
+        right.replace("The runs measured 2 machines", "Every block ran on one machine"),
+        root)[0].message

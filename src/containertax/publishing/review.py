@@ -479,6 +479,68 @@ def check_claims(text: str, found: dict, words: dict[str, str] | None = None
     return out
 
 
+def check_tallies(text: str, root: Path) -> list[Problem]:
+    """Counts the Results and the Hardware sections state, re-derived from the campaign's
+    files: 'All N runs were made on', 'with K GPUs', 'The runs measured M machines',
+    'Every block ran on one machine' (runs.csv: one row per run and metric, `machine` a
+    GPU's UUID or a host), and 'Of the N comparisons in the secondary family ..., k are
+    significant after Benjamini-Hochberg correction within the family (j after
+    Bonferroni) and m are equivalent' (stats/findings.csv at the config's alpha)."""
+    import json
+
+    import pandas as pd
+
+    from containertax.campaign.paths import FINDINGS, CampaignPaths
+
+    flat = " ".join(text.split())
+    out: list[Problem] = []
+    runs_csv = CampaignPaths(root).runs
+    if runs_csv.exists():
+        runs = pd.read_csv(runs_csv)
+        n_runs = len(runs.drop_duplicates(["model", "environment", "repetition"]))
+        machines = runs["machine"].dropna().astype(str) if "machine" in runs else None
+        for m in re.finditer(r"\bAll (\w+) runs were made on", flat):
+            if _count(m.group(1)) != n_runs:
+                out.append(Problem("claim-runs", "text", f"'{m.group(0)}', but runs.csv "
+                                   f"holds {n_runs} runs"))
+        if machines is not None:
+            gpus = {x for x in machines.unique() if x.startswith("GPU-")}
+            for m in re.finditer(r"made on [^.]*? with (\w+) GPUs? \(", flat):
+                if _count(m.group(1)) != len(gpus):
+                    out.append(Problem("claim-gpus", "text", f"'... with {m.group(1)} GPUs', "
+                                       f"but the runs name {len(gpus)} GPU UUIDs"))
+            for m in re.finditer(r"The runs measured (\w+) machines", flat):
+                if _count(m.group(1)) != machines.nunique():
+                    out.append(Problem("claim-machines", "text", f"'{m.group(0)}', but the "
+                                       f"runs name {machines.nunique()} machines"))
+            per_block = runs.dropna(subset=["machine"]).groupby(["model", "block"])[
+                "machine"].nunique()
+            if "Every block ran on one machine" in flat and (per_block > 1).any():
+                split = [f"{model} block {block}" for (model, block), n in per_block.items()
+                         if n > 1]
+                out.append(Problem("claim-machines", "text", "'Every block ran on one "
+                                   f"machine', but {', '.join(split)} ran on more than one"))
+    findings_csv, resolved = root / FINDINGS, CampaignPaths(root).resolved
+    if findings_csv.exists() and resolved.exists():
+        alpha = float(json.loads(resolved.read_text())["config"]["analysis"]["alpha"])
+        rows = pd.read_csv(findings_csv)
+        rows = rows[(rows["family"] == "secondary") & rows["p"].notna()]
+        found = (len(rows), int((rows["p_bh"] < alpha).sum()),
+                 int((rows["p_bonferroni"] < alpha).sum()), int((rows["tost_p"] < alpha).sum()))
+        for m in re.finditer(r"Of the (\w+) comparisons in the secondary family [^.]*?, (\w+) "
+                             r"(?:is|are) significant after Benjamini-Hochberg correction "
+                             r"within the family(?: \((\w+) after Bonferroni\))? and (\w+) "
+                             r"(?:is|are) equivalent", flat):
+            said = (_count(m.group(1)), _count(m.group(2)),
+                    _count(m.group(3)) if m.group(3) else found[2], _count(m.group(4)))
+            if said != found:
+                out.append(Problem("claim-tally", "text", f"'{m.group(0)}', but findings.csv "
+                                   f"has {found[0]} secondary comparisons, {found[1]} "
+                                   f"significant after BH, {found[2]} after Bonferroni, "
+                                   f"{found[3]} equivalent"))
+    return out
+
+
 ABSTRACT_WORDS = 250  # a journal's usual limit (issue #39: the demo's abstract was 515)
 
 
@@ -848,6 +910,7 @@ def review(build_dir: Path, pdf: Path, names: list[str],
     if campaign_root is not None:
         problems += check_campaign_claims(text, run_order(campaign_root))
         problems += check_claims(text, read_facts(campaign_root), metric_words())
+        problems += check_tallies(text, campaign_root)
         problems += check_runtime_labels(pdf_text(pdf), recorded_runtimes(campaign_root),
                                       recorded_environments(campaign_root))
         problems += check_printed_once(text, canonical_intervals(campaign_root / FINDINGS),
