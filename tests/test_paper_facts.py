@@ -195,3 +195,64 @@ def test_environment_rows_read_as_sentences_from_main_tex(tmp_path):
             "device nodes. Engine flags: --ipc host. Isolated: namespaces.") in text
     assert ("Software: the host software. Host paths mounted: none. GPU access: direct (host "
             "driver). Engine flags: none. Isolated: none.") in text
+
+
+def _planted_campaign(root, plant) -> dict:
+    """Copies of results/h100's qwen2-0.5b and matmul-10k records (native and docker, two
+    repetitions each), each changed by plant(model, env, rep, record), read back through
+    the validated reader (facts.from_records)."""
+    for model in ("matmul-10k", "qwen2-0.5b"):
+        for env in ("native", "docker"):
+            (root / "raw" / model / env).mkdir(parents=True)
+            for rep in ("rep01", "rep02"):
+                rec = json.loads((RAW / model / env / f"{rep}.json").read_text())
+                plant(model, env, rep, rec)
+                (root / "raw" / model / env / f"{rep}.json").write_text(json.dumps(rec))
+    return facts.from_records(root)
+
+
+def _attention(rec: dict, name: str) -> None:
+    argv = rec["workload"]["argv"]
+    argv[argv.index("--attn-implementation") + 1] = name
+
+
+def test_the_workloads_table_prints_each_models_recorded_parameters(tmp_path):
+    """h100-stopping-exact's Table 3 printed 'attention auto' (today's registry default)
+    for qwen2-0.5b, whose 16 records all ran sdpa_gqa. Planted: qwen2's records ran eager
+    attention in repetition 1 and sdpa in 2 (argv, as the probe was launched); the table
+    prints each value with its run count, never a default; a parameter no record holds
+    (a plain run compiles nothing: no compile mode) is said to be not recorded."""
+    from containertax.publishing import tables
+
+    def plant(model: str, env: str, rep: str, rec: dict) -> None:
+        if model == "qwen2-0.5b":
+            _attention(rec, "eager" if rep == "rep01" else "sdpa")
+
+    table = tables.workloads_table(_planted_campaign(tmp_path, plant)["workloads"])
+    assert "attention eager in 2 runs, PyTorch SDPA in 2 runs" in table
+    assert "auto" not in table
+    assert "torch.compile, mode not recorded" in table
+    assert "warm-up 3; timed repeats 20; dtype float32; threads 1; backend torch; n 10000" \
+        in table  # the matrix product's, as its records hold them
+
+
+def test_the_environments_table_holds_every_records_mounts(tmp_path):
+    """h100-stopping-exact's Table 2 said Docker mounted /usr, /opt, /etc and
+    /usr/local/nvidia read-only, from the first Docker record read (a matrix product's);
+    its 8 qwen2 Docker records also mounted the compile cache read-write. Planted: qwen2's
+    Docker records bind a cache folder read-write; the table names it, its mode and the
+    model whose runs mounted it."""
+    from containertax.publishing import tables
+
+    def plant(model: str, env: str, rep: str, rec: dict) -> None:
+        if model == "qwen2-0.5b" and env == "docker":
+            rec["environment"]["resolved"]["volumes"].insert(
+                2, "/tmp/ctw/results/x/compile-cache:/containertax/cache:rw")
+
+    found = _planted_campaign(tmp_path, plant)
+    docker = next(env for env in found["environments"] if env["environment"] == "docker")
+    table = tables.environments_table(found["environments"])
+    assert ("/usr, /opt, /etc, /usr/local/nvidia (read-only); the campaign's compile-cache "
+            "folder as /containertax/cache (read-write, in the runs of qwen2-0.5b only)") in table
+    assert not docker["read_only"]  # main.tex's '(read-only)' after the list: not all are
+    assert docker["host_dirs"] == "/etc, /opt, /usr, /usr/local/nvidia"

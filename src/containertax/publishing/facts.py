@@ -14,6 +14,7 @@ from containertax import runtimes
 from containertax.campaign.parity import declared_words
 from containertax.campaign.paths import COMPILE_CACHE, COMPILE_CACHE_ARMS
 from containertax.statistics import decisions
+from containertax.workloads.base import argv_value
 from containertax.workloads.metric_registry import MetricInfo
 
 if TYPE_CHECKING:
@@ -36,27 +37,113 @@ def why_not_estimable(r: pd.Series) -> str:
 
 # --- environments and workloads from the records ---------------------------------------
 
-def environment_row(rec: dict[str, Any]) -> dict[str, str]:
-    """How one environment was set up: its kind's own words for the record's settings
-    (Runtime.entry, runtimes/<kind>.py: software, mounts, GPU access, isolation, flags);
-    here only how the table words the mounts."""
+def environment_row(rec: dict[str, Any]) -> dict[str, Any]:
+    """How one record's environment was set up (environment_summary of that record)."""
+    return environment_summary([rec])
+
+
+def _environment_parts(rec: dict[str, Any]
+                       ) -> tuple[dict[str, str], list[tuple[str, str, str]]]:
+    """One record's set-up in its kind's own words (Runtime.entry, runtimes/<kind>.py:
+    software, mounts, GPU access, isolation, flags) and its mounts as (words, mode, host
+    folder at its own path)."""
     env = rec["environment"]
     kind = env["kind"]
     runtime = runtimes.get(kind)
     entry = runtime.entry(env, gpu_recorded=bool((rec.get("telemetry") or {}).get("gpu")))
-    mounts = list(entry.mounts)
-    return {"environment": env["id"], "kind": kind, "software": entry.software,
-            # what its config declares as part of the factor (campaign/parity.py)
-            "declared": declared_words(env.get("spec") or {}),
-            # the container runtime and its version (none for native and chroot)
-            "runtime": runtime_words(env) if runtime.runtime else "",
-            "mounts": ", ".join(map(_mount_words, mounts)) or "none",
-            "read_only": all(m.endswith(":ro") for m in mounts) if mounts else False,
-            "gpu": entry.gpu, "isolation": entry.isolation,
-            "flags": " ".join(entry.flags) or "none",
-            "host_dirs": ", ".join(sorted({m.split(":")[0] for m in mounts
-                                           if m.split(":")[0] == m.split(":")[1]
-                                           and not _harness_at_host_path(m)}))}
+    return ({"kind": kind, "software": entry.software,
+             # what its config declares as part of the factor (campaign/parity.py)
+             "declared": declared_words(env.get("spec") or {}),
+             # the container runtime and its version (none for native and chroot)
+             "runtime": runtime_words(env) if runtime.runtime else "",
+             "gpu": entry.gpu, "isolation": entry.isolation,
+             "flags": " ".join(entry.flags) or "none"},
+            [(_mount_words(m), _mount_mode(m), _host_dir(m)) for m in entry.mounts])
+
+
+def environment_summary(recs: list[dict[str, Any]]) -> dict[str, Any]:
+    """How an environment was set up in all its records: a value every record holds is
+    printed once; where records differ, each value says whose runs held it; the mounts
+    are the union of what the runs bound, each with its mode and, where not every run
+    bound it, whose runs did. The first record read never stands for the rest (the
+    h100-stopping-exact audit: only its qwen2 runs bound the compile cache read-write)."""
+    models = [str((rec.get("cell") or {}).get("model", "")) for rec in recs]
+    parts = [_environment_parts(rec) for rec in recs]
+    row: dict[str, Any] = {"environment": recs[0]["environment"]["id"]}
+    for key in parts[0][0]:
+        row[key] = _differing([(model, scalars[key]) for model, (scalars, _) in
+                               zip(models, parts, strict=True)])
+    row["kind"] = parts[0][0]["kind"]  # one kind per environment id (the config's)
+    # each (words, mode) bound: which runs bound it (their indices)
+    bound: dict[tuple[str, str], list[int]] = {}
+    for i, (_, mounts) in enumerate(parts):
+        for words, mode, _ in mounts:
+            runs = bound.setdefault((words, mode), [])
+            if not runs or runs[-1] != i:
+                runs.append(i)
+    groups: dict[tuple[str, str], list[str]] = {}  # (mode, whose runs) -> mounts' words
+    for (words, mode), runs in bound.items():
+        groups.setdefault((mode, _whose([models[i] for i in runs], models)), []).append(words)
+    all_ro = bool(bound) and all(mode == "ro" for _, mode in bound)
+    order = sorted(groups, key=lambda g: (g[1] != "", g[0] != "ro"))  # stable: as bound
+    row["mounts"] = "; ".join(
+        ", ".join(groups[g]) + _mount_note("" if all_ro else g[0], g[1]) for g in order
+    ) or "none"
+    # main.tex says '(read-only)' after the whole list: only where every run's every mount was
+    row["read_only"] = all_ro
+    # the host's own folders bound read-only at their own paths, by any run (design_values:
+    # 'it mounts the host's ... read-only')
+    row["host_dirs"] = ", ".join(sorted({host for _, mounts in parts
+                                         for _, mode, host in mounts if host and mode == "ro"}))
+    return row
+
+
+_MODE_WORDS = {"ro": "read-only", "rw": "read-write"}
+
+
+def _mount_mode(volume: str) -> str:
+    """'ro' or 'rw' as the bind recorded it ('/a:/b:ro', '/a:/b:rw,z'); '' where it names
+    neither (nothing is said of its mode then)."""
+    parts = volume.split(":")
+    options = parts[2].split(",") if len(parts) > 2 else []
+    return next((mode for mode in ("ro", "rw") if mode in options), "")
+
+
+def _host_dir(volume: str) -> str:
+    """The host folder a bind mounts at its own path ('/usr:/usr:ro' -> '/usr'); '' for
+    a bind elsewhere and for the harness's compile cache at its host path."""
+    parts = volume.split(":")
+    if len(parts) < 2 or parts[0] != parts[1] or _harness_at_host_path(volume):
+        return ""
+    return parts[0]
+
+
+def _mount_note(mode: str, whose: str) -> str:
+    """' (read-write, in the runs of m only)': a group of mounts' mode and whose runs."""
+    said = [words for words in (_MODE_WORDS.get(mode, ""), whose) if words]
+    return f" ({', '.join(said)})" if said else ""
+
+
+def _whose(having: list[str], models: list[str]) -> str:
+    """Which of an environment's runs held something: '' for all of them, 'in the runs of
+    m only' where those are all of some models' runs, else 'in n of the N runs'."""
+    if len(having) == len(models):
+        return ""
+    held = sorted(set(having))
+    if all(having.count(m) == models.count(m) for m in held):
+        return f"in the runs of {' and '.join(held)} only"
+    return f"in {len(having)} of the {len(models)} runs"
+
+
+def _differing(values: list[tuple[str, str]]) -> str:
+    """One value where every run held it; else each value and whose runs held it
+    ('a in the runs of m only; b in the runs of n only')."""
+    distinct = list(dict.fromkeys(value for _, value in values))
+    if len(distinct) == 1:
+        return distinct[0]
+    models = [model for model, _ in values]
+    return "; ".join(f"{value} {_whose([m for m, v in values if v == value], models)}"
+                     for value in distinct)
 
 
 def runtime_words(env: dict[str, Any]) -> str:
@@ -129,36 +216,117 @@ CACHE_ARM_WORDS = {"shared": "shared by every environment",
                    "per_environment": "one per environment"}
 
 
-def workload_row(rec: dict[str, Any]) -> dict[str, str]:
+def workload_row(rec: dict[str, Any]) -> dict[str, Any]:
+    """One record's workload and parameters (workload_summary of that record)."""
+    return workload_summary([rec])
+
+
+NOT_RECORDED = "not recorded"
+_ABSENT = object()  # a record holds no value (None is one: an unset option)
+# where a probe reports a parameter it used (workloads/<kind>.py detail), for a record whose
+# argv does not name it
+_DETAIL_PATHS = {"attn_implementation": ("model", "attention"), "decoding": ("decoding",),
+                 "compile_mode": ("compile", "mode"),
+                 "coordinate_descent": ("compile", "coordinate_descent"),
+                 "dtype": ("model", "dtype")}
+# a parameter the harness passes in the probe's environment (workloads/base.thread_env)
+_ENV_KEYS = {"threads": "OMP_NUM_THREADS"}
+
+
+def recorded_value(rec: dict[str, Any], key: str) -> Any:
+    """A parameter's value as the record itself holds it, never a default: the argv the
+    probe ran with (what auto resolved to), else the probe's report of it (detail), else
+    the config's value (workload.params), else the environment the harness gave the probe;
+    _ABSENT where the record holds none."""
+    w = rec["workload"]
+    value = argv_value([str(a) for a in w.get("argv") or []], key)
+    if value is not None:
+        return value
+    if key in _DETAIL_PATHS:
+        found: Any = rec.get("detail") or {}
+        for step in _DETAIL_PATHS[key]:
+            found = found.get(step) if isinstance(found, dict) else None
+        if found is not None:
+            return found
+    params = w.get("params") or {}
+    if key in params:
+        return params[key]
+    if key in _ENV_KEYS and (w.get("env") or {}).get(_ENV_KEYS[key]) is not None:
+        return w["env"][_ENV_KEYS[key]]
+    return _ABSENT
+
+
+def _workload_parts(rec: dict[str, Any]) -> dict[str, str]:
+    """One record's parameters as the table words them, label -> value ('' labels the
+    architecture): the parameters its kind's probe reads (a campaign-wide setting such as
+    batch_size is recorded for a matrix product too, which ignores it), each as the record
+    holds it (recorded_value); one it does not hold is not recorded, never filled in."""
     from containertax import workloads
 
     w = rec["workload"]
-    recorded = w.get("params", {})
-    # the parameters the workload's probe reads (a campaign-wide setting such as batch_size
-    # is recorded for a matrix product too, which ignores it), defaults filled in as it did
+    given = w.get("params") or {}
     known = workloads.REGISTRY[w["kind"]].defaults if w["kind"] in workloads.REGISTRY else None
-    params = ({k: v for k, v in {**known, **recorded}.items() if k in known or k == "size"}
-              if known else recorded)
-    parts = [f"{_PARAM_WORDS.get(k, k)} {_value_words(v)}" for k, v in params.items()
-             if k not in _SKIP_PARAMS and isinstance(v, str | int | float)]
+    keys = [*known, *(["size"] if "size" in given and "size" not in known else [])] \
+        if known else list(given)
+    parts: dict[str, str] = {}
     model = (rec.get("detail") or {}).get("model") or {}
-    cfg = recorded.get("model_config") or model.get("config")
+    cfg = given.get("model_config") or model.get("config")
     if cfg:
         n = model.get("parameters")
-        parts.insert(0, f"{cfg.get('model_type', 'model')} architecture, "
-                        f"{cfg.get('num_hidden_layers', '?')} layers, hidden size "
-                        f"{cfg.get('hidden_size', '?')}"
+        parts[""] = (f"{cfg.get('model_type', 'model')} architecture, "
+                     f"{cfg.get('num_hidden_layers', '?')} layers, hidden size "
+                     f"{cfg.get('hidden_size', '?')}"
                      + (f", {n / 1e9:.2f}\u00a0B parameters" if n else ""))
+    for key in keys:
+        if key in _SKIP_PARAMS:
+            continue
+        value = recorded_value(rec, key)
+        if value is _ABSENT:
+            if known and known.get(key) is not None:  # an optional one unset says nothing
+                parts[_PARAM_WORDS.get(key, key)] = NOT_RECORDED
+        elif isinstance(value, str | int | float):
+            parts[_PARAM_WORDS.get(key, key)] = _value_words(value)
     # the compile-cache arm the run declared (models[].compile_cache, issue #40; a record
     # from before the arms holds none, and its campaign shared one cache)
     arm = (((rec.get("memory") or {}).get("compile_cache") or {}).get("arm")
-           or recorded.get("compile_cache"))
+           or given.get("compile_cache"))
     if arm:
-        parts.append(f"cache of compiled code {CACHE_ARM_WORDS.get(str(arm), str(arm))}")
-    kind = workloads.REGISTRY.get(w["kind"])  # its words as the kind declares them
-    return {"model": rec["cell"]["model"], "kind": kind.words if kind and kind.words else w["kind"],
-            "params": "; ".join(parts) or "defaults",
-            "random_weights": model.get("source") == "config"}
+        parts["cache of compiled code"] = CACHE_ARM_WORDS.get(str(arm), str(arm))
+    return parts
+
+
+def _counted(values: list[str]) -> str:
+    """One value where every run held it; else each with its runs, most first
+    ('eager in 2 runs, PyTorch SDPA in 2 runs')."""
+    counts = {value: values.count(value) for value in dict.fromkeys(values)}
+    if len(counts) == 1:
+        return values[0]
+    return ", ".join(f"{value} in {n} run{'s' if n > 1 else ''}" for value, n in
+                     sorted(counts.items(), key=lambda item: -item[1]))
+
+
+def workload_summary(recs: list[dict[str, Any]]) -> dict[str, Any]:
+    """One model's workload and parameters in all its records: a value every run held is
+    printed once, values that differ each with their run count; a parameter some runs do
+    not hold counts as not recorded there. The first record read never stands for the rest,
+    and a registry default never stands for a value (the h100-stopping-exact audit: today's
+    'attention auto' printed for runs that held sdpa_gqa)."""
+    from containertax import workloads
+
+    parts = [_workload_parts(rec) for rec in recs]
+    labels = list(dict.fromkeys(label for part in parts for label in part))
+    said = []
+    for label in labels:
+        value = _counted([part.get(label, NOT_RECORDED) for part in parts])
+        said.append(f"{label} {value}" if label else value)
+    kinds = []
+    for rec in recs:  # its words as the kind declares them
+        kind = workloads.REGISTRY.get(rec["workload"]["kind"])
+        kinds.append(kind.words if kind and kind.words else rec["workload"]["kind"])
+    return {"model": recs[0]["cell"]["model"], "kind": _counted(kinds),
+            "params": "; ".join(said) or "defaults",
+            "random_weights": any(((rec.get("detail") or {}).get("model") or {}).get("source")
+                                  == "config" for rec in recs)}
 
 
 def from_records(root: Path) -> dict[str, Any]:
@@ -169,8 +337,8 @@ def from_records(root: Path) -> dict[str, Any]:
     'cpus (source)'; empty where no environment asked for them)."""
     from containertax.statistics.aggregate import read_records
 
-    envs: dict[str, dict[str, str]] = {}
-    work: dict[str, dict[str, str]] = {}
+    envs: dict[str, list[dict[str, Any]]] = {}
+    work: dict[str, list[dict[str, Any]]] = {}
     hosts: set[str] = set()
     gpus: dict[str, str] = {}
     rss_sources: set[str] = set()
@@ -178,11 +346,8 @@ def from_records(root: Path) -> dict[str, Any]:
     for _, record in read_records(root):
         rec = record.to_dict()
         env_id = rec["environment"]["id"]
-        if env_id not in envs:
-            envs[env_id] = environment_row(rec)
-        model = rec["cell"]["model"]
-        if model not in work:
-            work[model] = workload_row(rec)
+        envs.setdefault(env_id, []).append(rec)  # every record, not the first read
+        work.setdefault(rec["cell"]["model"], []).append(rec)
         hosts.add(str(rec["provenance"]["host"].get("hostname")))
         gpu = (rec.get("telemetry") or {}).get("gpu") or {}
         if gpu.get("uuid"):
@@ -193,7 +358,8 @@ def from_records(root: Path) -> dict[str, Any]:
         cpuset = (rec["environment"].get("resolved") or {}).get("cpuset")
         if cpuset:
             cpusets.setdefault(env_id, set()).add(f"{cpuset['cpus']} ({cpuset['source']})")
-    return {"environments": list(envs.values()), "workloads": list(work.values()),
+    return {"environments": [environment_summary(recs) for recs in envs.values()],
+            "workloads": [workload_summary(recs) for recs in work.values()],
             "hosts": sorted(hosts), "gpus": gpus, "rss_sources": sorted(rss_sources),
             "cpusets": {env: sorted(cores) for env, cores in sorted(cpusets.items())}}
 

@@ -195,6 +195,22 @@ def flags(p: dict[str, Any], keys: tuple[str, ...] | list[str]) -> list[str]:
     return out
 
 
+def argv_value(argv: list[str], key: str) -> Any:
+    """A parameter as a probe was launched with it, the inverse of `flags`: '--key value',
+    '--key' or '--key true' (on), '--no-key' or '--key false' (off); None where the argv
+    does not name it (publishing/facts.py prints what a record holds, never a default)."""
+    flag = f"--{key.replace('_', '-')}"
+    for i, word in enumerate(argv):
+        if word == flag:
+            value = argv[i + 1] if i + 1 < len(argv) else None
+            if value is None or value.startswith("--"):
+                return True
+            return {"true": True, "false": False}.get(value.lower(), value)
+        if word == f"--no-{flag[2:]}":
+            return False
+    return None
+
+
 def thread_env(params: dict[str, Any]) -> dict[str, str]:
     """The same CPU thread count everywhere; without it each library picks its own."""
     n = str(params["threads"])
