@@ -308,7 +308,8 @@ def _counted(values: list[str]) -> str:
 def workload_summary(recs: list[dict[str, Any]]) -> dict[str, Any]:
     """One model's workload and parameters in all its records: a value every run held is
     printed once, values that differ each with their run count; a parameter some runs do
-    not hold counts as not recorded there. The first record read never stands for the rest,
+    not hold counts as not recorded there, and one no run holds is left out. The first
+    record read never stands for the rest,
     and a registry default never stands for a value (the h100-stopping-exact audit: today's
     'attention auto' printed for runs that held sdpa_gqa)."""
     from containertax import workloads
@@ -317,7 +318,13 @@ def workload_summary(recs: list[dict[str, Any]]) -> dict[str, Any]:
     labels = list(dict.fromkeys(label for part in parts for label in part))
     said = []
     for label in labels:
-        value = _counted([part.get(label, NOT_RECORDED) for part in parts])
+        values = [part.get(label, NOT_RECORDED) for part in parts]
+        if set(values) == {NOT_RECORDED}:
+            # no run holds it: left out, not printed as unknown (a plain-decoding run of
+            # h100 holds no compile settings; "torch.compile, mode not recorded" read as
+            # if it had compiled)
+            continue
+        value = _counted(values)
         said.append(f"{label} {value}" if label else value)
     kinds = []
     for rec in recs:  # its words as the kind declares them
