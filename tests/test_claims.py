@@ -458,3 +458,43 @@ def test_planted_counts_of_runs_machines_and_a_family_tally_are_caught(tmp_path)
     assert "m block 2" in review.check_tallies(
         right.replace("The runs measured 2 machines", "Every block ran on one machine"),
         root)[0].message
+
+
+def test_planted_order_and_start_up_claims_are_caught(tmp_path):
+    """#39: 'Every environment ran in every position within the block equally often (N
+    times each)', '... just after every other equally often (N times each)' (h100-stopping-
+    exact: 11 each) and 'longer in docker for every model ...: every 95 % interval lies
+    above zero, and all N comparisons remain significant after the Bonferroni correction',
+    re-derived from stats/order.csv and stats/findings.csv: planted wrong counts and a
+    start-up interval that reaches zero are caught, the true sentences pass."""
+    import json
+
+    import pandas as pd
+
+    (tmp_path / "stats").mkdir()
+    order = [dict(model="m", block=b, environment=e, repetition=b, position=i + 1,
+                  predecessor="" if i == 0 else envs[0], planned=True, source="ledger")
+             for b, envs in ((1, ("a", "b")), (2, ("b", "a")), (3, ("a", "b")), (4, ("b", "a")))
+             for i, e in enumerate(envs)]
+    pd.DataFrame(order).to_csv(tmp_path / "stats" / "order.csv", index=False)
+    startup = pd.DataFrame({"model": ["m", "n"], "metric": "startup_s",
+                            "family": "secondary", "diff_ci_low": [0.1, 0.2],
+                            "p_bonferroni": [0.001, 0.002]})
+    startup.to_csv(tmp_path / "stats" / "findings.csv", index=False)
+    (tmp_path / "config.resolved.json").write_text(json.dumps(
+        {"config": {"analysis": {"alpha": 0.05}}}))
+    right = ("Every environment ran in every position within the block equally often (two "
+             "times each). Every environment ran just after every other equally often (two "
+             "times each), so that first-order carry-over is balanced. Start-up latency is "
+             "longer in b for every model, by 0.1 to 0.2 s: every 95 % interval lies above "
+             "zero, and both comparisons remain significant after the Bonferroni correction.")
+    assert review.check_order_claims(right, tmp_path) == []
+    assert review.check_startup_claims(right, tmp_path) == []
+    for wrong in ("equally often (two times each). Every", "(two times each), so"):
+        planted = right.replace(wrong, wrong.replace("two", "three"))
+        assert [p.check for p in review.check_order_claims(planted, tmp_path)] == \
+            ["claim-order"]
+    startup.assign(diff_ci_low=[0.1, -0.01]).to_csv(tmp_path / "stats" / "findings.csv",
+                                                    index=False)
+    [p] = review.check_startup_claims(right, tmp_path)
+    assert p.check == "claim-startup" and "1 with the interval above zero" in p.message

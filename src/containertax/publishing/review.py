@@ -541,6 +541,76 @@ def check_tallies(text: str, root: Path) -> list[Problem]:
     return out
 
 
+def check_order_claims(text: str, root: Path) -> list[Problem]:
+    """'Every environment ran in every position within the block equally often (N times
+    each)' and 'Every environment ran just after every other equally often (N times each)',
+    counted again from the realised order the quality step wrote (stats/order.csv: each
+    run's place in its block and the environment just before it)."""
+    import pandas as pd
+
+    from containertax.campaign.paths import ORDER
+
+    path = root / ORDER
+    if not path.exists():
+        return []
+    order = pd.read_csv(path, keep_default_na=False)
+    if order.empty:
+        return []
+    flat = " ".join(text.split())
+    out = []
+    pos = order.groupby(["environment", "position"]).size()
+    envs = sorted(order["environment"].unique())
+    pred = order[order["predecessor"] != ""].groupby(["predecessor", "environment"]).size()
+    pairs = [pred.get((a, b), 0) for a in envs for b in envs if a != b]
+    for pattern, counts, what in (
+            # "Every environment ran in every" may stand a float away (pdftotext)
+            (r"position within the block equally often \((\w+) times? each\)",
+             list(pos.reindex(pd.MultiIndex.from_product(
+                 [envs, sorted(order["position"].unique())]), fill_value=0)), "position"),
+            (r"just after every other equally often \((\w+) times? each\)", pairs,
+             "predecessor")):
+        for m in re.finditer(pattern, flat):
+            said = _count(m.group(1))
+            if not counts or any(int(c) != said for c in counts):
+                seen = sorted({int(c) for c in counts})
+                out.append(Problem("claim-order", "text", f"'{m.group(0)}', but the realised "
+                                   f"order (stats/order.csv) counts {seen} per environment "
+                                   f"and {what}"))
+    return out
+
+
+def check_startup_claims(text: str, root: Path) -> list[Problem]:
+    """'Start-up latency ... is longer in X for every model, by a to b s: every 95 %
+    interval lies above zero, and all N comparisons remain significant after the
+    Bonferroni correction': each start-up comparison's interval and Bonferroni p, and
+    their number, from stats/findings.csv (the primary and secondary families only)."""
+    import json
+
+    import pandas as pd
+
+    from containertax.campaign.paths import FINDINGS, CampaignPaths
+
+    flat = " ".join(text.split())
+    m = re.search(r"is longer in [^.]*? for every model, by [^:]*: every 95 % interval lies "
+                  r"above zero, and (?:both|all (\w+)) comparisons remain significant", flat)
+    resolved = CampaignPaths(root).resolved
+    if not m or not (root / FINDINGS).exists() or not resolved.exists():
+        return []
+    alpha = float(json.loads(resolved.read_text())["config"]["analysis"]["alpha"])
+    rows = pd.read_csv(root / FINDINGS)
+    rows = rows[(rows["metric"] == "startup_s")
+                & rows["family"].isin(["primary", "secondary"])]
+    said = _count(m.group(1)) if m.group(1) else 2
+    holds = len(rows) == said and bool((rows["diff_ci_low"] > 0).all()) \
+        and bool((rows["p_bonferroni"] < alpha).all()) and rows["model"].nunique() == said
+    if holds:
+        return []
+    return [Problem("claim-startup", "text", f"'{m.group(0)}', but findings.csv has "
+                    f"{len(rows)} start-up comparisons, {int((rows['diff_ci_low'] > 0).sum())} "
+                    f"with the interval above zero, {int((rows['p_bonferroni'] < alpha).sum())} "
+                    "significant after Bonferroni")]
+
+
 ABSTRACT_WORDS = 250  # a journal's usual limit (issue #39: the demo's abstract was 515)
 
 
@@ -911,6 +981,8 @@ def review(build_dir: Path, pdf: Path, names: list[str],
         problems += check_campaign_claims(text, run_order(campaign_root))
         problems += check_claims(text, read_facts(campaign_root), metric_words())
         problems += check_tallies(text, campaign_root)
+        problems += check_order_claims(text, campaign_root)
+        problems += check_startup_claims(text, campaign_root)
         problems += check_runtime_labels(pdf_text(pdf), recorded_runtimes(campaign_root),
                                       recorded_environments(campaign_root))
         problems += check_printed_once(text, canonical_intervals(campaign_root / FINDINGS),
