@@ -498,3 +498,23 @@ def test_planted_order_and_start_up_claims_are_caught(tmp_path):
                                                     index=False)
     [p] = review.check_startup_claims(right, tmp_path)
     assert p.check == "claim-startup" and "1 with the interval above zero" in p.message
+
+
+def test_planted_procedure_claims_the_records_contradict_are_caught(tmp_path):
+    """#39: 'Before every run the page cache was dropped' and 'Every run waited 2.00 s at
+    the thermal gate' against each run's page_cache and gate_waited_s (runs.csv): a run
+    that kept its cache, or waited longer, is caught; the true sentences pass."""
+    import pandas as pd
+
+    runs = pd.DataFrame({"model": "m", "environment": ["a", "b"] * 2, "repetition": [1, 1, 2, 2],
+                         "page_cache": "dropped", "gate_waited_s": 2.0004})
+    runs.to_csv(tmp_path / "runs.csv", index=False)
+    right = ("Before every run the page cache was dropped (memory setting auto). Every run "
+             "waited 2.00 s at the thermal gate, to the precision printed.")
+    assert review.check_procedure_claims(right, tmp_path) == []
+    runs.assign(page_cache=["dropped", "kept", "dropped", "dropped"],
+                gate_waited_s=[2.0, 2.0, 2.0, 74.5]).to_csv(tmp_path / "runs.csv", index=False)
+    problems = review.check_procedure_claims(right, tmp_path)
+    assert [p.check for p in problems] == ["claim-procedure"] * 2
+    assert "1 of 4 runs record page_cache kept" in problems[0].message
+    assert "2 to 74.5 s" in problems[1].message

@@ -611,6 +611,39 @@ def check_startup_claims(text: str, root: Path) -> list[Problem]:
                     "significant after Bonferroni")]
 
 
+def check_procedure_claims(text: str, root: Path) -> list[Problem]:
+    """What the text says was done before every run, against each run's record in
+    runs.csv: 'Before every run the page cache was dropped' (page_cache 'dropped' in every
+    run) and 'Every run waited X s at the thermal gate' (gate_waited_s equal to X, at the
+    printed precision, in every run)."""
+    import pandas as pd
+
+    from containertax.campaign.paths import CampaignPaths
+
+    path = CampaignPaths(root).runs
+    if not path.exists():
+        return []
+    runs = pd.read_csv(path).drop_duplicates(["model", "environment", "repetition"])
+    flat = " ".join(text.split())
+    out = []
+    if "Before every run the page cache was dropped" in flat and "page_cache" in runs:
+        kept = runs[runs["page_cache"].astype(str) != "dropped"]
+        if len(kept):
+            out.append(Problem("claim-procedure", "text", "'Before every run the page cache "
+                               f"was dropped', but {len(kept)} of {len(runs)} runs record "
+                               "page_cache " + ", ".join(sorted(set(kept["page_cache"].astype(
+                                   str))))))
+    for m in re.finditer(r"Every run waited (\d+(?:\.(\d+))?) s at the thermal gate", flat):
+        if "gate_waited_s" not in runs:
+            continue
+        shown = runs["gate_waited_s"].round(len(m.group(2) or ""))
+        if not (shown == float(m.group(1))).all():
+            out.append(Problem("claim-procedure", "text", f"'{m.group(0)}', but the runs "
+                               f"waited {runs['gate_waited_s'].min():g} to "
+                               f"{runs['gate_waited_s'].max():g} s"))
+    return out
+
+
 ABSTRACT_WORDS = 250  # a journal's usual limit (issue #39: the demo's abstract was 515)
 
 
@@ -983,6 +1016,7 @@ def review(build_dir: Path, pdf: Path, names: list[str],
         problems += check_tallies(text, campaign_root)
         problems += check_order_claims(text, campaign_root)
         problems += check_startup_claims(text, campaign_root)
+        problems += check_procedure_claims(text, campaign_root)
         problems += check_runtime_labels(pdf_text(pdf), recorded_runtimes(campaign_root),
                                       recorded_environments(campaign_root))
         problems += check_printed_once(text, canonical_intervals(campaign_root / FINDINGS),
