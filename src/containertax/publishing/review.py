@@ -497,6 +497,8 @@ def check_tallies(text: str, root: Path) -> list[Problem]:
     runs_csv = CampaignPaths(root).runs
     if runs_csv.exists():
         runs = pd.read_csv(runs_csv)
+        if not {"model", "environment", "repetition"} <= set(runs.columns):
+            return out
         n_runs = len(runs.drop_duplicates(["model", "environment", "repetition"]))
         machines = runs["machine"].dropna().astype(str) if "machine" in runs else None
         for m in re.finditer(r"\bAll (\w+) runs were made on", flat):
@@ -514,7 +516,7 @@ def check_tallies(text: str, root: Path) -> list[Problem]:
                     out.append(Problem("claim-machines", "text", f"'{m.group(0)}', but the "
                                        f"runs name {machines.nunique()} machines"))
             per_block = runs.dropna(subset=["machine"]).groupby(["model", "block"])[
-                "machine"].nunique()
+                "machine"].nunique() if "block" in runs else pd.Series(dtype=int)
             if "Every block ran on one machine" in flat and (per_block > 1).any():
                 split = [f"{model} block {block}" for (model, block), n in per_block.items()
                          if n > 1]
@@ -623,7 +625,10 @@ def check_procedure_claims(text: str, root: Path) -> list[Problem]:
     path = CampaignPaths(root).runs
     if not path.exists():
         return []
-    runs = pd.read_csv(path).drop_duplicates(["model", "environment", "repetition"])
+    runs = pd.read_csv(path)
+    if not {"model", "environment", "repetition"} <= set(runs.columns):
+        return []
+    runs = runs.drop_duplicates(["model", "environment", "repetition"])
     flat = " ".join(text.split())
     out = []
     if "Before every run the page cache was dropped" in flat and "page_cache" in runs:
