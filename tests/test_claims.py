@@ -4,6 +4,8 @@ caught, and the sentence as the paper now renders it passes; and the abstract's 
 
 from __future__ import annotations
 
+import pandas as pd
+
 from containertax.publishing import review
 from tests.conftest import REPO
 from tests.test_referee import analysed  # noqa: F401  (the demo's paired runs, analysed)
@@ -411,3 +413,114 @@ def test_each_headline_base_is_printed_once(analysed, monkeypatch):  # noqa: F81
     monkeypatch.setattr(policy, "headline_rows", lambda *a, **k: [head, head, fewer])
     assert paper_values.result_values(campaign, results, runs)["hl-bases"] == (
         "\\hlbase{1}\\hlbase{3}")
+
+
+# --- the referee's audit of h100-stopping-exact, h100-engine-balanced and h100-warmup-causes:
+# each sentence typeset from main.tex with the values its records give ------------------------
+
+def _main_part(pattern: str) -> str:
+    """The part of paper/main.tex that `pattern` (a regular expression) matches."""
+    import re
+
+    return re.search(pattern, (REPO / "paper" / "main.tex").read_text(), re.S).group(0)
+
+
+def _cases(part: str, cases: list[dict]) -> str:
+    """One paragraph per case: its values set by \\ctxdef, then the part; first the count
+    macros main.tex defines (\\numword, \\Numword, \\nof, \\Nof, \\nverb)."""
+    import re
+
+    macros = re.search(r"\\newcommand\{\\numword\}.*?\\newcommand\{\\nverb\}[^\n]*\n",
+                       (REPO / "paper" / "main.tex").read_text(), re.S).group(0)
+    return macros.replace(r"\newcommand{\numword}", r"\renewcommand{\numword}") + "\n\n".join(
+        "".join(f"\\ctxdef{{{k}}}{{{v}}}" for k, v in case.items()) + part for case in cases)
+
+
+def test_the_threats_name_an_aa_control_only_where_the_family_has_one(tmp_path):
+    """h100-stopping-exact: 'the family without the blocks that compiled six comparisons and
+    their A/A control' in a campaign that ran no A/A replica (its findings table holds six
+    compile-excluded rows and no compile-excluded A/A row). Planted: that campaign, and one
+    with two A/A rows (h100-engine-balanced)."""
+    part = ("\\begin{description}" + _main_part(r"\\item\[Multiple comparisons\.\].*?each is "
+                                                r"corrected") + "\\end{description}")
+    base = {"family": 3, "secondary-family": 47, "phases-family": 0, "phases-aa-family": 0}
+    text = _typeset(tmp_path, _cases(part, [
+        {**base, "excluded-family": 6, "excluded-aa-family": 0},
+        {**base, "excluded-family": 2, "excluded-aa-family": 2}]))
+    assert "compiled six comparisons; each is corrected" in text, text
+    assert ("compiled two comparisons and their A/A control’s two comparisons; each" in text), text
+
+
+def test_the_abstract_says_the_largest_finding_it_names_is_besides_start_up(tmp_path):
+    """h100-engine-balanced: 'the largest: ... process wall time (without the blocks that
+    compiled): +9.7 %' while start-up (+204.0 %, given above in seconds) is the largest of
+    the three. Planted: f-passed (start-up ranked above the named one) and not."""
+    part = _main_part(r"\\ifnum\\ctx\{f-shown\}>0 \{ \}Beyond the headline.*?\\fi\.\\fi%")
+    base = {"f-shown": 1, "f-count": 3, "resolution": 2, "f-abstract": "WALL +9.7",
+            "f-more": 2, "f-passed-words": "start-up latency"}
+    text = _typeset(tmp_path, _cases(part, [{**base, "f-passed": 1},
+                                            {**base, "f-passed": 0, "f-more": 0}]))
+    assert "the largest besides start-up latency (above): WALL +9.7; two more" in text, text
+    assert "resolution; the largest: WALL +9.7." in text, text
+
+
+def test_the_quality_section_counts_problems_apart_from_notes(tmp_path):
+    """h100-warmup-causes: 'they found six problems' of six findings, two of them info
+    items (thermal dependence and order effects: 0 with BH-adjusted p < 0.05);
+    h100-stopping-exact: 13, of which four are info. Planted: 9 warnings and 4 notes."""
+    from containertax.publishing import paper_values
+
+    part = _main_part(r"they\s+found.*?excluded\.")
+    text = _typeset(tmp_path, _cases(part, [
+        {"findings": 13, "excluded": 0, "findings-problems": 9, "findings-notes": 4},
+        {"findings": 1, "excluded": 0, "findings-problems": 1, "findings-notes": 0}]))
+    assert ("they found nine problems (warnings or errors) and gave four notes (marked "
+            "info), and no values were excluded.") in text, text
+    assert "they found one problem (warnings or errors), and no values" in text, text
+    found = ([{"severity": "warning"}] * 8 + [{"severity": "error"}]
+             + [{"severity": "info"}] * 4)
+    assert paper_values.finding_counts(found) == {"findings-problems": 9, "findings-notes": 4}
+
+
+def test_the_remaining_comparisons_are_counted_where_they_are_listed(tmp_path):
+    """h100-stopping-exact: 'The 62 remaining comparisons ... are listed with every other in
+    Tables 9 and 10': 51 secondary and 5 derived are, the 6 without the blocks that compiled
+    are in neither table. Planted: 56 in the tables and 6 elsewhere; one elsewhere alone."""
+    part = _main_part(r"(?<=concern no single comparison:\n\\begin\{itemize\}\\ctx\{ql-each\}"
+                      r"\\end\{itemize\}\\fi\n).*?(?=\n\\input\{discussion\.tex\})")
+    words = "without the blocks that compiled"
+    text = _typeset(tmp_path, _cases(part, [
+        {"appendix-count": 62, "appendix-tables": 56, "appendix-elsewhere": 6,
+         "appendix-elsewhere-families": 1, "appendix-elsewhere-words": words},
+        {"appendix-count": 1, "appendix-tables": 0, "appendix-elsewhere": 1,
+         "appendix-elsewhere-families": 1, "appendix-elsewhere-words": words}]))
+    assert "The 56 remaining comparisons of Tables ?? and ?? are neither" in text, text
+    assert ("every other. Six comparisons of the family without the blocks that compiled are "
+            "neither significant after correction nor beyond the caveats above; no table "
+            "lists them: they are in the machine-readable results.") in text, text
+    assert ("One comparison of the family without the blocks that compiled is neither "
+            "significant after correction nor beyond the caveats above; no table lists it: "
+            "it is in the machine-readable results.") in text, text
+
+
+def test_the_split_blocks_are_counted(tmp_path):
+    """h100-stopping-exact: 'Some blocks were split between machines' where one block was
+    (qwen2-0.5b block 3). Planted: that block on two GPUs, and two more of another model."""
+    from containertax.publishing import design_values
+
+    one = {"blocks-split-count": 1, "blocks-split-each": "qwen2-0.5b block 3"}
+    two = {"blocks-split-count": 3, "blocks-split-each": "mm blocks 1 and 2; qwen2-0.5b block 3"}
+    part = _main_part(r"\\ifctx\{blocks-split\}\{.*?\{Every block ran on one machine\.\}")
+    text = _typeset(tmp_path, _cases(part, [{"blocks-split": 1, "split-count": 1, **one},
+                                            {"blocks-split": 1, "split-count": 1, **two}]))
+    assert ("One block (qwen2-0.5b block 3) was split between machines (see Section ??); the "
+            "headline without that block is given beside it") in text, text
+    runs = pd.DataFrame([{"model": m, "block": b, "machine": g}
+                         for m, b, g in [("qwen2-0.5b", 3, "gpu-a"), ("qwen2-0.5b", 3, "gpu-b"),
+                                         ("qwen2-0.5b", 4, "gpu-a"), ("mm", 1, "gpu-a")]])
+    assert design_values.split_block_values(runs) == one
+    more = pd.concat([runs, pd.DataFrame([{"model": "mm", "block": b, "machine": "gpu-c"}
+                                          for b in (1, 2)] + [
+                                              {"model": "mm", "block": 2, "machine": "gpu-a"}])])
+    assert design_values.split_block_values(more) == two
+    assert "Three blocks (mm blocks 1 and 2; qwen2-0.5b block 3) were split" in text, text
