@@ -524,3 +524,66 @@ def test_the_split_blocks_are_counted(tmp_path):
                                               {"model": "mm", "block": 2, "machine": "gpu-a"}])])
     assert design_values.split_block_values(more) == two
     assert "Three blocks (mm blocks 1 and 2; qwen2-0.5b block 3) were split" in text, text
+
+
+def _findings_table(rows: list[tuple]) -> pd.DataFrame:
+    """A findings table (stats/findings.csv, read as text) of (family, reach, kind, why,
+    text_est, model, environment, metric) rows."""
+    cols = ["family", "reach", "kind", "why", "text_est", "model", "environment", "metric"]
+    return pd.DataFrame([dict(zip(cols, r, strict=True)) for r in rows]).astype(str)
+
+
+BEYOND = "significant after correction and larger than the resolution"
+
+
+def test_planted_claims_the_findings_table_contradicts_are_caught():
+    """The referee's audit, each sentence as it was printed, against the records' findings
+    table and quality report (check_findings_claims); the sentences as now rendered pass."""
+    stopping = _findings_table(
+        [("secondary", "appendix", "comparison", "neither", "+3.1", "q", "docker", "e")] * 51
+        + [("derived", "appendix", "comparison", "neither", "+1", "q", "docker", "d")] * 5
+        + [("compile-excluded", "appendix", "comparison", "neither", "+4", "mm", "docker",
+            "gpu_energy_j")] * 6)
+    quality = {"findings": [{"severity": "warning"}] * 9 + [{"severity": "info"}] * 4}
+    before = ("they found 13 problems, and no values were excluded. The 62 remaining "
+              "comparisons are neither significant after correction nor beyond the caveats "
+              "above; they are listed with every other in Tables 9 and 10. Multiple "
+              "comparisons. ... and the family without the blocks that compiled six "
+              "comparisons and their A/A control; each is corrected on its own")
+    found = {p.check: p.message for p in review.check_findings_claims(before, stopping,
+                                                                      quality)}
+    assert found == {
+        "claim-problems": "'they found 13 problems', but the quality report holds 9 "
+                          "warnings or errors (of 13 findings)",
+        "claim-appendix": "'The 62 remaining comparisons are neither', but 56 of the 62 "
+                          "comparisons left for the appendix are in its tables",
+        "claim-family": "'without the blocks that compiled six comparisons and their A/A "
+                        "control', but the findings table holds no A/A control of that family"}
+    after = ("they found nine problems (warnings or errors) and gave four notes (marked "
+             "info), and no values were excluded. The 56 remaining comparisons of Tables 9 "
+             "and 10 are neither significant ... and the family without the blocks that "
+             "compiled six comparisons; each is corrected on its own")
+    assert review.check_findings_claims(after, stopping, quality) == []
+    balanced = _findings_table([
+        ("secondary", "abstract", "comparison", BEYOND, "+204.0", "l", "docker", "startup_s"),
+        ("compile-excluded", "abstract", "comparison", BEYOND, "+9.7", "l", "docker",
+         "process_wall_s"),
+        ("compile-excluded", "abstract", "comparison", BEYOND, "+6.0", "l", "docker",
+         "gpu_energy_j")])
+    said = ("correction and exceed the 2 % resolution; the largest{}: llama3-8b in docker, "
+            "process wall time (without the blocks that compiled): +9.7 % [+5.3, +14.3], "
+            "overhead")
+    [p] = review.check_findings_claims(said.format(""), balanced)
+    assert p.check == "claim-largest" and "startup_s (secondary) is +204.0 %" in p.message
+    assert review.check_findings_claims(said.format(" besides start-up latency (above)"),
+                                        balanced) == []
+
+
+def test_planted_some_blocks_split_where_one_was_is_caught():
+    """h100-stopping-exact: 'Some blocks were split between machines' of one block."""
+    found = {"models": {"q": {"blocks": 8, "blocks_any": 8, "split_blocks": [3]},
+                        "mm": {"blocks": 6, "blocks_any": 6, "split_blocks": []}}}
+    [p] = review.check_claims("Some blocks were split between machines (see Section 3)",
+                              found)
+    assert p.check == "claim-split" and "1 block on more than one machine" in p.message
+    assert review.check_claims("One block (q block 3) was split between machines", found) == []
