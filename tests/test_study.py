@@ -98,7 +98,10 @@ def test_h100_study_builds_one_pdf_from_committed_raw_records(committed_study):
     assert "h100-stopping: it repeats the 10k product" in flat
     assert "Figure 1: Every comparison of the study" in flat
     assert "Campaign h100-matmul: each primary comparison per block" in flat
-    assert "Lan and DeMets" in flat and "References" in flat
+    # none of its three campaigns has a stopping rule: no alpha-spending function is named
+    # (the referee's audit: the methods said one was, unconditionally)
+    assert "Lan and DeMets" not in flat and "alpha-spending" not in flat
+    assert "References" in flat
     assert "process wall time (without the blocks that compiled): +9.7 % [+5.3, +14.3]" in (
         flat.replace("\u2212", "-"))
     assert "host name: vm" not in flat and "not evidence of one machine" in flat
