@@ -4,6 +4,8 @@ caught, and the sentence as the paper now renders it passes; and the abstract's 
 
 from __future__ import annotations
 
+import pandas as pd
+
 from containertax.publishing import review
 from tests.conftest import REPO
 from tests.test_referee import analysed  # noqa: F401  (the demo's paired runs, analysed)
@@ -518,3 +520,175 @@ def test_planted_procedure_claims_the_records_contradict_are_caught(tmp_path):
     assert [p.check for p in problems] == ["claim-procedure"] * 2
     assert "1 of 4 runs record page_cache kept" in problems[0].message
     assert "2 to 74.5 s" in problems[1].message
+# --- the referee's audit of h100-stopping-exact, h100-engine-balanced and h100-warmup-causes:
+# each sentence typeset from main.tex with the values its records give ------------------------
+
+def _main_part(pattern: str) -> str:
+    """The part of paper/main.tex that `pattern` (a regular expression) matches."""
+    import re
+
+    return re.search(pattern, (REPO / "paper" / "main.tex").read_text(), re.S).group(0)
+
+
+def _cases(part: str, cases: list[dict]) -> str:
+    """One paragraph per case: its values set by \\ctxdef, then the part; first the count
+    macros main.tex defines (\\numword, \\Numword, \\nof, \\Nof, \\nverb)."""
+    import re
+
+    macros = re.search(r"\\newcommand\{\\numword\}.*?\\newcommand\{\\nverb\}[^\n]*\n",
+                       (REPO / "paper" / "main.tex").read_text(), re.S).group(0)
+    return macros.replace(r"\newcommand{\numword}", r"\renewcommand{\numword}") + "\n\n".join(
+        "".join(f"\\ctxdef{{{k}}}{{{v}}}" for k, v in case.items()) + part for case in cases)
+
+
+def test_the_threats_name_an_aa_control_only_where_the_family_has_one(tmp_path):
+    """h100-stopping-exact: 'the family without the blocks that compiled six comparisons and
+    their A/A control' in a campaign that ran no A/A replica (its findings table holds six
+    compile-excluded rows and no compile-excluded A/A row). Planted: that campaign, and one
+    with two A/A rows (h100-engine-balanced)."""
+    part = ("\\begin{description}" + _main_part(r"\\item\[Multiple comparisons\.\].*?each is "
+                                                r"corrected") + "\\end{description}")
+    base = {"family": 3, "secondary-family": 47, "phases-family": 0, "phases-aa-family": 0}
+    text = _typeset(tmp_path, _cases(part, [
+        {**base, "excluded-family": 6, "excluded-aa-family": 0},
+        {**base, "excluded-family": 2, "excluded-aa-family": 2}]))
+    assert "compiled six comparisons; each is corrected" in text, text
+    assert ("compiled two comparisons and their A/A control’s two comparisons; each" in text), text
+
+
+def test_the_abstract_says_the_largest_finding_it_names_is_besides_start_up(tmp_path):
+    """h100-engine-balanced: 'the largest: ... process wall time (without the blocks that
+    compiled): +9.7 %' while start-up (+204.0 %, given above in seconds) is the largest of
+    the three. Planted: f-passed (start-up ranked above the named one) and not."""
+    part = _main_part(r"\\ifnum\\ctx\{f-shown\}>0 \{ \}Beyond the headline.*?\\fi\.\\fi%")
+    base = {"f-shown": 1, "f-count": 3, "resolution": 2, "f-abstract": "WALL +9.7",
+            "f-more": 2, "f-passed-words": "start-up latency"}
+    text = _typeset(tmp_path, _cases(part, [{**base, "f-passed": 1},
+                                            {**base, "f-passed": 0, "f-more": 0}]))
+    assert "the largest besides start-up latency (above): WALL +9.7; two more" in text, text
+    assert "resolution; the largest: WALL +9.7." in text, text
+
+
+def test_the_quality_section_counts_problems_apart_from_notes(tmp_path):
+    """h100-warmup-causes: 'they found six problems' of six findings, two of them info
+    items (thermal dependence and order effects: 0 with BH-adjusted p < 0.05);
+    h100-stopping-exact: 13, of which four are info. Planted: 9 warnings and 4 notes."""
+    from containertax.publishing import paper_values
+
+    part = _main_part(r"they\s+found.*?excluded\.")
+    text = _typeset(tmp_path, _cases(part, [
+        {"findings": 13, "excluded": 0, "findings-problems": 9, "findings-notes": 4},
+        {"findings": 1, "excluded": 0, "findings-problems": 1, "findings-notes": 0}]))
+    assert ("they found nine problems (warnings or errors) and gave four notes (marked "
+            "info), and no values were excluded.") in text, text
+    assert "they found one problem (warnings or errors), and no values" in text, text
+    found = ([{"severity": "warning"}] * 8 + [{"severity": "error"}]
+             + [{"severity": "info"}] * 4)
+    assert paper_values.finding_counts(found) == {"findings-problems": 9, "findings-notes": 4}
+
+
+def test_the_remaining_comparisons_are_counted_where_they_are_listed(tmp_path):
+    """h100-stopping-exact: 'The 62 remaining comparisons ... are listed with every other in
+    Tables 9 and 10': 51 secondary and 5 derived are, the 6 without the blocks that compiled
+    are in neither table. Planted: 56 in the tables and 6 elsewhere; one elsewhere alone."""
+    part = _main_part(r"(?<=concern no single comparison:\n\\begin\{itemize\}\\ctx\{ql-each\}"
+                      r"\\end\{itemize\}\\fi\n).*?(?=\n\\input\{discussion\.tex\})")
+    words = "without the blocks that compiled"
+    text = _typeset(tmp_path, _cases(part, [
+        {"appendix-count": 62, "appendix-tables": 56, "appendix-elsewhere": 6,
+         "appendix-elsewhere-families": 1, "appendix-elsewhere-words": words},
+        {"appendix-count": 1, "appendix-tables": 0, "appendix-elsewhere": 1,
+         "appendix-elsewhere-families": 1, "appendix-elsewhere-words": words}]))
+    assert "The 56 remaining comparisons of Tables ?? and ?? are neither" in text, text
+    assert ("every other. Six comparisons of the family without the blocks that compiled are "
+            "neither significant after correction nor beyond the caveats above; no table "
+            "lists them: they are in the machine-readable results.") in text, text
+    assert ("One comparison of the family without the blocks that compiled is neither "
+            "significant after correction nor beyond the caveats above; no table lists it: "
+            "it is in the machine-readable results.") in text, text
+
+
+def test_the_split_blocks_are_counted(tmp_path):
+    """h100-stopping-exact: 'Some blocks were split between machines' where one block was
+    (qwen2-0.5b block 3). Planted: that block on two GPUs, and two more of another model."""
+    from containertax.publishing import design_values
+
+    one = {"blocks-split-count": 1, "blocks-split-each": "qwen2-0.5b block 3"}
+    two = {"blocks-split-count": 3, "blocks-split-each": "mm blocks 1 and 2; qwen2-0.5b block 3"}
+    part = _main_part(r"\\ifctx\{blocks-split\}\{.*?\{Every block ran on one machine\.\}")
+    text = _typeset(tmp_path, _cases(part, [{"blocks-split": 1, "split-count": 1, **one},
+                                            {"blocks-split": 1, "split-count": 1, **two}]))
+    assert ("One block (qwen2-0.5b block 3) was split between machines (see Section ??); the "
+            "headline without that block is given beside it") in text, text
+    runs = pd.DataFrame([{"model": m, "block": b, "machine": g}
+                         for m, b, g in [("qwen2-0.5b", 3, "gpu-a"), ("qwen2-0.5b", 3, "gpu-b"),
+                                         ("qwen2-0.5b", 4, "gpu-a"), ("mm", 1, "gpu-a")]])
+    assert design_values.split_block_values(runs) == one
+    more = pd.concat([runs, pd.DataFrame([{"model": "mm", "block": b, "machine": "gpu-c"}
+                                          for b in (1, 2)] + [
+                                              {"model": "mm", "block": 2, "machine": "gpu-a"}])])
+    assert design_values.split_block_values(more) == two
+    assert "Three blocks (mm blocks 1 and 2; qwen2-0.5b block 3) were split" in text, text
+
+
+def _findings_table(rows: list[tuple]) -> pd.DataFrame:
+    """A findings table (stats/findings.csv, read as text) of (family, reach, kind, why,
+    text_est, model, environment, metric) rows."""
+    cols = ["family", "reach", "kind", "why", "text_est", "model", "environment", "metric"]
+    return pd.DataFrame([dict(zip(cols, r, strict=True)) for r in rows]).astype(str)
+
+
+BEYOND = "significant after correction and larger than the resolution"
+
+
+def test_planted_claims_the_findings_table_contradicts_are_caught():
+    """The referee's audit, each sentence as it was printed, against the records' findings
+    table and quality report (check_findings_claims); the sentences as now rendered pass."""
+    stopping = _findings_table(
+        [("secondary", "appendix", "comparison", "neither", "+3.1", "q", "docker", "e")] * 51
+        + [("derived", "appendix", "comparison", "neither", "+1", "q", "docker", "d")] * 5
+        + [("compile-excluded", "appendix", "comparison", "neither", "+4", "mm", "docker",
+            "gpu_energy_j")] * 6)
+    quality = {"findings": [{"severity": "warning"}] * 9 + [{"severity": "info"}] * 4}
+    before = ("they found 13 problems, and no values were excluded. The 62 remaining "
+              "comparisons are neither significant after correction nor beyond the caveats "
+              "above; they are listed with every other in Tables 9 and 10. Multiple "
+              "comparisons. ... and the family without the blocks that compiled six "
+              "comparisons and their A/A control; each is corrected on its own")
+    found = {p.check: p.message for p in review.check_findings_claims(before, stopping,
+                                                                      quality)}
+    assert found == {
+        "claim-problems": "'they found 13 problems', but the quality report holds 9 "
+                          "warnings or errors (of 13 findings)",
+        "claim-appendix": "'The 62 remaining comparisons are neither', but 56 of the 62 "
+                          "comparisons left for the appendix are in its tables",
+        "claim-family": "'without the blocks that compiled six comparisons and their A/A "
+                        "control', but the findings table holds no A/A control of that family"}
+    after = ("they found nine problems (warnings or errors) and gave four notes (marked "
+             "info), and no values were excluded. The 56 remaining comparisons of Tables 9 "
+             "and 10 are neither significant ... and the family without the blocks that "
+             "compiled six comparisons; each is corrected on its own")
+    assert review.check_findings_claims(after, stopping, quality) == []
+    balanced = _findings_table([
+        ("secondary", "abstract", "comparison", BEYOND, "+204.0", "l", "docker", "startup_s"),
+        ("compile-excluded", "abstract", "comparison", BEYOND, "+9.7", "l", "docker",
+         "process_wall_s"),
+        ("compile-excluded", "abstract", "comparison", BEYOND, "+6.0", "l", "docker",
+         "gpu_energy_j")])
+    said = ("correction and exceed the 2 % resolution; the largest{}: llama3-8b in docker, "
+            "process wall time (without the blocks that compiled): +9.7 % [+5.3, +14.3], "
+            "overhead")
+    [p] = review.check_findings_claims(said.format(""), balanced)
+    assert p.check == "claim-largest" and "startup_s (secondary) is +204.0 %" in p.message
+    assert review.check_findings_claims(said.format(" besides start-up latency (above)"),
+                                        balanced) == []
+
+
+def test_planted_some_blocks_split_where_one_was_is_caught():
+    """h100-stopping-exact: 'Some blocks were split between machines' of one block."""
+    found = {"models": {"q": {"blocks": 8, "blocks_any": 8, "split_blocks": [3]},
+                        "mm": {"blocks": 6, "blocks_any": 6, "split_blocks": []}}}
+    [p] = review.check_claims("Some blocks were split between machines (see Section 3)",
+                              found)
+    assert p.check == "claim-split" and "1 block on more than one machine" in p.message
+    assert review.check_claims("One block (q block 3) was split between machines", found) == []

@@ -140,7 +140,16 @@ several) and f-budget (0 in all four: none has more than three headline rows wit
 finding to name); no other key changed. Then for a look's failed check (#39: a headline at
 the maximum whose check failed printed only "inconclusive"), all four regenerated: new keys
 only, hl/N/has-check-answer (0 in all four: none has a stopping rule) and hl/N/check-answer
-('--'); no other key changed."""
+('--'); no other key changed. Then for the referee's audit of the words (sentences
+the records contradicted), all four regenerated from their raw records: new keys only,
+findings-problems and findings-notes (the quality section's warnings and errors apart from
+its info notes: 2+3, 3+3, 4+3, 4+4), blocks-split-count and blocks-split-each (0 and '--':
+no block split), appendix-tables, appendix-elsewhere, -families and -words (the comparisons
+left for the appendix that Tables 'estimates' and 'tests' hold, and those in no table:
+h100-engine-gqa 20 and 2 without the blocks that compiled, the others all in the tables),
+excluded-aa-family (2 on the engine campaigns, else 0) and f-passed, f-passed-words (1 and
+'start-up latency' on h100-engine, whose abstract's 'largest' was the largest besides
+start-up; else 0 and '--'); no other key changed."""
 
 from __future__ import annotations
 

@@ -207,3 +207,42 @@ def test_a_stopped_models_verdict_is_its_looks():
 ])
 def test_an_intervals_ends_are_printed_apart(values, printed):
     assert interval_texts(*values) == printed
+
+
+def test_the_abstract_says_when_its_largest_is_besides_start_up(tmp_path):
+    """h100-engine-balanced: the abstract named the largest finding whose metric it had not
+    given (process wall time, +9.7 %) as 'the largest', start-up (+204.0 %, said in
+    seconds) ranked above it. Planted: start-up +200 % and process time +10 %, both beyond
+    the resolution; with start-up said, the named one is passed over to (f-passed)."""
+    campaign, runs, results, q = _analyse(tmp_path, _runs(tmp_path, wall_effect=0.10))
+    res, others = _through_the_file(tmp_path, campaign, runs, results, q)
+    reg = policy.metric_registry(campaign)
+    said = paper_values.findings_values(campaign, runs, res, others, reg, {"startup_s"})
+    assert said["f/1/metric"] == "start-up latency" and said["f-abstract"] == "\\findingbody{2}"
+    assert said["f-passed"] and said["f-passed-words"] == "start-up latency"
+    plain = paper_values.findings_values(campaign, runs, res, others, reg)
+    assert plain["f-abstract"] == "\\findingbody{1}" and not plain["f-passed"]
+    assert plain["f-passed-words"] == "--"
+
+
+def test_the_appendix_count_is_of_the_tables_families(tmp_path):
+    """h100-stopping-exact: 62 comparisons left for the appendix were said to be 'listed
+    ... in Tables 9 and 10'; six, without the blocks that compiled, are in neither, and
+    the threats named 'their A/A control' where no such row exists. Planted: the demo's
+    findings with two compile-excluded rows left for the appendix, then an A/A row."""
+    campaign, runs, results, q = _analyse(tmp_path, _runs(tmp_path))
+    res, others = _through_the_file(tmp_path, campaign, runs, results, q)
+    base = _values(campaign, runs, res, others)
+    row = res.iloc[[0]].assign(family="compile-excluded", reach="appendix")
+    planted = pd.concat([others, row, row], ignore_index=True)
+    v = _values(campaign, runs, res, planted)
+    assert v["appendix-count"] == base["appendix-count"] + 2
+    assert v["appendix-tables"] == base["appendix-tables"] == base["appendix-count"]
+    assert (v["appendix-elsewhere"], v["appendix-elsewhere-families"]) == (2, 1)
+    assert v["appendix-elsewhere-words"] == "without the blocks that compiled"
+    assert v["excluded-family"] == 2 and v["excluded-aa-family"] == 0
+    aa = row.assign(family="compile-excluded A/A")
+    v = _values(campaign, runs, res, pd.concat([planted, aa], ignore_index=True))
+    assert v["excluded-aa-family"] == 1 and v["appendix-elsewhere-families"] == 2
+    assert v["appendix-elsewhere-words"] == ("without the blocks that compiled and A/A "
+                                             "control without the blocks that compiled")

@@ -98,7 +98,10 @@ def test_h100_study_builds_one_pdf_from_committed_raw_records(committed_study):
     assert "h100-stopping: it repeats the 10k product" in flat
     assert "Figure 1: Every comparison of the study" in flat
     assert "Campaign h100-matmul: each primary comparison per block" in flat
-    assert "Lan and DeMets" in flat and "References" in flat
+    # none of its three campaigns has a stopping rule: no alpha-spending function is named
+    # (the referee's audit: the methods said one was, unconditionally)
+    assert "Lan and DeMets" not in flat and "alpha-spending" not in flat
+    assert "References" in flat
     assert "process wall time (without the blocks that compiled): +9.7 % [+5.3, +14.3]" in (
         flat.replace("\u2212", "-"))
     assert "host name: vm" not in flat and "not evidence of one machine" in flat
@@ -447,6 +450,7 @@ def _summary(tmp: Path, name: str, comps: pd.DataFrame, *, findings=(), aa="none
     comps.to_csv(path, index=False)
     quality = {"findings": list(findings), "excluded": 0, "n_rows": 40, "aa_status": aa,
                "aa_metrics": {"token_throughput": aa} if aa != "none" else {},
+               "aa_primary": ["token_throughput"] if aa != "none" else [],
                "error_metrics": sorted({"token_throughput" for f in findings
                                         if f["severity"] == "error"})}
     base = {"host": ["vm"], "gpu": ["NVIDIA H100 80GB HBM3"], "gpu_uuid": [f"GPU-{name}"],
@@ -708,3 +712,41 @@ def test_the_study_forest_prints_each_interval_beside_its_row(tmp_path):
     assert "\u22120.01 [\u22120.18, +0.16]" in flat  # minus signs, never hyphens
     assert "\u22126.0 [\u221225.3, +18.4]" in flat
     assert "Relative difference of docker from its reference" in flat
+
+
+def test_the_a_a_control_is_said_per_metric_group():
+    """h100-engine-balanced in the study: 'Its A/A control ...: passed.', the primary
+    metric's status, while it was inconclusive on GPU energy, model build time, process
+    wall time and start-up latency. Planted: that control's per-metric statuses."""
+    q = {"findings": [], "excluded": 0, "n_rows": 432, "aa_status": "passed",
+         "aa_primary": ["token_throughput"], "error_metrics": [],
+         "aa_metrics": {"token_throughput": "passed", "gpu_energy_j": "inconclusive",
+                        "ttft_s": "passed", "model_build_s": "inconclusive",
+                        "process_wall_s": "inconclusive", "startup_s": "inconclusive",
+                        "peak_memory_gib": "untested", "itl_s": "passed"}}
+    tex = ct_study.quality_tex([{"campaign": "h100-engine-balanced", "define_metrics": None,
+                                 "quality": q}])
+    assert ("{passed on its primary metric (token throughput); on its other metrics passed on "
+            "two, inconclusive on four (GPU energy, model build time, process wall time and "
+            "start-up latency) and untested on one (peak memory)}{1}") in tex, tex
+    none = ct_study.quality_tex([{"campaign": "h100", "define_metrics": None,
+                                  "quality": {**q, "aa_status": "none", "aa_metrics": {},
+                                              "aa_primary": []}}])
+    assert r"\studyquality{h100}{none}{0}" in none
+
+
+@pytest.mark.skipif(shutil.which("latexmk") is None, reason="needs latexmk")
+def test_the_methods_name_a_stopping_rule_only_where_a_campaign_has_one(tmp_path):
+    """The H100 study's methods said 'a campaign with a stopping rule tested at each look at
+    the level its alpha-spending function allows' of three campaigns without one. Planted:
+    two campaigns without, then one of them with a stopping rule."""
+    a = _summary(tmp_path, "plain-a", _rows([(0.0, 0.9, 0.001)]))
+    b = _summary(tmp_path, "plain-b", _rows([(0.01, 0.8, 0.002)]))
+    numbers, text = _build(tmp_path / "fixed", [a, b])
+    assert "and an A/A replica where one ran. This study" in text, text
+    assert "alpha-spending" not in text and "Lan and DeMets" not in text
+    assert r"\ctxdef{studyStopping}{0}" in numbers
+    numbers, text = _build(tmp_path / "stopped", [a, {**b, "stopping": True}])
+    assert r"\ctxdef{studyStopping}{1}" in numbers
+    assert ("a campaign with a stopping rule tested at each look at the level its "
+            "alpha-spending function allows (Lan and DeMets, 1983)") in text, text

@@ -104,6 +104,7 @@ def design_values(campaign: Campaign, runs: pd.DataFrame) -> dict[str, Any]:
         "gpu-names": texts.tex(tables.join_words(sorted(set(found["gpus"].values())))) or "--",
         "blocks-split": any(finding.check == "block_split"
                             for finding in quality.machines(runs)),
+        **split_block_values(runs),
         "random-weights": any(load["random_weights"] for load in found["workloads"]),
         "container-host-software": bool({"/usr", "/opt"} & set(host_dirs)),
         "container-host-dirs": texts.tex(tables.join_words(host_dirs)) if host_dirs else "--",
@@ -245,4 +246,15 @@ def memory_source_values(found: dict[str, Any], runs: pd.DataFrame) -> dict[str,
     return {"rss-vmhwm": "VmHWM" in sources and "max_rss_mib" in metrics,
             "rss-children": "ru_maxrss_children" in sources and "max_rss_mib" in metrics,
             "rss-legacy": "max_rss_rusage_mib" in metrics}
+
+
+def split_block_values(runs: pd.DataFrame) -> dict[str, Any]:
+    """How many blocks ran on more than one machine, and which (quality.split_blocks): the
+    methods say 'one block' or 'N blocks' by them (h100-stopping-exact said 'Some blocks'
+    of qwen2-0.5b's block 3 alone)."""
+    split = quality.split_blocks(runs) if "machine" in runs else {}
+    each = [f"{model} block{'s' if len(blocks) > 1 else ''} "
+            f"{tables.join_words(str(b) for b in blocks)}" for model, blocks in split.items()]
+    return {"blocks-split-count": sum(len(blocks) for blocks in split.values()),
+            "blocks-split-each": texts.tex("; ".join(each)) or "--"}
 

@@ -461,6 +461,13 @@ def check_claims(text: str, found: dict, words: dict[str, str] | None = None
                                "decided on " + ", ".join(
                                    f"{words.get(metric, metric)}" for metric in sorted(
                                        decided)) + " per model"))
+    split = sum(len(v.get("split_blocks") or []) for v in models.values())
+    for m in re.finditer(r"\b(\w+) blocks? (?:\([^)]*\) )?(?:was|were) split between machines",
+                         flat):
+        if _count(m.group(1)) != split:
+            out.append(Problem("claim-split", "text", f"'{m.group(0)}', but the records show "
+                               f"{split} block{'' if split == 1 else 's'} on more than one "
+                               "machine"))
     compiled = found.get("compiled_runs") or []
     paragraph = re.search(r"Runs that compiled\. (.{0,200})", flat)
     if paragraph:
@@ -647,6 +654,83 @@ def check_procedure_claims(text: str, root: Path) -> list[Problem]:
                                f"waited {runs['gate_waited_s'].min():g} to "
                                f"{runs['gate_waited_s'].max():g} s"))
     return out
+def check_findings_claims(text: str, table: pd.DataFrame | None,
+                          quality_report: dict | None = None) -> list[Problem]:
+    """Counts and rankings the findings table (stats/findings.csv) or the quality report
+    contradicts, each once printed wrong: 'and their A/A control' of a family without one
+    (h100-stopping-exact), 'the largest:' before a smaller finding than the abstract's
+    others (h100-engine-balanced: +9.7 % named, +204.0 % not), 'The 62 remaining
+    comparisons ... in Tables' where 6 are in no table, and 'N problems' counting info
+    notes (h100-warmup-causes: six, two of them checks that found nothing)."""
+    from containertax.publishing.tables import FAMILY_ORDER
+    from containertax.statistics import findings
+
+    flat = " ".join(text.split()).replace("\u2212", "-")
+    out = []
+    if quality_report is not None:
+        problems = sum(f.get("severity") in ("warning", "error")
+                       for f in quality_report.get("findings", []))
+        for m in re.finditer(r"they found (\w+) problems?", flat):
+            if _count(m.group(1)) != problems:
+                out.append(Problem("claim-problems", "text", f"'{m.group(0)}', but the quality "
+                                   f"report holds {problems} warnings or errors (of "
+                                   f"{len(quality_report.get('findings', []))} findings)"))
+    if table is None or table.empty or "family" not in table:
+        return out
+    family = table["family"].astype(str)
+    aa = int((family == findings.EXCLUDED_AA_FAMILY).sum())
+    for m in re.finditer(r"without the blocks that compiled (\w+) comparisons?"
+                         r"( and their A/A control)?", flat):
+        n = int((family == findings.EXCLUDED_FAMILY).sum())
+        if _count(m.group(1)) != n:
+            out.append(Problem("claim-family", "text", f"'{m.group(0)}', but the findings "
+                               f"table holds {n} such comparisons"))
+        if m.group(2) and not aa:
+            out.append(Problem("claim-family", "text", f"'{m.group(0)}', but the findings "
+                               "table holds no A/A control of that family"))
+    reach = table.get("reach", pd_series_of(table, "")).astype(str)
+    appendix = table[reach == "appendix"]
+    in_tables = int(appendix["family"].isin(FAMILY_ORDER).sum())
+    for m in re.finditer(r"The (\d+) remaining comparisons (?:of Tables|are neither)", flat):
+        if int(m.group(1)) != in_tables:
+            out.append(Problem("claim-appendix", "text", f"'{m.group(0)}', but "
+                               f"{in_tables} of the {len(appendix)} comparisons left for the "
+                               "appendix are in its tables"))
+    largest = re.search(r"the largest: [^%]{0,200}?([+-]?\d+(?:\.\d+)?) % \[", flat)
+    if largest and {"why", "text_est", "kind"} <= set(table.columns):
+        beyond = table[(reach == "abstract") & (table["kind"].astype(str) == "comparison")
+                       & ~family.str.contains("calibration|A/A|primary")
+                       & table["why"].astype(str).str.startswith(
+                           "significant after correction and larger")]
+        sizes = pd_numeric(beyond["text_est"]).abs()
+        said = abs(float(largest.group(1)))
+        if len(sizes) and sizes.max() > said:
+            top = beyond.loc[sizes.idxmax()]
+            out.append(Problem("claim-largest", "text", f"'the largest: ... {largest.group(1)} "
+                               f"%', but {top['model']} in {top['environment']}, "
+                               f"{top['metric']} ({top['family']}) is {top['text_est']} %"))
+    return out
+
+
+def pd_series_of(table: pd.DataFrame, value: object) -> pd.Series:
+    """A column of `value` as long as `table` (a findings table without the column)."""
+    import pandas as pd
+
+    return pd.Series(value, index=table.index)
+
+
+def pd_numeric(values: pd.Series) -> pd.Series:
+    """Printed numbers ('+9.7', '\u22122.1') as floats; NaN where a text is no number."""
+    import pandas as pd
+
+    return pd.to_numeric(values.astype(str).str.replace("\u2212", "-"), errors="coerce")
+
+
+def read_findings_table(path: Path) -> pd.DataFrame | None:
+    """stats/findings.csv as text (None where the build predates it)."""
+    import pandas as pd
+
+    return pd.read_csv(path, dtype=str) if path.exists() else None
 
 
 ABSTRACT_WORDS = 250  # a journal's usual limit (issue #39: the demo's abstract was 515)
@@ -1022,6 +1106,13 @@ def review(build_dir: Path, pdf: Path, names: list[str],
         problems += check_order_claims(text, campaign_root)
         problems += check_startup_claims(text, campaign_root)
         problems += check_procedure_claims(text, campaign_root)
+        from containertax.campaign.paths import QUALITY
+        from containertax.core import records
+
+        quality_json = campaign_root / QUALITY
+        problems += check_findings_claims(
+            text, read_findings_table(campaign_root / FINDINGS),
+            records.read_json(quality_json) if quality_json.exists() else None)
         problems += check_runtime_labels(pdf_text(pdf), recorded_runtimes(campaign_root),
                                       recorded_environments(campaign_root))
         problems += check_printed_once(text, canonical_intervals(campaign_root / FINDINGS),

@@ -210,7 +210,7 @@ def derived_sources(campaign: ct_config.Campaign) -> list[dict[str, Any]]:
 
 # the summary's format: raise it when summarize() writes other keys (workflow/study.smk
 # reruns the summaries when it changes; write() refuses a summary without the keys it reads)
-SUMMARY_VERSION = 4
+SUMMARY_VERSION = 5
 
 
 def summarize(study: Study, name: str) -> dict[str, Any]:
@@ -309,6 +309,10 @@ def quality_of(path: Path, metrics: list[str]) -> dict[str, Any]:
             "n_rows": int(report.get("n_rows", 0)),
             "aa_status": str(calibration.get("status", "none")),
             "aa_metrics": dict(calibration.get("metrics") or {}),
+            # the metrics its status is that of (quality.calibration: the primary family's)
+            "aa_primary": list(dict.fromkeys(
+                str(r["metric"]) for r in calibration.get("comparisons") or []
+                if r.get("family") == "calibration")),
             "error_metrics": sorted(decisions.error_metrics(report.get("findings", []),
                                                             metrics))}
 
@@ -515,16 +519,53 @@ def system_tex(summaries: list[dict[str, Any]]) -> str:
                             "L{2.3cm}L{1.7cm}", "tab:study-system")
 
 
+_WORDS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
+
+
+def aa_words(q: dict[str, Any], reg: dict[str, Any]) -> str:
+    """What the A/A control showed, per metric group: its status is its primary metrics'
+    (quality.calibration), and h100-engine-balanced's 'passed' hid that it was inconclusive
+    on four other metrics. 'passed on its primary metric (token throughput); on its other
+    metrics passed on six, inconclusive on four (GPU energy, ...)'."""
+    if "aa_primary" not in q:
+        raise StudyError("a campaign summary has no A/A primary metrics (aa_primary): it was "
+                         "written by an older version: delete it and rerun the study workflow.")
+    def name(metric: str) -> str:
+        return tables.in_prose(reg.get(metric), metric)
+
+    def count(n: int) -> str:
+        return _WORDS[n] if n < len(_WORDS) else str(n)
+
+    per_metric = q.get("aa_metrics") or {}
+    primary = [m for m in q["aa_primary"] if m in per_metric] or list(q["aa_primary"])
+    said = str(q["aa_status"])
+    if primary:
+        said += (f" on its primary metric{'s' if len(primary) > 1 else ''} "
+                 f"({tables.join_words(name(m) for m in primary)})")
+    groups: dict[str, list[str]] = {}
+    for metric, status in per_metric.items():
+        if metric not in primary:
+            groups.setdefault(str(status), []).append(metric)
+    parts = [f"{status} on {count(len(metrics))}" + (
+        "" if status == "passed" else f" ({tables.join_words(name(m) for m in metrics)})")
+        for status, metrics in sorted(groups.items(), key=lambda g: g[0] != "passed")]
+    if parts:
+        said += f"; on its other metrics {tables.join_words(parts)}"
+    return texts.tex(said)
+
+
 def quality_tex(summaries: list[dict[str, Any]]) -> str:
-    """Each campaign's quality: \\studyquality{campaign}{A/A status}{has A/A}{excluded}
-    {values}{findings}{errors}, then its findings as the campaign paper lists them."""
+    """Each campaign's quality: \\studyquality{campaign}{A/A, per metric group}{has A/A}
+    {excluded}{values}{findings}{errors}, then its findings as the campaign paper lists
+    them."""
     out = []
     for s in summaries:
         q = s["quality"]
         reg = registry(s.get("define_metrics"))
         errors = sum(f["severity"] == "error" for f in q["findings"])
+        has_aa = q["aa_status"] != "none"
         out.append(f"\\studyquality{{{texts.tex(s['campaign'])}}}"
-                   f"{{{texts.tex(q['aa_status'])}}}{{{int(q['aa_status'] != 'none')}}}"
+                   f"{{{aa_words(q, reg) if has_aa else 'none'}}}{{{int(has_aa)}}}"
                    f"{{{q['excluded']}}}{{{q['n_rows']}}}{{{len(q['findings'])}}}{{{errors}}}")
         if q["findings"]:
             out += ["\\begin{itemize}",
@@ -606,6 +647,8 @@ def numbers(study: Study, table: pd.DataFrame, alpha: float,
         "studyOneMargin": len(margins) == 1,
         "studyMarginPct": ", ".join(f"{100 * m:g}" for m in margins) or "--",
         "studyDerived": derived_count(summaries),
+        # the methods name the alpha-spending function only where a campaign stopped by one
+        "studyStopping": sum(bool(s.get("stopping")) for s in summaries),
         "studyQualityErrors": len(with_error), "studyQualityErrorCampaigns": _names(with_error),
         "studyAAFailed": len(aa_failed), "studyAAFailedCampaigns": _names(aa_failed),
         "studyExcludedCampaigns": len(excluded),
