@@ -479,9 +479,11 @@ def test_planted_order_and_start_up_claims_are_caught(tmp_path):
              for b, envs in ((1, ("a", "b")), (2, ("b", "a")), (3, ("a", "b")), (4, ("b", "a")))
              for i, e in enumerate(envs)]
     pd.DataFrame(order).to_csv(tmp_path / "stats" / "order.csv", index=False)
-    startup = pd.DataFrame({"model": ["m", "n"], "metric": "startup_s",
-                            "family": "secondary", "diff_ci_low": [0.1, 0.2],
-                            "p_bonferroni": [0.001, 0.002]})
+    # the demo's: start-up of b is the sentence's, of c (not longer) another environment's
+    startup = pd.DataFrame({"model": ["m", "n", "m", "n"], "metric": "startup_s",
+                            "environment": ["b", "b", "c", "c"], "family": "secondary",
+                            "diff_ci_low": [0.1, 0.2, -0.1, -0.1],
+                            "p_bonferroni": [0.001, 0.002, 1, 1]})
     startup.to_csv(tmp_path / "stats" / "findings.csv", index=False)
     (tmp_path / "config.resolved.json").write_text(json.dumps(
         {"config": {"analysis": {"alpha": 0.05}}}))
@@ -496,8 +498,8 @@ def test_planted_order_and_start_up_claims_are_caught(tmp_path):
         planted = right.replace(wrong, wrong.replace("two", "three"))
         assert [p.check for p in review.check_order_claims(planted, tmp_path)] == \
             ["claim-order"]
-    startup.assign(diff_ci_low=[0.1, -0.01]).to_csv(tmp_path / "stats" / "findings.csv",
-                                                    index=False)
+    startup.assign(diff_ci_low=[0.1, -0.01, -0.1, -0.1]).to_csv(
+        tmp_path / "stats" / "findings.csv", index=False)
     [p] = review.check_startup_claims(right, tmp_path)
     assert p.check == "claim-startup" and "1 with the interval above zero" in p.message
 

@@ -89,8 +89,10 @@ def test_with_four_headline_rows_the_abstract_counts_the_findings_beyond_them(tm
     """#39: the demo's four headline rows and the largest finding beyond them made its
     abstract 282 words (250 allowed). Planted: the same findings with four headline rows
     (policy.headline_rows returning the one real row four times): none is named, the
-    abstract counts them (f-budget); with one row the largest is named, as before."""
+    abstract counts them (f-budget, q-budget); with one row the largest is named, as
+    before."""
     campaign, runs, results, q = _analyse(tmp_path, _runs(tmp_path))
+    q = {**q, "findings": [*q["findings"], _THERMAL]}  # a data-quality finding too
     res, others = _through_the_file(tmp_path, campaign, runs, results, q)
     one = _values(campaign, runs, res, others)
     assert one["f-shown"] == 1 and not one["f-budget"] and one["f-abstract"]
@@ -102,6 +104,11 @@ def test_with_four_headline_rows_the_abstract_counts_the_findings_beyond_them(tm
     assert four["f-shown"] == 0 and four["f-abstract"] == "" and four["f-budget"]
     assert four["f-count"] == one["f-count"] > 0  # still counted, and listed in Section 6
     assert four["f-listed"] == one["f-listed"]
+    # the data-quality findings alike (the demo's four rows with an unresolved A/A and a
+    # named quality finding: 264 words): counted, none named, all listed in Section 6
+    assert one["q-count"] > 0 and one["q-abstract"] and not one["q-budget"]
+    assert four["q-budget"] and four["q-abstract"] == "" and four["q-more"] == one["q-count"]
+    assert four["q-listed"] == one["q-listed"]
 
 
 def test_planted_significant_secondary_result_reaches_the_abstract(tmp_path):
@@ -124,13 +131,16 @@ def test_planted_significant_secondary_result_reaches_the_abstract(tmp_path):
     assert v[f"f/{said.index('start-up latency') + 1}/est"] == f"${row.text_est}$"
 
 
+_THERMAL = {"check": "thermal_dependence", "severity": "warning",
+            "message": "n256/startup_s depends on the start temperature",
+            "details": {"model": "n256", "metric": "startup_s", "label": "start temperature",
+                        "covariate": "temp", "effect_pct": 12.5, "r": 0.9, "q": 0.01,
+                        "range": 14, "unit": "s"}}
+
+
 def test_planted_thermal_dependence_reaches_the_abstract(tmp_path):
     campaign, runs, results, q = _analyse(tmp_path, _runs(tmp_path))
-    planted = {"check": "thermal_dependence", "severity": "warning",
-               "message": "n256/startup_s depends on the start temperature",
-               "details": {"model": "n256", "metric": "startup_s", "label": "start temperature",
-                           "covariate": "temp", "effect_pct": 12.5, "r": 0.9, "q": 0.01,
-                           "range": 14, "unit": "s"}}
+    planted = _THERMAL
     small = {**planted, "details": {**planted["details"], "metric": "compute_time_s",
                                     "effect_pct": 0.4}}
     q = {**q, "findings": [*q["findings"], planted, small]}

@@ -482,6 +482,7 @@ ABSTRACT_FINDINGS = 1
 ABSTRACT_QUALITY = 1
 # ... and only where the headline rows are at most this many: more rows take its words (the
 # demo's four, with the largest finding beyond them, made 263 words); it then counts them
+# (the findings beyond the headline and the data-quality findings alike)
 ABSTRACT_HEADLINES_WITH_FINDING = 3
 
 
@@ -553,7 +554,7 @@ def findings_values(campaign: Campaign, runs: pd.DataFrame, results: pd.DataFram
                          "interval-truncated": False, "excluded-family": 0,
                          "phases-family": 0, "phases-aa-family": 0,
                          "fa-count": 0, "fa-listed": "",
-                         "q-count": 0, "q-abstract": "", "q-more": 0,
+                         "q-count": 0, "q-abstract": "", "q-more": 0, "q-budget": False,
                          "q-listed": "",
                          "l-count": 0, "l-each": "", "ql-count": 0, "ql-each": "",
                          "appendix-count": 0, "appendix-tables": 0,
@@ -641,7 +642,11 @@ def findings_values(campaign: Campaign, runs: pd.DataFrame, results: pd.DataFram
         if prefix == "fa":
             v["fa-listed"] = "".join(f"\\aalisted{{{n}}}" for n in range(1, len(rows) + 1))
         if prefix == "q":  # the abstract names the first ABSTRACT_QUALITY, counts the rest
-            shown_q = min(len(rows), ABSTRACT_QUALITY)
+            # (none named beside more headline rows than ABSTRACT_HEADLINES_WITH_FINDING:
+            # the demo's four rows, an unresolved A/A and a named finding made 264 words)
+            shown_q = min(len(rows), ABSTRACT_QUALITY
+                          if len(heads) <= ABSTRACT_HEADLINES_WITH_FINDING else 0)
+            v["q-budget"] = len(rows) > 0 and shown_q == 0
             v["q-abstract"] = "".join(f"\\qfindingitem{{{n}}}" for n in range(1, shown_q + 1))
             v["q-more"] = len(rows) - shown_q
             v["q-listed"] = "".join(f"\\qabstractlisted{{{n}}}"
