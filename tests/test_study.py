@@ -458,7 +458,8 @@ def _summary(tmp: Path, name: str, comps: pd.DataFrame, *, findings=(), aa="none
             "image": ["img:1"], "image_id": [f"{name[:3]}000000000"], "date": ["2026-11-21"]}
     findings = tmp / f"{name}.findings.csv"
     findings.write_text("kind,family,reach,metric\n")
-    return {"campaign": name, "config": f"config/{name}.yaml", "description": f"{name} runs",
+    return {"summary_version": ct_study.SUMMARY_VERSION,
+            "campaign": name, "config": f"config/{name}.yaml", "description": f"{name} runs",
             "where": "", "thermal": [], "why": f"{name} is planted", "findings": str(findings),
             "raw_dir": f"results/{name}/raw", "raw_sha256": "ab" * 32, "raw_files": 4,
             "records": 4, "models": ["m0"], "environments": ["native", "docker"],
@@ -533,11 +534,46 @@ def test_shared_factors_all_some_none():
 
 def test_summaries_from_an_older_version_are_refused_by_name(tmp_path):
     summary = _summary(tmp_path, "a", _rows([(0.0, 0.9, 0.001)]))
-    del summary["quality"]
     (tmp_path / "campaigns").mkdir()
+    (tmp_path / "campaigns" / "a.json").write_text(json.dumps(
+        {k: v for k, v in summary.items() if k != "summary_version"}))
+    with pytest.raises(ct_study.StudyError, match=r"campaigns/a.json: a summary of format "
+                       r"before 5, this version reads \d+: run the study workflow"):
+        ct_study.write(_study(["a"]), tmp_path / "campaigns", tmp_path)
+    del summary["quality"]
     (tmp_path / "campaigns" / "a.json").write_text(json.dumps(summary))
     with pytest.raises(ct_study.StudyError, match=r"campaigns/a.json: no \['quality'\]"):
         ct_study.write(_study(["a"]), tmp_path / "campaigns", tmp_path)
+
+
+def test_a_summary_older_than_the_module_that_writes_it_is_rewritten(committed_study,
+                                                                     tmp_path):
+    """A new summary format reached a study built before it only by hand (the profiles
+    rerun on file times, so the params trigger that was meant to do it never fired; the
+    build stopped with 'written by an older version: delete it'). Now each summary is an
+    output of publishing/study.py: a copy of the built H100 study whose summaries are older
+    than that module (and were written under another: no checksum of it recorded) plans
+    to rewrite every one of them. Without the module as an input nothing is planned."""
+    work = tmp_path / "study"
+    shutil.copytree(committed_study("h100"), work, symlinks=True)
+    summaries = sorted((work / "results" / "study-h100" / "campaigns").glob("*.json"))
+    assert len(summaries) == 3
+    older = (Path(ct_study.__file__).stat().st_mtime - 3600,) * 2  # an hour before it
+    for path in summaries:
+        os.utime(path, older)
+    # written under another study.py: Snakemake reruns on a newer input only where its
+    # checksum differs from the one it recorded for the job; with none recorded it differs
+    shutil.rmtree(work / ".snakemake" / "metadata")
+    out = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-n", "--cores", "1", "--snakefile",
+         str(REPO / "workflow" / "study.smk"), "--directory", str(work), "--configfile",
+         str(work / "config" / "study-h100.yaml")], capture_output=True, text=True,
+        timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    planned = out.stdout + out.stderr
+    jobs = dict(re.findall(r"^(\w+)\s+(\d+)$", planned, re.M))
+    assert jobs.get("campaign") == "3", planned[-3000:]
+    assert "publishing/study.py" in planned  # the reason: an updated input
 
 
 def test_system_facts_are_the_committed_records_own():

@@ -37,6 +37,9 @@ rule campaign:
         derived=derived_inputs,
         raw=raw_folders,
         quantised=quantised_inputs,
+        # the module that writes the summary: a new summary format (SUMMARY_VERSION)
+        # rewrites the summaries (the profiles rerun on file times only, not on params)
+        summary_code=SUMMARY_CODE,
     output:
         study_path(R.STUDY_CAMPAIGN, campaign="{campaign}"),
     log:
@@ -67,8 +70,6 @@ rule campaign:
         ),
         snakefile=str(REPO / "Snakefile"),
         study=STUDY_SOURCE,
-        # a new summary format reruns the summaries (params rerun trigger)
-        summary_version=ct_study.SUMMARY_VERSION,
         py=PY,
         env=ENV,
     shell:

@@ -123,6 +123,7 @@ else:
 
 
 # editing the study's analysis code rebuilds its tables (mtime rerun triggers)
+SUMMARY_CODE = str(ct_packaged.package() / "publishing" / "study.py")
 STUDY_CODE = [
     str(ct_packaged.package() / layer / f"{m}.py")
     for layer, m in (

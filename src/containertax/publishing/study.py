@@ -209,7 +209,8 @@ def derived_sources(campaign: ct_config.Campaign) -> list[dict[str, Any]]:
 
 
 # the summary's format: raise it when summarize() writes other keys (workflow/study.smk
-# reruns the summaries when it changes; write() refuses a summary without the keys it reads)
+# rewrites the summaries when this module is newer than them; write() refuses a summary
+# without the keys it reads, naming it)
 SUMMARY_VERSION = 5
 
 
@@ -227,6 +228,7 @@ def summarize(study: Study, name: str) -> dict[str, Any]:
                          f"step has not run (snakemake --configfile {entry.config} paper).")
     metrics = sorted(set(pd.read_csv(comparisons)["metric"].astype(str)))
     return {
+        "summary_version": SUMMARY_VERSION,
         "campaign": name, "config": str(entry.config), "description": c.raw.get("description", ""),
         "raw_dir": str(c.root / "raw"), "raw_sha256": digest, "raw_files": n_files,
         "records": len(c.paths.raw_records()),
@@ -686,6 +688,11 @@ def write(study: Study, summaries_dir: Path, out_dir: Path) -> pd.DataFrame:
     summaries = [json.loads((summaries_dir / f"{c.name}.json").read_text())
                  for c in study.campaigns]
     for s, c in zip(summaries, study.campaigns, strict=True):
+        if s.get("summary_version", 0) != SUMMARY_VERSION:
+            raise StudyError(f"{summaries_dir / (c.name + '.json')}: a summary of format "
+                             f"{s.get('summary_version', 'before 5')}, this version reads "
+                             f"{SUMMARY_VERSION}: run the study workflow (it rewrites a "
+                             "summary older than publishing/study.py), or delete it.")
         missing = sorted({"quality", "system", "alpha", "equivalence_margin", "where",
                           "thermal", "why", "findings"} - set(s))
         if missing:
