@@ -43,6 +43,10 @@ def make_campaign(tmp_path: Path, name: str, envs: list[str], reps: int = 2,
     return path
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def snakemake(tmp_path: Path, cfg: Path, *args: str, timeout: float = 1800,
               popen: bool = False):
     # timeout: a hang guard only, never a speed bound (a whole known-effect campaign took
@@ -55,8 +59,12 @@ def snakemake(tmp_path: Path, cfg: Path, *args: str, timeout: float = 1800,
         # inputs, ~70 source files) filled the 64 KiB pipe buffer and blocked it mid-write,
         # so that it never ended and the test waited forever (the run of 070c9f8)
         log = open(tmp_path / "snakemake.popen.log", "wb")  # noqa: SIM115 (the child's)
+        # Ctrl-C as a user's terminal delivers it: a test command started as a background
+        # job (bash: asynchronous commands ignore SIGINT) passed its ignored SIGINT on, so
+        # the SIGINT test's kill reached nothing and its held run ended by its 300 s
+        # timeout instead (two whole runs of 2026-12-05, 324 s each, passing)
         return subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+                                start_new_session=True, preexec_fn=_default_sigint)
     return subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
 
 
@@ -367,6 +375,11 @@ def test_killed_campaign_resumes_with_every_cell_done_once(tmp_path, sig):
     cut = [e for e in interrupted if e["step"] == "run" and e["event"] == "start"
            and e["attempt"] not in ok_before]
     assert len(cut) == 1 and cut[0]["environment"] == "native", cut  # the held run
+    ends = [e for e in interrupted if e["step"] == "run" and e["event"] == "end"
+            and e["attempt"] == cut[0]["attempt"]]
+    # by the signal, not by its timeout or anything else
+    assert [e.get("error") for e in ends] == (
+        ["KeyboardInterrupt"] if sig == signal.SIGINT else []), ends
     assert 2 <= len(ok_before) <= 5
     for rec in raw_records(root):
         json.loads(rec.read_text())  # whole, parseable
