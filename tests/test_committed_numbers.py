@@ -152,7 +152,11 @@ excluded-aa-family (2 on the engine campaigns, else 0) and f-passed, f-passed-wo
 start-up; else 0 and '--'); no other key changed. Then for the demo's abstract again (#39: 264
 words with four headline rows, an unresolved A/A control and a named data-quality finding),
 all four regenerated: one new key, q-budget (0 in all four: at most three headline rows, so
-the abstract still names its first data-quality finding); no other key changed."""
+the abstract still names its first data-quality finding); no other key changed. Then for a
+second referee audit (#39), all four regenerated: new keys only, headline-state ('In the
+steady state the' in all four: every headline model warmed up; h100-sani-cold's cold
+process is no longer called the steady state) and cooldown-missing, -runs, -each (0 missing
+in all four: every run has its cooldown record); no other key changed."""
 
 from __future__ import annotations
 

@@ -492,8 +492,9 @@ AA_OF = {"primary": "calibration", "secondary": "calibration-secondary",
 
 
 def replica_moved(table: pd.DataFrame, r: Any) -> bool:
-    """Whether the A/A replica, on the same blocks and metric, moved as much as this
-    container comparison (discussion.replica_as_much: same sign, at least half the size);
+    """Whether the A/A replica, on the same blocks and metric, moved at least half as much
+    as this container comparison (discussion.replica_as_much: same sign, at least half the
+    size);
     h100-engine-balanced: Docker +9.7 % in process time without the compiling block, the
     identical copy of native +7.5 %."""
     aa = AA_OF.get(str(r.get("family")))
@@ -581,7 +582,7 @@ def findings_values(campaign: Campaign, runs: pd.DataFrame, results: pd.DataFram
         caveats = [decisions.SHORT[c] for c in str(r.get("caveats") or "").split(";")
                    if c in decisions.SHORT]
         if replica_moved(table, r):
-            caveats.append("the A/A replica moved as much")
+            caveats.append("the A/A replica moved at least half as much")
         v[f"{prefix}/{n}/verdict"] = texts.tex(VERDICT_WORDS.get(word, word) + "".join(
             f" ({c})" for c in caveats))
         v[f"{prefix}/{n}/p"] = tables.pval(r.get("p_bh", math.nan))
