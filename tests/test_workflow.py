@@ -154,11 +154,11 @@ def test_campaign_runs_in_schedule_order_and_records_everything(tmp_path):
     assert system["docker"]["present"] and system["git"]["commit"]
     assert_nothing_left_behind(root, "order")
     # two headline rows of one metric: the abstract names the metric once (#39: the demo's
-    # four rows repeated it, 282 words against 250)
+    # four rows repeated it, 282 words against 250); of one model, not "of each model"
     text = subprocess.run(["pdftotext", str(root / "paper" / "paper.pdf"), "-"],
                           capture_output=True, text=True).stdout
     abstract = " ".join(text.split("Abstract", 1)[1].split("Introduction", 1)[0].split())
-    assert re.search(r"The headline comparison of each model \(compute time per product\), "
+    assert re.search(r"The headline comparison \(compute time per product\), "
                      r"with its 95 % interval: n128 in (chroot|docker): [+\u2212]", abstract), \
         abstract
     assert "n128 in docker (compute" not in abstract and "n128 in chroot (compute" not in abstract
