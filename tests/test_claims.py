@@ -745,3 +745,16 @@ def test_the_replicas_caveat_says_what_its_rule_checks():
     assert "by at least half as much" in main
     src = (REPO / "src" / "containertax" / "publishing" / "paper_values.py").read_text()
     assert '"the A/A replica moved at least half as much"' in src
+
+
+def test_a_findings_table_without_its_reach_column_gives_a_defined_result():
+    """A table from before the findings rule (no 'reach'): nothing is in the appendix, so a
+    count of remaining comparisons is named, never a traceback (the first draft of the
+    fallback raised pandas' 'Array conditional must be same shape')."""
+    import pandas as pd
+
+    table = pd.DataFrame({"family": ["secondary", "compile-excluded"]})
+    [p] = review.check_findings_claims("The 3 remaining comparisons of Tables 9 and 10",
+                                       table, None)
+    assert p.check == "claim-appendix" and "0 of the 0" in p.message
+    assert review.check_findings_claims("nothing counted here", table, None) == []

@@ -103,8 +103,6 @@ def design_values(campaign: Campaign, runs: pd.DataFrame) -> dict[str, Any]:
         "n-gpus": len(found["gpus"]),
         "gpu": bool(found["gpus"]),
         "gpu-names": texts.tex(tables.join_words(sorted(set(found["gpus"].values())))) or "--",
-        "blocks-split": any(finding.check == "block_split"
-                            for finding in quality.machines(runs)),
         **split_block_values(runs),
         "random-weights": any(load["random_weights"] for load in found["workloads"]),
         "container-host-software": bool({"/usr", "/opt"} & set(host_dirs)),
@@ -270,6 +268,7 @@ def split_block_values(runs: pd.DataFrame) -> dict[str, Any]:
     split = quality.split_blocks(runs) if "machine" in runs else {}
     each = [f"{model} block{'s' if len(blocks) > 1 else ''} "
             f"{tables.join_words(str(b) for b in blocks)}" for model, blocks in split.items()]
-    return {"blocks-split-count": sum(len(blocks) for blocks in split.values()),
+    count = sum(len(blocks) for blocks in split.values())
+    return {"blocks-split": count > 0, "blocks-split-count": count,
             "blocks-split-each": texts.tex("; ".join(each)) or "--"}
 

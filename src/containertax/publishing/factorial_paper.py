@@ -19,7 +19,7 @@ from containertax.core.records import atomic_write_text
 from containertax.publishing.tables import in_prose, join_words, metric_tex, pct, pval
 from containertax.statistics import factorial as effects_stats
 from containertax.statistics import policy
-from containertax.statistics.texts import tex
+from containertax.statistics.texts import number_word, tex
 
 
 def _opts(text: str) -> str:
@@ -143,10 +143,9 @@ def abstract(campaign: Campaign, design: factorial.Design, frame: pd.DataFrame) 
     (two runs each in a small design) are not its headline: its effects are."""
     rows = set(design.env_ids())
     others = [tex(env.id) for env in campaign.environments if env.id not in rows]
-    words = {2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight"}
     k = len(design.factors)
     compare = join_words([*others, f"the {len(design.rows)} rows of a {_name(design)} design "
-                          f"over {words.get(k, str(k))} of {tex(design.base)}'s options "
+                          f"over {number_word(k)} of {tex(design.base)}'s options "
                           f"({join_words(tex(f.id) for f in design.factors)})"])
     names = policy.metric_registry(campaign)
     res = campaign.analysis["resolution_pct"]

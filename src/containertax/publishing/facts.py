@@ -309,9 +309,9 @@ def workload_summary(recs: list[dict[str, Any]]) -> dict[str, Any]:
     """One model's workload and parameters in all its records: a value every run held is
     printed once, values that differ each with their run count; a parameter some runs do
     not hold counts as not recorded there, and one no run holds is left out. The first
-    record read never stands for the rest,
-    and a registry default never stands for a value (the h100-stopping-exact audit: today's
-    'attention auto' printed for runs that held sdpa_gqa)."""
+    record read never stands for the rest, and a registry default never stands for a value
+    (the h100-stopping-exact audit: today's 'attention auto' printed for runs that held
+    sdpa_gqa)."""
     from containertax import workloads
 
     parts = [_workload_parts(rec) for rec in recs]

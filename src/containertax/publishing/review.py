@@ -18,6 +18,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from containertax.statistics.texts import NUMBER_WORDS
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -395,9 +397,9 @@ def check_campaign_claims(text: str, order: pd.DataFrame | None) -> list[Problem
 
 # --- the claims audit: what the prose states, re-derived from the facts table ------------
 
-_NUMBER_WORDS = {"no": 0, "none": 0, "zero": 0, "once": 1, "one": 1, "twice": 2, "two": 2,
-                 "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
-                 "nine": 9}
+# the words texts.number_word writes, and the other words a sentence may count with
+_NUMBER_WORDS = {**{word: n for n, word in enumerate(NUMBER_WORDS)},
+                 "none": 0, "zero": 0, "once": 1, "twice": 2}
 
 
 def _count(word: str) -> int | None:
@@ -486,6 +488,32 @@ def check_claims(text: str, found: dict, words: dict[str, str] | None = None
     return out
 
 
+def _run_cells(root: Path) -> pd.DataFrame | None:
+    """runs.csv, one row per run (model, environment, repetition); None where there is none
+    or it lacks those columns (an import's may)."""
+    import pandas as pd
+
+    from containertax.campaign.paths import CampaignPaths
+
+    path = CampaignPaths(root).runs
+    if not path.exists():
+        return None
+    runs = pd.read_csv(path)
+    cell = ["model", "environment", "repetition"]
+    return runs.drop_duplicates(cell) if set(cell) <= set(runs.columns) else None
+
+
+def _alpha(root: Path) -> float | None:
+    """The campaign's alpha, as its resolved config holds it; None before it is written."""
+    import json
+
+    from containertax.campaign.paths import CampaignPaths
+
+    resolved = CampaignPaths(root).resolved
+    return (float(json.loads(resolved.read_text())["config"]["analysis"]["alpha"])
+            if resolved.exists() else None)
+
+
 def check_tallies(text: str, root: Path) -> list[Problem]:
     """Counts the Results and the Hardware sections state, re-derived from the campaign's
     files: 'All N runs were made on', 'with K GPUs', 'The runs measured M machines',
@@ -493,20 +521,16 @@ def check_tallies(text: str, root: Path) -> list[Problem]:
     GPU's UUID or a host), and 'Of the N comparisons in the secondary family ..., k are
     significant after Benjamini-Hochberg correction within the family (j after
     Bonferroni) and m are equivalent' (stats/findings.csv at the config's alpha)."""
-    import json
-
     import pandas as pd
 
     from containertax.campaign.paths import FINDINGS, CampaignPaths
 
     flat = " ".join(text.split())
     out: list[Problem] = []
-    runs_csv = CampaignPaths(root).runs
-    if runs_csv.exists():
-        runs = pd.read_csv(runs_csv)
-        if not {"model", "environment", "repetition"} <= set(runs.columns):
-            return out
-        n_runs = len(runs.drop_duplicates(["model", "environment", "repetition"]))
+    cells = _run_cells(root)
+    if cells is not None:
+        runs = pd.read_csv(CampaignPaths(root).runs)  # every run's every metric: its machine
+        n_runs = len(cells)
         machines = runs["machine"].dropna().astype(str) if "machine" in runs else None
         for m in re.finditer(r"\bAll (\w+) runs were made on", flat):
             if _count(m.group(1)) != n_runs:
@@ -529,9 +553,8 @@ def check_tallies(text: str, root: Path) -> list[Problem]:
                          if n > 1]
                 out.append(Problem("claim-machines", "text", "'Every block ran on one "
                                    f"machine', but {', '.join(split)} ran on more than one"))
-    findings_csv, resolved = root / FINDINGS, CampaignPaths(root).resolved
-    if findings_csv.exists() and resolved.exists():
-        alpha = float(json.loads(resolved.read_text())["config"]["analysis"]["alpha"])
+    findings_csv, alpha = root / FINDINGS, _alpha(root)
+    if findings_csv.exists() and alpha is not None:
         rows = pd.read_csv(findings_csv)
         rows = rows[(rows["family"] == "secondary") & rows["p"].notna()]
         found = (len(rows), int((rows["p_bh"] < alpha).sum()),
@@ -594,20 +617,17 @@ def check_startup_claims(text: str, root: Path) -> list[Problem]:
     Bonferroni correction': each start-up comparison of the environments X names, its
     interval and Bonferroni p, and their number, from stats/findings.csv (the primary and
     secondary families only)."""
-    import json
-
     import pandas as pd
 
-    from containertax.campaign.paths import FINDINGS, CampaignPaths
+    from containertax.campaign.paths import FINDINGS
 
     flat = " ".join(text.split())
     m = re.search(r"is longer in ([^.]*?) for every model, by [^:]*: every 95 % interval "
                   r"lies above zero, and (?:both|all (\w+)) comparisons remain significant",
                   flat)
-    resolved = CampaignPaths(root).resolved
-    if not m or not (root / FINDINGS).exists() or not resolved.exists():
+    alpha = _alpha(root) if m else None
+    if alpha is None or not (root / FINDINGS).exists():
         return []
-    alpha = float(json.loads(resolved.read_text())["config"]["analysis"]["alpha"])
     rows = pd.read_csv(root / FINDINGS)
     envs = set(re.split(r", and |, | and ", m.group(1)))
     rows = rows[(rows["metric"] == "startup_s") & rows["environment"].isin(envs)
@@ -628,17 +648,9 @@ def check_procedure_claims(text: str, root: Path) -> list[Problem]:
     runs.csv: 'Before every run the page cache was dropped' (page_cache 'dropped' in every
     run) and 'Every run waited X s at the thermal gate' (gate_waited_s equal to X, at the
     printed precision, in every run)."""
-    import pandas as pd
-
-    from containertax.campaign.paths import CampaignPaths
-
-    path = CampaignPaths(root).runs
-    if not path.exists():
+    runs = _run_cells(root)
+    if runs is None:
         return []
-    runs = pd.read_csv(path)
-    if not {"model", "environment", "repetition"} <= set(runs.columns):
-        return []
-    runs = runs.drop_duplicates(["model", "environment", "repetition"])
     flat = " ".join(text.split())
     out = []
     if "Before every run the page cache was dropped" in flat and "page_cache" in runs:
@@ -657,6 +669,8 @@ def check_procedure_claims(text: str, root: Path) -> list[Problem]:
                                f"waited {runs['gate_waited_s'].min():g} to "
                                f"{runs['gate_waited_s'].max():g} s"))
     return out
+
+
 def check_findings_claims(text: str, table: pd.DataFrame | None,
                           quality_report: dict | None = None) -> list[Problem]:
     """Counts and rankings the findings table (stats/findings.csv) or the quality report
@@ -691,7 +705,7 @@ def check_findings_claims(text: str, table: pd.DataFrame | None,
         if m.group(2) and not aa:
             out.append(Problem("claim-family", "text", f"'{m.group(0)}', but the findings "
                                "table holds no A/A control of that family"))
-    reach = table.get("reach", pd_series_of(table, "")).astype(str)
+    reach = table["reach"].astype(str) if "reach" in table else family.map(lambda _: "")
     appendix = table[reach == "appendix"]
     in_tables = int(appendix["family"].isin(FAMILY_ORDER).sum())
     for m in re.finditer(r"The (\d+) remaining comparisons (?:of Tables|are neither)", flat):
@@ -713,13 +727,6 @@ def check_findings_claims(text: str, table: pd.DataFrame | None,
                                f"%', but {top['model']} in {top['environment']}, "
                                f"{top['metric']} ({top['family']}) is {top['text_est']} %"))
     return out
-
-
-def pd_series_of(table: pd.DataFrame, value: object) -> pd.Series:
-    """A column of `value` as long as `table` (a findings table without the column)."""
-    import pandas as pd
-
-    return pd.Series(value, index=table.index)
 
 
 def pd_numeric(values: pd.Series) -> pd.Series:

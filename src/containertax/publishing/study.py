@@ -521,22 +521,13 @@ def system_tex(summaries: list[dict[str, Any]]) -> str:
                             "L{2.3cm}L{1.7cm}", "tab:study-system")
 
 
-_WORDS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
-
-
 def aa_words(q: dict[str, Any], reg: dict[str, Any]) -> str:
     """What the A/A control showed, per metric group: its status is its primary metrics'
     (quality.calibration), and h100-engine-balanced's 'passed' hid that it was inconclusive
     on four other metrics. 'passed on its primary metric (token throughput); on its other
     metrics passed on six, inconclusive on four (GPU energy, ...)'."""
-    if "aa_primary" not in q:
-        raise StudyError("a campaign summary has no A/A primary metrics (aa_primary): it was "
-                         "written by an older version: delete it and rerun the study workflow.")
     def name(metric: str) -> str:
         return tables.in_prose(reg.get(metric), metric)
-
-    def count(n: int) -> str:
-        return _WORDS[n] if n < len(_WORDS) else str(n)
 
     per_metric = q.get("aa_metrics") or {}
     primary = [m for m in q["aa_primary"] if m in per_metric] or list(q["aa_primary"])
@@ -548,7 +539,7 @@ def aa_words(q: dict[str, Any], reg: dict[str, Any]) -> str:
     for metric, status in per_metric.items():
         if metric not in primary:
             groups.setdefault(str(status), []).append(metric)
-    parts = [f"{status} on {count(len(metrics))}" + (
+    parts = [f"{status} on {texts.number_word(len(metrics))}" + (
         "" if status == "passed" else f" ({tables.join_words(name(m) for m in metrics)})")
         for status, metrics in sorted(groups.items(), key=lambda g: g[0] != "passed")]
     if parts:

@@ -28,6 +28,14 @@ MINUS = r"\ensuremath{-}"
 _MARK = "\ue000"  # a private-use character marks a sign until the text is escaped
 
 
+NUMBER_WORDS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
+
+
+def number_word(n: int) -> str:
+    """A count as the text writes it: a word up to nine ('no' for zero), digits beyond."""
+    return NUMBER_WORDS[n] if 0 <= n < len(NUMBER_WORDS) else str(n)
+
+
 def tex(text: Any) -> str:
     """Text escaped for TeX, with a negative number's sign as a true minus (MINUS): the
     one printing of generated text, names and signed numbers alike."""
