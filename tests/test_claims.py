@@ -625,11 +625,13 @@ def test_the_split_blocks_are_counted(tmp_path):
     runs = pd.DataFrame([{"model": m, "block": b, "machine": g}
                          for m, b, g in [("qwen2-0.5b", 3, "gpu-a"), ("qwen2-0.5b", 3, "gpu-b"),
                                          ("qwen2-0.5b", 4, "gpu-a"), ("mm", 1, "gpu-a")]])
-    assert design_values.split_block_values(runs) == one
+    assert design_values.split_block_values(runs) == {"blocks-split": True, **one}
     more = pd.concat([runs, pd.DataFrame([{"model": "mm", "block": b, "machine": "gpu-c"}
                                           for b in (1, 2)] + [
                                               {"model": "mm", "block": 2, "machine": "gpu-a"}])])
-    assert design_values.split_block_values(more) == two
+    assert design_values.split_block_values(more) == {"blocks-split": True, **two}
+    assert design_values.split_block_values(runs[runs["block"] != 3]) == {
+        "blocks-split": False, "blocks-split-count": 0, "blocks-split-each": "--"}
     assert "Three blocks (mm blocks 1 and 2; qwen2-0.5b block 3) were split" in text, text
 
 
