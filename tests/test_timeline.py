@@ -54,6 +54,34 @@ def test_phases_merge_marks_a_run_does_not_take_and_add_up_to_the_wall():
     assert all(m in REGISTRY and REGISTRY[m].unit == "s" for m in timeline.METRICS)
 
 
+def test_a_child_that_ran_before_its_launcher_saw_it_start_has_no_negative_phase():
+    """A loaded machine may run the child's first statement before the launcher, back from
+    its start call, reads 'started' (a whole run of the suite: phase_interpreter_s =
+    -0.0019 s). The start phase then ends at the child's first mark and the interpreter
+    phase is zero; the phases still add up to the wall time, and the record keeps the
+    marks as taken. Planted both ways: a probe mark before launch is not moved, and
+    problems() names it."""
+    crossed = {"launch": 10.0, "started": 10.005, "enter": 10.003, "imports": 11.0,
+               "teardown": 11.5, "exited": 12.0}
+    found = timeline.phases(crossed)
+    assert found["phase_start_s"] == pytest.approx(0.003)
+    assert found["phase_interpreter_s"] == 0.0
+    assert all(v >= 0 for v in found.values()), found
+    assert sum(found.values()) == pytest.approx(2.0, abs=SUM_TOLERANCE_S)
+    built = timeline.build({k: crossed[k] for k in ("launch", "started", "exited")},
+                           {"timeline": {"marks": {k: crossed[k] for k in
+                                                   ("enter", "imports", "teardown")}}}, 2.0)
+    assert built["marks"]["started"] == 10.005  # kept as taken
+    assert timeline.problems(built, SUM_TOLERANCE_S) == []
+    before_launch = {**crossed, "enter": 9.0}  # another clock: outside the phase
+    said = timeline.problems(timeline.build(
+        {k: before_launch[k] for k in ("launch", "started", "exited")},
+        {"timeline": {"marks": {k: before_launch[k] for k in ("enter", "imports",
+                                                              "teardown")}}}, 2.0),
+        SUM_TOLERANCE_S)
+    assert any("phase_interpreter_s" in s and "< 0" in s for s in said), said
+
+
 def test_a_probe_on_another_clock_is_caught():
     """Planted: the probe's marks on the wall clock (time.time()) instead of the monotonic
     clock its launcher reads: phases go negative, and problems() names them."""

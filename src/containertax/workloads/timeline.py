@@ -41,8 +41,9 @@ class Phase:
 
 PHASES: tuple[Phase, ...] = (
     Phase("started", "phase_start_s", "Process or container start",
-          "launch until the launcher's start call returned: fork and exec natively and in "
-          "the chroot's wrapper, the container's create and start (runtime, namespaces, "
+          "launch until the launcher's start call returned (or the probe's first statement, "
+          "where a loaded machine ran that first): fork and exec natively and in the "
+          "chroot's wrapper, the container's create and start (runtime, namespaces, "
           "cgroup) in Docker (the record's marks keep create and start apart)", "launcher"),
     Phase("enter", "phase_interpreter_s", "Interpreter start-up",
           "until the probe's first statement: interpreter initialisation (the chroot's "
@@ -81,16 +82,27 @@ class TimelineError(ValueError):
 
 def phases(marks: dict[str, float]) -> dict[str, float]:
     """Phase metric -> seconds, for the phases whose end mark was taken; each lasts from
-    the latest earlier mark present (in MARKS order), so they sum to exited - launch."""
+    the latest earlier mark present (in MARKS order), so they sum to exited - launch.
+
+    Marks of two processes can cross: the launcher reads 'started' once its start call
+    has returned, and a loaded machine may run the child's first statement ('enter')
+    before the launcher is scheduled again. Where a phase's end mark comes after the next
+    mark present, and that next mark still lies within the phase, the phase ends at the
+    next mark (the child had started by the time it took its first mark) and the next
+    phase is zero. A mark outside the phase (a probe on another clock) is left as taken,
+    so its negative phase shows (problems()). The record keeps the marks as taken."""
     if FIRST not in marks or "exited" not in marks:
         raise TimelineError(f"a timeline needs the launcher's marks {FIRST!r} and 'exited' "
                             f"(got {sorted(marks)})")
+    ends = [(p.metric, marks[p.mark]) for p in PHASES if p.mark in marks]
     out = {}
     last = marks[FIRST]
-    for phase in PHASES:
-        if phase.mark in marks:
-            out[phase.metric] = marks[phase.mark] - last
-            last = marks[phase.mark]
+    for i, (metric, end) in enumerate(ends):
+        later = ends[i + 1][1] if i + 1 < len(ends) else end
+        if last <= later < end:  # the next mark fell inside this phase
+            end = later
+        out[metric] = end - last
+        last = end
     return out
 
 
