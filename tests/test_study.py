@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -147,8 +148,15 @@ def _frame(family_sizes: dict[str, int]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _study(names: list[str], family=("primary",)) -> ct_study.Study:
-    fake = [ct_study.StudyCampaign(n, Path(f"{n}.yaml"), None) for n in names]  # type: ignore[arg-type]
+def _study(names: list[str], family=("primary",), results: Path | None = None
+           ) -> ct_study.Study:
+    """A study of campaigns known by their summaries only (campaign None), or, with
+    results, by their folders there too (no kept runs: no paired figure to draw)."""
+    def known(n: str) -> SimpleNamespace | None:
+        return None if results is None else SimpleNamespace(
+            root=results / n, is_import=False, paths=SimpleNamespace(kept=results / n / "no"))
+
+    fake = [ct_study.StudyCampaign(n, Path(f"{n}.yaml"), known(n)) for n in names]  # type: ignore[arg-type]
     return ct_study.Study("t", "", "t.yaml", tuple(fake), tuple(family), False, Path("x"))
 
 
@@ -607,7 +615,10 @@ def test_the_authors_words_wrap_the_generated_numbers(tmp_path):
         "rel_overhead,rel_ci_low,rel_ci_high\n"
         "comparison,compile-excluded,abstract,process_wall_s,m0,docker,+9.7,+5.3,+14.3,"
         "overhead,0.097,0.053,0.143\n")
-    study = _study(["plain-a", "other-b"])
+    results = tmp_path / "results"
+    for name in ("plain-a", "other-b", "left-c", "new-d"):  # new-d: listed nowhere
+        (results / name / "raw").mkdir(parents=True)
+    study = _study(["plain-a", "other-b"], results=results)
     study = ct_study.Study(**{**study.__dict__, "meta": {
         "title": "A planted title", "question": "Does it cost?",
         "introduction_file": str(intro),
@@ -624,6 +635,32 @@ def test_the_authors_words_wrap_the_generated_numbers(tmp_path):
     assert "Our own words around 2 generated tests." in text
     assert "left-c: it repeats plain-a" in text and "plain-a is planted" in text
     assert "process wall time (without the blocks that compiled): +9.7 % [+5.3, +14.3]" in text
+    # a campaign beside the included ones that the config does not list is said, and the
+    # review asks for it to be listed
+    assert "Neither included nor left out (the study configuration does not list it): " \
+        "new-d." in text
+    review = json.loads(pdf.with_name("review.json").read_text())
+    assert [p["check"] for p in review if p["check"] == "study-unlisted"] == ["study-unlisted"]
+
+
+def test_a_study_lists_the_campaigns_beside_it_that_its_config_does_not(tmp_path):
+    """The inclusion rule at build time (issue #39): a folder of raw records beside the
+    included campaigns is either included, left out with a reason, or named as neither;
+    a folder without raw records (a study's own output) is not a campaign."""
+    results = tmp_path / "results"
+    for name in ("a", "b", "left", "later"):
+        (results / name / "raw").mkdir(parents=True)
+    (results / "study-x" / "paper").mkdir(parents=True)
+    study = _study(["a", "b"], results=results)
+    study = ct_study.Study(**{**study.__dict__, "meta": {
+        "excluded": [{"name": "left", "why": "another GPU"}]}})
+    assert ct_study.unlisted(study) == ["later"]
+    assert ct_study.meta_values(study)["studyUnlisted"] == 1
+    assert "does not list it): \\texttt{later}." in ct_study.selection_tex(study, [])
+    listed = ct_study.Study(**{**study.__dict__, "meta": {"excluded": [
+        {"name": "left", "why": "another GPU"}, {"name": "later", "why": "a rehearsal"}]}})
+    assert ct_study.unlisted(listed) == []
+    assert "Neither" not in ct_study.selection_tex(listed, [])
 
 
 def test_raw_hash_is_the_captions_construction_and_the_cli_checks_it(tmp_path):

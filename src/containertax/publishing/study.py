@@ -749,6 +749,12 @@ def review_pdf(build_dir: Path, pdf: Path) -> list[Any]:
 
     names = sorted(set(registry()) | set(TELEMETRY) | set(COLUMNS))
     problems = review.review(build_dir, pdf, names, log_name="study.log")
+    n = review.read_numbers(build_dir / "numbers.tex").get("studyUnlisted", "0")
+    if n != "0":
+        problems.append(review.Problem(
+            "study-unlisted", "selection", f"{n} campaign(s) beside the included ones are "
+            "neither included nor left out (the paper says which): list each under "
+            "study.campaigns or study.excluded with its reason"))
     records.write_json(pdf.with_name("review.json"), review.as_dicts(problems))
     return problems
 
@@ -780,12 +786,27 @@ def meta_values(study: Study) -> dict[str, Any]:
             "studyHasIntroFile": bool(m.get("introduction_file")),
             "studyHasDiscussionFile": bool(m.get("discussion_file")),
             "studyHasConclusionFile": bool(m.get("conclusion_file")),
-            "studyConfigName": texts.tex(Path(study.source).stem)}
+            "studyConfigName": texts.tex(Path(study.source).stem),
+            "studyUnlisted": len(unlisted(study))}
+
+
+def unlisted(study: Study) -> list[str]:
+    """Campaigns beside the included ones (a folder of raw records under the same results
+    folder) that the study config neither includes nor leaves out: the inclusion rule lists
+    every campaign it could have pooled, so a campaign added later is not silently out."""
+    from containertax.campaign.paths import RAW_DIR
+
+    listed = {c.name for c in study.campaigns} | {
+        str(e.get("name")) for e in study.meta.get("excluded") or []}
+    parents = {Path(c.campaign.root).parent for c in study.campaigns
+               if c.campaign is not None}  # None: summaries only
+    return sorted(d.name for parent in parents if parent.is_dir() for d in parent.iterdir()
+                  if (d / RAW_DIR).is_dir() and d.name not in listed)
 
 
 def selection_tex(study: Study, summaries: list[dict[str, Any]]) -> str:
-    """Which campaigns the study includes and why, and which it leaves out and why (the
-    study config's words)."""
+    """Which campaigns the study includes and why, which it leaves out and why (the study
+    config's words), and any campaign beside them that it does not list (unlisted)."""
     inc = [f"\\item \\texttt{{{texts.tex(s['campaign'])}}}: "
            f"{_words(s.get('why')) or 'no reason given in the study configuration'}"
            for s in summaries]
@@ -795,6 +816,11 @@ def selection_tex(study: Study, summaries: list[dict[str, Any]]) -> str:
         out += ["Left out:", "\\begin{itemize}",
                 *(f"\\item \\texttt{{{texts.tex(e['name'])}}}: {_words(e['why'])}"
                   for e in left), "\\end{itemize}"]
+    missed = unlisted(study)
+    if missed:
+        out.append("Neither included nor left out (the study configuration does not list "
+                   + ("it" if len(missed) == 1 else "them") + "): "
+                   + ", ".join(f"\\texttt{{{texts.tex(n)}}}" for n in missed) + ".")
     return "\n".join(out) + "\n"
 
 
