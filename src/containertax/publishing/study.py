@@ -1026,10 +1026,12 @@ def threats_tex(summaries: list[dict[str, Any]]) -> str:
     for s in summaries:
         if s.get("where"):
             where.setdefault(s["where"], []).append(s["campaign"])
-    for words, cs in where.items():
-        items.append(f"\\item[What the reference was.] In {names(cs)} the reference was not "
-                     f"bare metal: its processes ran {words}. ``Native'' means that set-up; "
-                     "on bare metal both sides may differ.")
+    if where:  # one paragraph: campaigns whose reference ran alike together
+        every = [c for cs in where.values() for c in cs]
+        ran = " ".join(f"In {names(cs)} its processes ran {words}." for words, cs in where.items())
+        items.append("\\item[What the reference was.] The reference was not bare metal in "
+                     f"{names(every)}. {ran} ``Native'' means that set-up; on bare metal both "
+                     "sides may differ.")
     thermal = [s["campaign"] for s in summaries if s.get("thermal")]
     if thermal:
         counts = "; ".join(f"\\texttt{{{texts.tex(s['campaign'])}}}: "
