@@ -107,6 +107,20 @@ def test_h100_study_builds_one_pdf_from_committed_raw_records(committed_study):
         flat.replace("\u2212", "-"))
     assert "host name: vm" not in flat and "not evidence of one machine" in flat
     assert "finding(s)" not in flat and "+-" not in flat and "config/" not in flat
+    # the referee's audit (#39): workloads were "Workload: matmul." with no size or dtype;
+    # one table now gives each model's parameters as its records hold them
+    assert "Workload: matmul" not in flat and re.search(r"Table \d+: The workload of each", flat)
+    for said in ("n 4096", "n 8192", "dtype bfloat16", "dtype float32", "n 10000",
+                 "batch 8", "output tokens 128", "decoding engine"):
+        assert said in flat, said
+    # the abstract does not paste the config's description; "Section 3.1.Beyond" ran two
+    # sentences together; the discussion is the authors' (it was one fallback sentence)
+    abstract = flat.split("Abstract", 1)[1].split("1 Introduction", 1)[0]
+    description = yaml.safe_load((REPO / "config" / "study-h100.yaml").read_text())[
+        "study"]["description"]
+    assert description not in abstract and ".Beyond" not in flat
+    discussion = flat.split("4 Discussion", 1)[1].split("5 Threats to validity", 1)[0]
+    assert len(re.findall(r"[.:] [A-Z]", discussion)) >= 5, discussion
     assert json.loads((root / "review.json").read_text()) == []
     assert "No campaign uses options derived" in flat
     assert "separate runs, not independent replications" in flat

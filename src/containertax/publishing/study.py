@@ -211,7 +211,7 @@ def derived_sources(campaign: ct_config.Campaign) -> list[dict[str, Any]]:
 # the summary's format: raise it when summarize() writes other keys (workflow/study.smk
 # rewrites the summaries when this module is newer than them; write() refuses a summary
 # without the keys it reads, naming it)
-SUMMARY_VERSION = 5
+SUMMARY_VERSION = 6
 
 
 def summarize(study: Study, name: str) -> dict[str, Any]:
@@ -235,6 +235,7 @@ def summarize(study: Study, name: str) -> dict[str, Any]:
         "models": [m.id for m in c.models], "environments": [e.id for e in c.environments],
         "reference": c.reference, "repetitions": c.repetitions,
         "workloads": sorted({c.workload_kind(m.id) for m in c.models}),
+        "workload_rows": workloads_of(c),
         "comparisons": str(comparisons), "comparisons_sha256": file_hash(comparisons),
         "options": {e.id: e.spec.get("options_source") for e in c.environments
                     if e.spec.get("options_source")},
@@ -250,6 +251,17 @@ def summarize(study: Study, name: str) -> dict[str, Any]:
         "where": where_of(c),
         "threats": threat_facts(c),
     }
+
+
+def workloads_of(campaign: ct_config.Campaign) -> list[dict[str, Any]]:
+    """Each model's workload and the parameters its raw records hold (the campaign paper's
+    workload table, publishing/facts.workload_summary); [] for an import (no records)."""
+    from containertax.publishing import facts
+
+    if campaign.is_import:
+        return []
+    return [{k: w[k] for k in ("model", "kind", "params")}
+            for w in facts.from_records(campaign.root)["workloads"]]
 
 
 def threat_facts(campaign: ct_config.Campaign) -> dict[str, Any]:
@@ -445,12 +457,25 @@ def design_tex(summaries: list[dict[str, Any]]) -> str:
                    f"Models: {_list(s['models'])}. The environments of "
                    f"{tables.code(texts.tex(s['campaign']))}, {_list(s['environments'])}, "
                    f"each compared with {tables.code(texts.tex(s['reference']))}. "
-                   f"Workload: {texts.tex(tables.join_words(s['workloads']))}. "
+                   "Each model's workload and parameters: Table~\\ref{tab:study-workloads}. "
                    f"{s['repetitions']} blocks {design}{stopping}; {s['records']} raw "
                    "records.\n")
         for env, src in s["options"].items():
             out.append(options_sentence(env, src) + "\n")
-    return "\n".join(out)
+    return "\n".join(out) + "\n" + workloads_table(summaries)
+
+
+def workloads_table(summaries: list[dict[str, Any]]) -> str:
+    """One table of every included campaign's models: the workload and the parameters its
+    records hold (sizes, dtype, batch, tokens), as each campaign paper's workload table."""
+    rows = [[tables.code(texts.tex(s["campaign"])), tables.id_cell(w["model"]),
+             texts.tex(w["kind"]), tables.code(texts.tex(w["params"]))]
+            for s in summaries for w in s.get("workload_rows") or []]
+    if not rows:
+        return ""
+    return tables.booktabs(["Campaign", "Model", "Workload", "Parameters (as recorded)"], rows,
+                           r"L{0.19\linewidth}L{0.12\linewidth}L{0.17\linewidth}"
+                           r"L{0.38\linewidth}", "tab:study-workloads", size=r"\footnotesize")
 
 
 def options_sentence(env: str, src: dict[str, Any]) -> str:
