@@ -17,10 +17,6 @@ if [ ${#need[@]} -gt 0 ]; then
     >/dev/null
 fi
 .venv/bin/python -m pip install -q -e '.[dev,slurm]'
-# The project's modules compiled once: every Snakemake job starts a Python process, and
-# where PYTHONDONTWRITEBYTECODE is set (the developers' shell sets it) each one compiled
-# every module it imports from source again (a 20-cell campaign: 20.0 CPU-s, 16.1 compiled)
-.venv/bin/python -m compileall -q src tests
 export CONTAINERTAX_REQUIRE_SLURM=1 CONTAINERTAX_REQUIRE_CHROMIUM=1 CONTAINERTAX_REQUIRE_RUNTIMES=1
 .venv/bin/ruff check src tests benchmarks tools
 .venv/bin/snakefmt --check Snakefile workflow
