@@ -103,6 +103,38 @@ def test_the_committed_stopping_paper_names_the_four_runs_that_compiled(committe
     assert review.check_claims(text, found, review.metric_words()) == []
 
 
+def test_the_stopping_papers_machine_adjusted_headline_is_not_a_second_interval(
+        committed_paper):
+    """h100-stopping-exact (issue #39): the methods printed each machine-adjusted headline
+    with its 95 % interval (matmul-10k +0.1 % [-0.4, +0.6]) beside the look-adjusted
+    headline of the same comparison ([-0.5, +0.7]) and called them equal. Where a fixed
+    effect per machine leaves the estimate as it is, the paper now names the comparison and
+    prints no second interval; the look-adjusted one is printed."""
+    from containertax.statistics import texts
+
+    root = committed_paper("h100-stopping-exact") / "results" / "h100-stopping-exact"
+    flat = " ".join(review.prose_text(root / "paper" / "paper.pdf").split()).replace(
+        "\u2212", "-")
+    assert ("the headline estimates of matmul-10k in docker and mm-4096 in docker are "
+            "unchanged") in flat
+    comps = pd.read_csv(root / "stats" / "comparisons.csv")
+    found = review.read_facts(root)
+    for model in ("matmul-10k", "mm-4096"):
+        metric = found["models"][model]["primary_metric"]
+        row = comps[(comps.model == model) & (comps.metric == metric)
+                    & (comps.environment == "docker")].iloc[0]
+        est, low, high = texts.interval_texts(row.machine_adjusted_rel,
+                                              row.machine_adjusted_ci_low,
+                                              row.machine_adjusted_ci_high)
+        at_95 = f"{model} in docker: {est} % [{low}, {high}]"
+        assert at_95 not in flat, at_95
+        heads = pd.read_csv(root / "stats" / "findings.csv", dtype=str)
+        head = heads[(heads.model == model) & (heads.metric == metric)
+                     & (heads.environment == "docker") & (heads.family == "primary")].iloc[0]
+        assert f"{head.text_est} % [{head.text_low}, {head.text_high}]" in flat
+        assert (head.text_low, head.text_high) != (low, high)  # the look's level, not 95 %
+
+
 def test_planted_compiling_by_position_is_caught():
     text = "The first run of each visit compiles the decoding step."
     assert [p.check for p in review.check_claims(text, STOPPING, WORDS)] == [

@@ -156,7 +156,15 @@ the abstract still names its first data-quality finding); no other key changed. 
 second referee audit (#39), all four regenerated: new keys only, headline-state ('In the
 steady state the' in all four: every headline model warmed up; h100-sani-cold's cold
 process is no longer called the steady state) and cooldown-missing, -runs, -each (0 missing
-in all four: every run has its cooldown record); no other key changed."""
+in all four: every run has its cooldown record); no other key changed. Then for the
+machine-adjusted headline (#39: h100-stopping-exact printed it at 95 % beside its
+look-adjusted headline, and called the two equal), all four regenerated: new keys
+machine-adjusted-same (the headlines a fixed effect per machine leaves unchanged, named, not
+printed again: 'llama3-8b in docker' on h100-engine-gqa, '--' on the others),
+has-machine-adjusted-same (1 on h100-engine-gqa) and has-machine-adjusted-differs (0 in all
+four), and machine-adjusted now holds only a headline the adjustment changes: h100-engine-gqa
+'llama3-8b in docker: +0.1 % [-0.1, +0.3]' -> '--' (its adjusted estimate and interval
+equal the paired ones); no other key changed."""
 
 from __future__ import annotations
 

@@ -340,13 +340,28 @@ def result_values(campaign: Campaign, results: pd.DataFrame | None, runs: pd.Dat
                 and str(head["model"]) not in split
                 and head["row"].get("machine_adjusted_rel")
                 == head["row"].get("machine_adjusted_rel")]
+    # where every block ran on one machine the block effects absorb the machine's: the
+    # adjusted estimate is the paired one, and printing it again (at 95 %, beside a
+    # look-adjusted headline in a stopping campaign) would be a second number for one
+    # quantity (the referee's h100-stopping-exact audit); only a different one is printed
+    def same(head: dict[str, Any]) -> bool:
+        row = head["row"]
+        return texts.interval_texts(row.machine_adjusted_rel, row.machine_adjusted_ci_low,
+                                    row.machine_adjusted_ci_high)[0] == texts.interval_texts(
+            row.rel_overhead, row.rel_ci_low, row.rel_ci_high)[0]
+
+    values["machine-adjusted-same"] = tables.join_words([
+        f"{texts.tex(head['model'])} in {texts.tex(head['environment'])}"
+        for head in adjusted if same(head)]) or "--"
     values["machine-adjusted"] = tables.join_words([
-        "{} in {}: ${}$\\,\\% [${}$, ${}$]".format(
+        "{} in {}: ${}$\\,\\% [${}$, ${}$] (95\\,\\% interval)".format(
             texts.tex(head["model"]), texts.tex(head["environment"]),
             *texts.interval_texts(head["row"].machine_adjusted_rel,
                                    head["row"].machine_adjusted_ci_low,
                                    head["row"].machine_adjusted_ci_high))
-        for head in adjusted]) or "--"
+        for head in adjusted if not same(head)]) or "--"
+    values["has-machine-adjusted-same"] = any(same(head) for head in adjusted)
+    values["has-machine-adjusted-differs"] = not all(same(head) for head in adjusted)
     values["has-machine-adjusted"] = bool(adjusted)
     mdes = [100 * head["row"].get("mde_rel", math.nan) for head in heads
             if head["verdict"] == "inconclusive"]
