@@ -101,6 +101,21 @@ def test_the_committed_stopping_paper_names_the_four_runs_that_compiled(committe
         ("qwen20.5b", "native", 5)}
     found = review.read_facts(root)
     assert review.check_claims(text, found, review.metric_words()) == []
+    # the paragraph printed matmul-10k's process time as the LLM's: it is qwen2's own
+    # compiled runs' against its other runs, from runs.csv
+    from containertax.publishing import tables
+
+    runs = pd.read_csv(root / "runs.csv")
+    wall = runs[(runs.metric == "process_wall_s") & (runs.model == "qwen2-0.5b")]
+    compiled = {("docker", 3), ("docker", 8), ("native", 1), ("native", 5)}
+    hit = wall[[(e, int(r)) in compiled for e, r in zip(wall.environment, wall.repetition,
+                                                        strict=True)]]["value"]
+    rest = wall[~wall.index.isin(hit.index)]["value"]
+    assert len(hit) == 4
+    said = (f"The process time of those of qwen2-0.5b, {tables.num(hit.min())} to "
+            f"{tables.num(hit.max())} s against {tables.num(rest.min())} to "
+            f"{tables.num(rest.max())} s for its other runs")
+    assert said in " ".join(text.split()), said
 
 
 def test_the_stopping_papers_machine_adjusted_headline_is_not_a_second_interval(
