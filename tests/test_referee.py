@@ -536,3 +536,35 @@ def test_their_gap_is_divided_only_where_the_campaign_ran_their_product():
         "the 2.89 % of earlier versions came from a third-party summary", "")
     assert {p["answer"] for k, p in prior.items() if k in ("arango2019", "medeiros2024",
                                                           "torrez2019")} == {"none"}
+
+
+def test_each_prior_result_cites_a_whole_reference():
+    """Issue #39: Sani et al. had no authors or DOI and Torrez et al. (2019) was missing.
+    Every entry of the prior-work table cites a bibliography record with its authors, title,
+    year and venue (journal, proceedings or where it was published), Sani et al. with its DOI;
+    and the bibliography's braces balance (a stray brace after an entry, planted, is found)."""
+    prior = yaml.safe_load((REPO / "resources" / "prior_work.yaml").read_text())
+    bib = BIB.read_text()
+
+    def stray(text: str) -> list[int]:
+        """Lines where a closing brace has no opening one (comments left out)."""
+        depth, out = 0, []
+        for n, line in enumerate(text.splitlines(), 1):
+            for ch in line.split("%")[0]:
+                depth += {"{": 1, "}": -1}.get(ch, 0)
+                if depth < 0:
+                    out.append(n)
+                    depth = 0
+        return out
+
+    assert stray(bib) == []
+    assert stray(bib.replace("@misc{medeiros2024,", "}\n@misc{medeiros2024,"))
+    entries = dict(re.findall(r"@\w+\{([\w-]+),(.*?)\n\}", bib, re.DOTALL))
+    for name, entry in prior.items():
+        body = entries.get(entry["cite"])
+        assert body is not None, f"{name}: {entry['cite']} not in references.bib"
+        fields = set(re.findall(r"^\s*(\w+)\s*=", body, re.MULTILINE))
+        assert {"author", "title", "year"} <= fields, (name, fields)
+        assert fields & {"journal", "booktitle", "howpublished", "publisher"}, (name, fields)
+    assert "torrez2019" in prior and "Priedhorsky" in entries["torrez2019"]
+    assert re.search(r"doi\s*=\s*\{10\.47709/brilliance\.v5i2\.6794\}", entries["sani2025"])
