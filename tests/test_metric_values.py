@@ -14,6 +14,7 @@ import pytest
 from containertax.campaign import config
 from containertax.core.rawrecord import RecordError
 from containertax.statistics import aggregate, importer, steps
+from containertax.workloads.base import MetricInfo
 from containertax.workloads.metric_registry import REGISTRY, registry
 from tests.conftest import REPO, demo_config
 
@@ -27,6 +28,17 @@ def test_a_registry_line_checks_type_and_sign():
     assert "not a number" in wall.value_problem(True)
     assert REGISTRY["host_mem_rise_gib"].value_problem(-0.2) is None  # may fall
     assert registry({"x_s": {"unit": "s"}})["x_s"].value_problem(-1.0) is None
+    positive = MetricInfo("rate", "1/s", "higher", "rate", "a rate", sign="positive")
+    assert "is positive" in positive.value_problem(0.0) and positive.value_problem(2.0) is None
+
+
+def test_a_misspelt_word_of_a_registry_line_does_not_load():
+    """A sign the check does not know ('nonegative') would check nothing: the line is
+    refused with the metric's name, as is an unknown direction or size trend."""
+    for bad in ({"sign": "nonegative"}, {"direction": "up"}, {"size_trend": "growing"}):
+        with pytest.raises(ValueError, match="metric 'x_s': " + next(iter(bad))):
+            MetricInfo("x_s", "s", **{"direction": "lower", "label": "x", "description": "",
+                                      **bad})
 
 
 def _campaign_copy(tmp_path, value):

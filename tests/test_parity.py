@@ -233,7 +233,7 @@ def test_the_environments_table_prints_the_declared_differences():
 def test_a_command_kind_records_the_launch_marks_of_every_kind(tmp_path, monkeypatch):
     """Podman, Charliecloud and Apptainer runs had no launcher marks, so their 'where the
     time goes' table was empty. Through the command launcher (Apptainer's test double, no
-    container: real Podman does not run on this cgroup v1 host) the run now has launch,
+    container: the real kinds run in test_runtimes.py) the run now has launch,
     started and exited, and with the probe's own mark taken inside, phases that add up to
     its wall time on one clock."""
     from containertax.workloads import timeline

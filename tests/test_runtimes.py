@@ -234,6 +234,28 @@ def test_podman_names_runc_where_crun_refuses_the_hosts_cgroups(tmp_path, monkey
     assert podman.command(launch)[:3] == ["podman", "--runtime=runc", "run"]
 
 
+def test_a_hybrid_host_is_refused_at_preflight_and_crun_s_words_are_a_sentence(monkeypatch):
+    """The registered kind carries its host check, and preflight runs it: on a hybrid host
+    without runc (planted layout, no runc binary) a Podman environment stops before any
+    cell with the fix. crun's own refusal, should it run, reads as a sentence with the fix
+    (the fresh machine of 2026-11-28: "crun: cgroups in hybrid mode not supported, drop all
+    controllers from cgroupv2")."""
+    kind = runtimes.get("podman")
+    assert kind.host_problems is podman.host_problems
+    monkeypatch.setattr(podman, "cgroup_layout", lambda *a, **k: ("hybrid", ("hugetlb",)))
+    # one shutil: podman found, runc not
+    monkeypatch.setattr(podman.shutil, "which",
+                        lambda name: None if name == "runc" else f"/usr/bin/{name}")
+    with pytest.raises(preflight.PreflightError) as refused:
+        preflight.runtime_problems("p", kind, {})
+    assert "environment p:" in str(refused.value) and "apt-get install runc" in str(
+        refused.value)
+    said = podman.explain("p", {}, "Error: OCI runtime error: crun: cgroups in hybrid mode not "
+                          "supported, drop all controllers from cgroupv2", "x.yaml")
+    assert said is not None and "crun refuses this host's hybrid cgroups" in said
+    assert "apt-get install runc" in said
+
+
 def test_a_charliecloud_refusal_is_a_sentence():
     said = runtimes.charliecloud.explain(
         "ch", {}, "ch-run[1]: error: can't stat: /x: No such file or directory (ch_core.c:255 2)",

@@ -23,6 +23,12 @@ class WorkloadError(ContainertaxError, ValueError):
     """A workload that cannot be built from the config, or output that cannot be read."""
 
 
+# the words a registry line may use (MetricInfo checks each)
+SIGNS = ("nonnegative", "positive", "any")
+DIRECTIONS = ("lower", "higher", "none")
+SIZE_TRENDS = (None, "increasing", "decreasing")
+
+
 @dataclass(frozen=True)
 class MetricInfo:
     """A metric's registry entry: every table and figure takes its label, unit and
@@ -46,6 +52,15 @@ class MetricInfo:
     # the values it may take (pyperf's _metadata.py: each value type- and sign-checked
     # where a record is read): "nonnegative" (a time, a size, a rate), "positive", "any"
     sign: str = "nonnegative"
+
+    def __post_init__(self) -> None:
+        """A misspelt word would switch its check off silently ('nonegative' checks no
+        sign): each is one of its few words, or the registry line does not load."""
+        for key, allowed in (("sign", SIGNS), ("direction", DIRECTIONS),
+                             ("size_trend", SIZE_TRENDS)):
+            if getattr(self, key) not in allowed:
+                raise ValueError(f"metric {self.name!r}: {key} {getattr(self, key)!r} is not "
+                                 f"one of {', '.join(map(repr, allowed))}")
 
     def value_problem(self, value: object) -> str | None:
         """Why a value cannot be this metric's (None where it can): not a real number, or
