@@ -13,9 +13,13 @@ from containertax.statistics import comparisons, correction
 
 DOCUMENTED = {
     comparisons: ("paired_estimate", "welch_estimate", "signflip_p", "min_signflip_p",
-                  "tost_paired", "tost_welch", "primary", "compare"),
-    correction: ("correct",),
-    stopping: ("spending", "exact_boundaries", "min_blocks_exact"),  # the boundaries
+                  "tost_paired", "tost_welch", "primary", "compare", "hedges_correction",
+                  "mde_at_level"),
+    correction: ("correct", "holm"),
+    # the boundaries: spending functions, their z levels and crossing probabilities, the
+    # constants of Jennison and Turnbull's tables, and the exact boundaries on the t law
+    stopping: ("spending", "exact_boundaries", "min_blocks_exact", "crossing", "z_constant",
+               "z_levels"),
 }
 
 

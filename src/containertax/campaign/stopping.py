@@ -279,7 +279,35 @@ def crossing(c: Any, info: Any, sides: int = 2, grid: int = 401) -> np.ndarray:
     (1969) as in Jennison and Turnbull (2000), ch. 19. The sub-density of S over each
     look's continuation region is carried to the next look on a Simpson grid (`grid`
     points, odd); the crossing probability at a look is the normal tail integrated against
-    it. Deterministic; error below 1e-7 at 401 points for the designs here."""
+    it. Deterministic; error below 1e-7 at 401 points for the designs here.
+
+    Parameters
+    ----------
+    c : array of float
+        The z boundary at each look.
+    info : array of float
+        The information at each look (blocks).
+    sides : {2, 1}
+        Two-sided (|Z| >= c) or one-sided (Z >= c) crossing.
+    grid : int
+        Points of the Simpson grid (odd).
+
+    Returns
+    -------
+    array of float
+        Under no effect, the probability that the first crossing is at each look; their
+        sum is the design's type I error.
+
+    Examples
+    --------
+    One look at 1.96 spends 0.05; Pocock's constant for two looks (2.178) spends 0.0294
+    at the first and 0.0206 at the second, 0.05 in all:
+
+    >>> round(float(crossing([1.96], [1.0]).sum()), 4)
+    0.05
+    >>> [round(float(x), 4) for x in crossing([2.178, 2.178], [1.0, 2.0])]
+    [0.0294, 0.0206]
+    """
     import numpy as np
     from scipy import stats as sps
 
@@ -312,7 +340,30 @@ def crossing(c: Any, info: Any, sides: int = 2, grid: int = 401) -> np.ndarray:
 def z_constant(looks: int, shape: str, alpha: float = 0.05) -> float:
     """The constant C of Pocock's (c_k = C) or O'Brien and Fleming's (c_k = C sqrt(K/k))
     two-sided boundaries for K equally spaced looks at level alpha, by `crossing`: the
-    values of Jennison and Turnbull (2000), Tables 2.1 and 2.3."""
+    values of Jennison and Turnbull (2000), Tables 2.1 and 2.3.
+
+    Parameters
+    ----------
+    looks : int
+        K, the number of equally spaced looks.
+    shape : {'pocock', 'obrien-fleming'}
+        Constant boundaries, or boundaries falling as sqrt(K/k).
+    alpha : float
+        The two-sided level over all looks.
+
+    Returns
+    -------
+    float
+        C.
+
+    Examples
+    --------
+    Jennison and Turnbull's Table 2.1 (Pocock: 2.178 at K = 2, 2.413 at K = 5) and
+    Table 2.3 (O'Brien-Fleming: 1.977, 2.040):
+
+    >>> [round(z_constant(k, s), 3) for s in ("pocock", "obrien-fleming") for k in (2, 5)]
+    [2.178, 2.413, 1.977, 2.04]
+    """
     import numpy as np
     from scipy.optimize import brentq
 
@@ -329,7 +380,33 @@ def z_levels(at: tuple[int, ...], kind: str, alpha: float, gamma: float = -4.0,
     alpha(t_{k-1}) by `crossing` (no Monte Carlo). For the t statistics of a few blocks
     these levels overspend (looks 6, 8: 0.0416 at look 2 against the t law's 0.0383), so
     the rule's exact boundaries stay calibrated on the t law (exact_boundaries);
-    docs/measurement.md says by how much."""
+    docs/measurement.md says by how much.
+
+    Parameters
+    ----------
+    at : tuple of int
+        The blocks at each look.
+    kind : {'obrien-fleming', 'pocock', 'hsd'}
+        The spending function (spending).
+    alpha : float
+        The level over all looks.
+    gamma : float
+        The Hwang-Shih-DeCani parameter (kind 'hsd' only).
+    sides : {2, 1}
+        Two- or one-sided boundaries.
+
+    Returns
+    -------
+    list of float
+        Each look's nominal level (the p a look's z test must reach).
+
+    Examples
+    --------
+    Looks at 6 and 8 blocks under O'Brien-Fleming spending at 0.05:
+
+    >>> [round(x, 4) for x in z_levels((6, 8), "obrien-fleming", 0.05)]
+    [0.0236, 0.0416]
+    """
     import numpy as np
     from scipy import stats as sps
     from scipy.optimize import brentq

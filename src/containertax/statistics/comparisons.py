@@ -410,7 +410,27 @@ def permutation_p(a: np.ndarray, b: np.ndarray, seed: int) -> float:
 
 def hedges_correction(df: int) -> float:
     """Hedges' (1981) small-sample factor J(df) = Gamma(df/2) / (sqrt(df/2)
-    Gamma((df-1)/2)), exact (about 1 - 3 / (4 df - 1)); NaN below 2 df, where it is 0."""
+    Gamma((df-1)/2)), exact (about 1 - 3 / (4 df - 1)); NaN below 2 df, where it is 0.
+
+    Parameters
+    ----------
+    df : int
+        Degrees of freedom of the standard deviation (blocks - 1 for g_z).
+
+    Returns
+    -------
+    float
+        The factor that multiplies d into Hedges' g.
+
+    Examples
+    --------
+    Six blocks (5 df): the exact factor, next to the usual approximation 1 - 3/(4 df - 1).
+
+    >>> round(hedges_correction(5), 4), round(1 - 3 / (4 * 5 - 1), 4)
+    (0.8407, 0.8421)
+    >>> hedges_correction(1)
+    nan
+    """
     from scipy.special import gammaln
 
     if df < 2:
@@ -611,7 +631,33 @@ def mde_at_level(mde_rel: float, mde_d: float, n: int, alpha: float, scale: str,
     mm-4096's verdict at the last look's level 0.0274, where it is 11.2 %). From the
     comparison's own mde_rel at d_z mde_d, which fix the SD of its per-block values:
     on the log scale sd = log(1 + mde_rel) / mde_d; on the raw scale mde_rel is
-    proportional to d_z."""
+    proportional to d_z.
+
+    Parameters
+    ----------
+    mde_rel, mde_d : float
+        The comparison's minimum detectable effect, relative and as d_z (comparisons.csv).
+    n : int
+        Blocks at the other level.
+    alpha : float
+        The other level (a look's nominal level).
+    scale : str
+        The comparison's scale as comparisons.csv words it ('log ratio' or 'difference').
+    power : float
+        The power the effect is detected with.
+
+    Returns
+    -------
+    float
+        The relative effect detectable with that power at that level; NaN below 2 blocks.
+
+    Examples
+    --------
+    An effect of 9.9 % detectable at d_z 1.2 needs to be larger at a look's level 0.0274:
+
+    >>> round(mde_at_level(0.099, 1.2, 8, 0.0274, "log ratio"), 4)
+    0.1089
+    """
     from statsmodels.stats.power import TTestPower
 
     if n < 2 or not (mde_d > 0) or not math.isfinite(mde_rel) or not 0 < alpha < 1:

@@ -76,7 +76,28 @@ def holm(p: pd.Series | np.ndarray) -> np.ndarray:
     """Holm's step-down adjustment of one family's p values (NaN: no test, left NaN and
     counted in no family): family-wise error at alpha, uniformly more powerful than
     Bonferroni. A study claims 'equivalent' across its campaigns only with these (issue
-    #39: h100 study, mm-4096's TOST p 0.018 is 0.071 after Holm over its 8 tests)."""
+    #39: h100 study, mm-4096's TOST p 0.018 is 0.071 after Holm over its 8 tests).
+
+    Parameters
+    ----------
+    p : array of float
+        The family's p values, NaN where a comparison has no test.
+
+    Returns
+    -------
+    array of float
+        Each p adjusted (at most 1), in the order given; NaN stays NaN.
+
+    Examples
+    --------
+    The smallest of three is multiplied by 3, the next by 2 (and never below the one
+    before), the largest by 1:
+
+    >>> holm([0.01, 0.04, 0.03])
+    array([0.03, 0.06, 0.06])
+    >>> holm([0.02, float("nan")])  # one test in the family
+    array([0.02,  nan])
+    """
     from statsmodels.stats.multitest import multipletests
 
     p = np.asarray(p, float)
