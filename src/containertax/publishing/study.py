@@ -457,8 +457,11 @@ def design_tex(summaries: list[dict[str, Any]]) -> str:
                    f"Models: {_list(s['models'])}. The environments of "
                    f"{tables.code(texts.tex(s['campaign']))}, {_list(s['environments'])}, "
                    f"each compared with {tables.code(texts.tex(s['reference']))}. "
-                   "Each model's workload and parameters: Table~\\ref{tab:study-workloads}. "
-                   f"{s['repetitions']} blocks {design}{stopping}; {s['records']} raw "
+                   + (("Each model's workload and parameters: "
+                       "Table~\\ref{tab:study-workloads}. ") if s.get("workload_rows") else
+                      # no records to read them from (an import): the configured kinds
+                      f"Workload: {texts.tex(tables.join_words(s['workloads']))}. ")
+                   + f"{s['repetitions']} blocks {design}{stopping}; {s['records']} raw "
                    "records.\n")
         for env, src in s["options"].items():
             out.append(options_sentence(env, src) + "\n")
