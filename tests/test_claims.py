@@ -504,6 +504,35 @@ def test_each_headline_base_is_printed_once(analysed, monkeypatch):  # noqa: F81
         "\\hlbase{1}\\hlbase{3}")
 
 
+def test_a_machine_adjusted_headline_is_named_when_equal_and_printed_when_not(
+        analysed, monkeypatch):  # noqa: F811
+    """The demo's headline as if its runs measured two machines: with the adjusted
+    estimate equal to the paired one it is named, with no interval; planted, an adjusted
+    estimate that differs is printed with its level (the branch no committed campaign
+    reaches)."""
+    from containertax.publishing import paper_values
+    from containertax.statistics import policy
+
+    campaign, runs, results = analysed["campaign"], analysed["runs"], analysed["results"]
+    [head] = policy.headline_rows(campaign, paper_values.primary_family(results), runs, None)
+    row = head["row"].copy()
+    row["machines"] = 2
+    for key in ("rel", "ci_low", "ci_high"):
+        row[f"machine_adjusted_{key}"] = row["rel_overhead" if key == "rel" else f"rel_{key}"]
+    equal = {**head, "row": row}
+    monkeypatch.setattr(policy, "headline_rows", lambda *a, **k: [equal])
+    v = paper_values.result_values(campaign, results, runs)
+    assert v["has-machine-adjusted"] and v["has-machine-adjusted-same"]
+    assert not v["has-machine-adjusted-differs"] and v["machine-adjusted"] == "--"
+    assert v["machine-adjusted-same"] == f"{head['model']} in {head['environment']}"
+    moved = row.copy()
+    moved["machine_adjusted_rel"] = row["rel_overhead"] + 0.05
+    monkeypatch.setattr(policy, "headline_rows", lambda *a, **k: [{**head, "row": moved}])
+    v = paper_values.result_values(campaign, results, runs)
+    assert v["has-machine-adjusted-differs"] and not v["has-machine-adjusted-same"]
+    assert v["machine-adjusted"].endswith("(95\\,\\% interval)"), v["machine-adjusted"]
+
+
 def _tallied(tmp_path):
     """A campaign folder with what check_tallies reads: 2 models x 2 environments x 2
     blocks on GPU-a, but block 2 of m's docker run on GPU-b (a split block); three
