@@ -344,24 +344,22 @@ def result_values(campaign: Campaign, results: pd.DataFrame | None, runs: pd.Dat
     # adjusted estimate is the paired one, and printing it again (at 95 %, beside a
     # look-adjusted headline in a stopping campaign) would be a second number for one
     # quantity (the referee's h100-stopping-exact audit); only a different one is printed
-    def same(head: dict[str, Any]) -> bool:
-        row = head["row"]
+    def adjusted_texts(row: Any) -> tuple[str, str, str]:
         return texts.interval_texts(row.machine_adjusted_rel, row.machine_adjusted_ci_low,
-                                    row.machine_adjusted_ci_high)[0] == texts.interval_texts(
-            row.rel_overhead, row.rel_ci_low, row.rel_ci_high)[0]
+                                    row.machine_adjusted_ci_high)
 
+    unchanged = [adjusted_texts(h["row"])[0] == texts.interval_texts(
+        h["row"].rel_overhead, h["row"].rel_ci_low, h["row"].rel_ci_high)[0] for h in adjusted]
+    same = [h for h, u in zip(adjusted, unchanged, strict=True) if u]
+    moved = [h for h, u in zip(adjusted, unchanged, strict=True) if not u]
     values["machine-adjusted-same"] = tables.join_words([
-        f"{texts.tex(head['model'])} in {texts.tex(head['environment'])}"
-        for head in adjusted if same(head)]) or "--"
+        f"{texts.tex(h['model'])} in {texts.tex(h['environment'])}" for h in same]) or "--"
     values["machine-adjusted"] = tables.join_words([
         "{} in {}: ${}$\\,\\% [${}$, ${}$] (95\\,\\% interval)".format(
-            texts.tex(head["model"]), texts.tex(head["environment"]),
-            *texts.interval_texts(head["row"].machine_adjusted_rel,
-                                   head["row"].machine_adjusted_ci_low,
-                                   head["row"].machine_adjusted_ci_high))
-        for head in adjusted if not same(head)]) or "--"
-    values["has-machine-adjusted-same"] = any(same(head) for head in adjusted)
-    values["has-machine-adjusted-differs"] = not all(same(head) for head in adjusted)
+            texts.tex(h["model"]), texts.tex(h["environment"]),
+            *adjusted_texts(h["row"])) for h in moved]) or "--"
+    values["has-machine-adjusted-same"] = bool(same)
+    values["has-machine-adjusted-differs"] = bool(moved)
     values["has-machine-adjusted"] = bool(adjusted)
     mdes = [100 * head["row"].get("mde_rel", math.nan) for head in heads
             if head["verdict"] == "inconclusive"]

@@ -227,6 +227,7 @@ def summarize(study: Study, name: str) -> dict[str, Any]:
         raise StudyError(f"{c.paths.findings} does not exist: campaign {name}'s findings "
                          f"step has not run (snakemake --configfile {entry.config} paper).")
     metrics = sorted(set(pd.read_csv(comparisons)["metric"].astype(str)))
+    recs = records_of(c)  # read once: the system, the workloads and where the reference ran
     return {
         "summary_version": SUMMARY_VERSION,
         "campaign": name, "config": str(entry.config), "description": c.raw.get("description", ""),
@@ -235,33 +236,42 @@ def summarize(study: Study, name: str) -> dict[str, Any]:
         "models": [m.id for m in c.models], "environments": [e.id for e in c.environments],
         "reference": c.reference, "repetitions": c.repetitions,
         "workloads": sorted({c.workload_kind(m.id) for m in c.models}),
-        "workload_rows": workloads_of(c),
+        "workload_rows": workloads_of(recs),
         "comparisons": str(comparisons), "comparisons_sha256": file_hash(comparisons),
         "options": {e.id: e.spec.get("options_source") for e in c.environments
                     if e.spec.get("options_source")},
         "alpha": c.analysis["alpha"], "equivalence_margin": c.analysis["equivalence_margin"],
         "define_metrics": c.analysis.get("define_metrics"),
         "quality": quality_of(c.paths.quality, metrics),
-        "system": system_of(c),
+        "system": system_of(c, recs),
         "why": entry.why,
         "design": c.schedule.get("design", ""), "stopping": bool(c.raw.get("stopping")),
         "resolution_pct": float(c.analysis["resolution_pct"]),
         "kept": str(c.paths.kept), "thermal": thermal_of(c.paths.quality),
         "findings": str(c.paths.findings),
-        "where": where_of(c),
+        "where": where_of(c, recs),
         "threats": threat_facts(c),
     }
 
 
-def workloads_of(campaign: ct_config.Campaign) -> list[dict[str, Any]]:
+def records_of(campaign: ct_config.Campaign) -> list[Any]:
+    """The campaign's raw records, through the validated reader; [] for an import."""
+    from containertax.statistics.aggregate import read_records
+
+    return [] if campaign.is_import else [rec for _, rec in read_records(campaign.root)]
+
+
+def workloads_of(recs: list[Any]) -> list[dict[str, Any]]:
     """Each model's workload and the parameters its raw records hold (the campaign paper's
-    workload table, publishing/facts.workload_summary); [] for an import (no records)."""
+    workload table, publishing/facts.workload_summary); [] without records (an import)."""
     from containertax.publishing import facts
 
-    if campaign.is_import:
-        return []
+    by_model: dict[str, list[dict[str, Any]]] = {}
+    for rec in recs:
+        as_dict = rec.to_dict()
+        by_model.setdefault(as_dict["cell"]["model"], []).append(as_dict)
     return [{k: w[k] for k in ("model", "kind", "params")}
-            for w in facts.from_records(campaign.root)["workloads"]]
+            for w in map(facts.workload_summary, by_model.values())]
 
 
 def threat_facts(campaign: ct_config.Campaign) -> dict[str, Any]:
@@ -295,15 +305,15 @@ def thermal_of(path: Path) -> list[dict[str, Any]]:
             and (f.get("details") or {}).get("metric")]
 
 
-def where_of(campaign: ct_config.Campaign) -> str:
+def where_of(campaign: ct_config.Campaign, recs: list[Any] | None = None) -> str:
     """Where the campaign's reference ran, in words (statistics/hostmarkers.py), where it was
-    not bare metal (a VM, a container); '' otherwise."""
+    not bare metal (a VM, a container); '' otherwise (and for an import, without records).
+    recs: the records already read."""
     from containertax.statistics import hostmarkers
-    from containertax.statistics.aggregate import read_records
 
     if campaign.is_import:
         return ""
-    recs = [rec for _, rec in read_records(campaign.root)]
+    recs = records_of(campaign) if recs is None else recs
     v = hostmarkers.values(recs, campaign.reference, [e.id for e in campaign.environments])
     return str(v["ref-where"]) if v["ref-virtualised"] else ""
 
@@ -336,32 +346,31 @@ SYSTEM_FACTS = ("host", "gpu", "gpu_uuid", "driver", "cuda", "engine", "image", 
                 "date")
 
 
-def system_of(campaign: ct_config.Campaign) -> dict[str, list[str]]:
+def system_of(campaign: ct_config.Campaign, recs: list[Any] | None = None
+              ) -> dict[str, list[str]]:
     """Each system fact's values over the campaign's raw records (not the machine that
-    rebuilds the study): host name, GPU model and UUID, driver, CUDA (driver API), Docker
-    Engine, container image name and id, and the UTC days the runs started."""
-    from containertax.statistics.aggregate import read_records
-
+    rebuilds the study; recs: those already read): host name, GPU model and UUID, driver,
+    CUDA (driver API), Docker Engine, container image name and id, and the UTC days the
+    runs started."""
     seen: dict[str, set[str]] = {k: set() for k in SYSTEM_FACTS}
 
     def note(key: str, value: Any) -> None:
         if value not in (None, ""):
             seen[key].add(str(value))
 
-    if not campaign.is_import:
-        for _, rec in read_records(campaign.root):
-            gpu = rec.telemetry.get("gpu") or {}
-            note("host", rec.provenance.get("host", {}).get("hostname"))
-            note("gpu", gpu.get("name") or rec.gate.get("sensor_info", {}).get("gpu_name"))
-            note("gpu_uuid", gpu.get("uuid") or rec.gate.get("sensor_info", {}).get("gpu_uuid"))
-            note("driver", gpu.get("driver"))
-            note("cuda", gpu.get("cuda_driver"))
-            resolved = rec.environment.get("resolved", {})
-            note("engine", resolved.get("engine_version"))
-            image = resolved.get("image") or {}
-            note("image", image.get("name"))
-            note("image_id", str(image.get("id") or "").removeprefix("sha256:")[:12])
-            note("date", str(rec.started_utc or "")[:10])
+    for rec in records_of(campaign) if recs is None else recs:
+        gpu = rec.telemetry.get("gpu") or {}
+        note("host", rec.provenance.get("host", {}).get("hostname"))
+        note("gpu", gpu.get("name") or rec.gate.get("sensor_info", {}).get("gpu_name"))
+        note("gpu_uuid", gpu.get("uuid") or rec.gate.get("sensor_info", {}).get("gpu_uuid"))
+        note("driver", gpu.get("driver"))
+        note("cuda", gpu.get("cuda_driver"))
+        resolved = rec.environment.get("resolved", {})
+        note("engine", resolved.get("engine_version"))
+        image = resolved.get("image") or {}
+        note("image", image.get("name"))
+        note("image_id", str(image.get("id") or "").removeprefix("sha256:")[:12])
+        note("date", str(rec.started_utc or "")[:10])
     return {k: sorted(v) for k, v in seen.items()}
 
 
